@@ -270,7 +270,7 @@ pub const PERF_FLAG_FD_CLOEXEC: u64 = 1 << 3;
 
 // perf_event_header.misc
 /// Mask of the CPU mode.
-pub const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7 << 0;
+pub const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 /// Unknown mode.
 pub const PERF_RECORD_MISC_CPUMODE_UNKNOWN: u16 = 0;
 /// Kernel mode.
