@@ -1,1 +1,52 @@
-//! perfkit
+//! Linux performance counters: a safe library over `perf_event_open(2)`.
+//!
+//! ```no_run
+//! use perfkit::{Attr, Counter, Software, Target};
+//! let counter = Counter::open(&Attr::new(Software::TaskClock), &Target::this_process())?;
+//! counter.enable()?;
+//! let v: u64 = (0..1_000_000u64).sum();
+//! counter.disable()?;
+//! let count = counter.read()?;
+//! println!("{v}: {} ns of CPU, {:?}", count.value, count.scaled());
+//! # Ok::<(), perfkit::Error>(())
+//! ```
+//!
+//! * [`Event`] names what to count (hardware, software, cache, raw, tracepoint,
+//!   breakpoint, any PMU), [`Attr`] says how (every `perf_event_attr` field and flag),
+//!   [`Target`] says whom (a task, a CPU, a cgroup).
+//! * [`Counter`] is one open event: ioctls (enable, disable, reset, refresh, period, id,
+//!   set_output, set_filter, set_bpf, pause_output, modify_attributes) and reads;
+//!   [`Group`] reads several at once with `PERF_FORMAT_GROUP`.
+//! * [`Count::scaled`] corrects multiplexed counts and says whether the value is exact,
+//!   estimated, or was never counted.
+//! * [`Error`] keeps the errno, names the event, pid and cpu, and explains permission
+//!   (`perf_event_paranoid`), not-supported and invalid-attribute failures.
+//! * [`PausedChild`] starts a command held before `exec`, so counters opened with
+//!   `enable_on_exec` count the command and nothing of the launcher.
+//!
+//! The kernel ABI itself is in [`sys`] (the `perfkit-sys` crate); the only `unsafe` code
+//! here is the system calls, ioctls, `read(2)`, fork/exec and the mmaps of the ring buffer
+//! and user page.
+
+mod attr;
+mod counter;
+mod error;
+mod event;
+mod group;
+mod launch;
+mod target;
+
+pub use perfkit_sys as sys;
+
+pub use attr::Attr;
+pub use counter::{
+    Count, Counter, Scaled, disable_all_for_this_process, enable_all_for_this_process, scale,
+};
+pub use error::{Error, ErrorKind, Op, Result, read_paranoid};
+pub use event::{
+    Breakpoint, BreakpointKind, Cache, CacheEvent, CacheOp, CacheResult, Event, Hardware, Software,
+    attr_name,
+};
+pub use group::{Group, GroupCount, MemberId};
+pub use launch::{ExitStatus, LaunchError, PausedChild, find_program, wait};
+pub use target::Target;

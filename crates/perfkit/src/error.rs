@@ -1,0 +1,244 @@
+//! [`Error`]: what failed, the errno the kernel gave, and what to do about it.
+
+use std::fmt;
+use std::io;
+
+/// The class of a failure, told apart by errno and context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The event does not exist on this machine (ENOENT, EOPNOTSUPP; ENODEV for hybrid).
+    NotSupported,
+    /// Not allowed (EACCES, EPERM): see [`Error::paranoid`].
+    Permission,
+    /// The kernel rejected the attr (EINVAL).
+    InvalidAttr,
+    /// The attr uses fields this kernel does not know (E2BIG): it wants `kernel_size` bytes.
+    AttrTooBig {
+        /// The attr size the kernel wrote back.
+        kernel_size: u32,
+    },
+    /// The target task does not exist (ESRCH).
+    NoSuchTask,
+    /// No free hardware counter or breakpoint slot (ENOSPC, EBUSY).
+    NoFreeCounter,
+    /// Out of file descriptors (EMFILE, ENFILE).
+    TooManyFiles,
+    /// The operation is not valid for this event (for example REFRESH on a counting event).
+    InvalidOperation,
+    /// Anything else; see [`Error::errno`].
+    Other,
+}
+
+/// What was being done when the error happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `perf_event_open`
+    Open,
+    /// An ioctl, by name (`PERF_EVENT_IOC_ENABLE` ...).
+    Ioctl(&'static str),
+    /// `read(2)` of the counter.
+    Read,
+    /// `mmap(2)` of the ring buffer or user page.
+    Mmap,
+    /// Something else, described.
+    Other(String),
+}
+
+/// A perf_events failure: keeps the OS error and names the event, pid and cpu.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    op: Op,
+    source: io::Error,
+    event: String,
+    pid: i32,
+    cpu: i32,
+    paranoid: Option<i32>,
+    detail: Option<String>,
+}
+
+impl Error {
+    /// Build an error from an OS error during `op` on `event` for (`pid`, `cpu`).
+    pub fn new(op: Op, source: io::Error, event: impl Into<String>, pid: i32, cpu: i32) -> Error {
+        let errno = source.raw_os_error().unwrap_or(0);
+        let kind = match errno {
+            libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => ErrorKind::NotSupported,
+            libc::EACCES | libc::EPERM => ErrorKind::Permission,
+            libc::EINVAL if op != Op::Open => ErrorKind::InvalidOperation,
+            libc::EINVAL => ErrorKind::InvalidAttr,
+            libc::E2BIG => ErrorKind::AttrTooBig { kernel_size: 0 },
+            libc::ESRCH => ErrorKind::NoSuchTask,
+            libc::ENOSPC | libc::EBUSY => ErrorKind::NoFreeCounter,
+            libc::EMFILE | libc::ENFILE => ErrorKind::TooManyFiles,
+            _ => ErrorKind::Other,
+        };
+        let paranoid = (kind == ErrorKind::Permission)
+            .then(read_paranoid)
+            .flatten();
+        Error {
+            kind,
+            op,
+            source,
+            event: event.into(),
+            pid,
+            cpu,
+            paranoid,
+            detail: None,
+        }
+    }
+
+    /// Replace the kind (used when the context tells more than the errno).
+    pub(crate) fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Attach an explanation of the cause.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The class of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    /// The errno, 0 if none.
+    pub fn errno(&self) -> i32 {
+        self.source.raw_os_error().unwrap_or(0)
+    }
+    /// The OS error.
+    pub fn io_error(&self) -> &io::Error {
+        &self.source
+    }
+    /// The operation that failed.
+    pub fn op(&self) -> &Op {
+        &self.op
+    }
+    /// The event's name.
+    pub fn event(&self) -> &str {
+        &self.event
+    }
+    /// The target pid (-1 = any).
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+    /// The target cpu (-1 = any).
+    pub fn cpu(&self) -> i32 {
+        self.cpu
+    }
+    /// `/proc/sys/kernel/perf_event_paranoid` when the error is a permission error.
+    pub fn paranoid(&self) -> Option<i32> {
+        self.paranoid
+    }
+    /// The explanation of the cause, where one was found.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// Whether the event simply does not exist here (shown as `<not supported>` by stat).
+    pub fn is_not_supported(&self) -> bool {
+        self.kind == ErrorKind::NotSupported
+    }
+
+    /// Advice on what to do, for the user.
+    pub fn hint(&self) -> Option<String> {
+        match self.kind {
+            ErrorKind::NotSupported => Some(
+                "this machine does not provide the event (no such PMU or event; virtual \
+                 machines usually have no hardware counters): `perfkit list` shows what is \
+                 available"
+                    .into(),
+            ),
+            ErrorKind::Permission => Some(permission_hint(self.paranoid)),
+            ErrorKind::NoFreeCounter => Some(
+                "every hardware counter or breakpoint slot is in use: close other \
+                 perf users, or open fewer events at once"
+                    .into(),
+            ),
+            ErrorKind::TooManyFiles => Some(
+                "out of file descriptors (one per event per CPU): raise the limit with \
+                 `ulimit -n`"
+                    .into(),
+            ),
+            ErrorKind::NoSuchTask => Some("the process or thread does not exist (any more)".into()),
+            ErrorKind::AttrTooBig { kernel_size } => Some(format!(
+                "this kernel knows perf_event_attr up to {kernel_size} bytes; the attr uses a \
+                 newer field: a newer kernel is needed"
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn permission_hint(paranoid: Option<i32>) -> String {
+    let level = match paranoid {
+        Some(p) => format!("kernel.perf_event_paranoid is {p}"),
+        None => "access to perf events is restricted".into(),
+    };
+    let what = match paranoid {
+        Some(p) if p >= 3 => "unprivileged users may not use perf events at all",
+        Some(2) => "unprivileged users may count their own processes in user space only",
+        Some(1) => "unprivileged users may count their own processes, not whole CPUs",
+        _ => "the capability CAP_PERFMON (or root) is needed",
+    };
+    format!(
+        "{level}: {what}. Run as root (or with CAP_PERFMON), lower it with \
+         `sysctl kernel.perf_event_paranoid=1` (-1 allows everything), or count user space \
+         only with the `:u` modifier (exclude_kernel)"
+    )
+}
+
+/// Read `/proc/sys/kernel/perf_event_paranoid`.
+pub fn read_paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = match &self.op {
+            Op::Open => "open".to_string(),
+            Op::Ioctl(name) => name.to_string(),
+            Op::Read => "read".to_string(),
+            Op::Mmap => "mmap the ring buffer of".to_string(),
+            Op::Other(s) => s.clone(),
+        };
+        write!(f, "cannot {op} event `{}`", self.event)?;
+        match (self.pid, self.cpu) {
+            (-1, -1) => {}
+            (-1, c) => write!(f, " on CPU {c}")?,
+            (0, -1) => write!(f, " for this process")?,
+            (p, -1) => write!(f, " for pid {p}")?,
+            (p, c) => write!(f, " for pid {p} on CPU {c}")?,
+        }
+        let what = match self.kind {
+            ErrorKind::NotSupported => "not supported on this machine",
+            ErrorKind::Permission => "permission denied",
+            ErrorKind::InvalidAttr => "invalid attribute",
+            ErrorKind::AttrTooBig { .. } => "attribute too new for this kernel",
+            ErrorKind::NoSuchTask => "no such process",
+            ErrorKind::NoFreeCounter => "no free counter",
+            ErrorKind::TooManyFiles => "too many open files",
+            ErrorKind::InvalidOperation => "not valid for this event",
+            ErrorKind::Other => "error",
+        };
+        write!(f, ": {what} ({})", self.source)?;
+        if let Some(d) = &self.detail {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

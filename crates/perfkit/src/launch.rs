@@ -1,0 +1,226 @@
+//! [`PausedChild`]: start a command stopped before `exec`, so counters can be attached
+//! with `enable_on_exec` and nothing of the launcher is counted.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A forked child waiting to `exec` its command until [`PausedChild::start`].
+#[derive(Debug)]
+pub struct PausedChild {
+    pid: libc::pid_t,
+    go: Option<std::os::fd::OwnedFd>,
+    exec_err: std::os::fd::OwnedFd,
+}
+
+/// Why a command could not be started.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// The program was not found in `PATH` (a shell exits 127).
+    NotFound(OsString),
+    /// Found but not executable, or exec failed (a shell exits 126).
+    CannotExecute(OsString, io::Error),
+    /// fork or pipe failed.
+    Os(io::Error),
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchError::NotFound(p) => write!(f, "{}: command not found", p.to_string_lossy()),
+            LaunchError::CannotExecute(p, e) => {
+                write!(f, "{}: cannot execute: {e}", p.to_string_lossy())
+            }
+            LaunchError::Os(e) => write!(f, "cannot start the command: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+impl LaunchError {
+    /// The exit status a shell would give: 127 not found, 126 not executable.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LaunchError::NotFound(_) => 127,
+            LaunchError::CannotExecute(..) => 126,
+            LaunchError::Os(_) => 1,
+        }
+    }
+}
+
+/// Find `program` the way a shell does: as a path if it has a `/`, else in `PATH`.
+pub fn find_program(program: &OsStr) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if program.as_bytes().contains(&b'/') {
+        return p.exists().then(|| p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|cand| {
+            std::fs::metadata(cand)
+                .map(|m| {
+                    m.is_file()
+                        && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+                })
+                .unwrap_or(false)
+        })
+}
+
+fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two new descriptors that we now own.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+impl PausedChild {
+    /// Fork a child that will exec `program` with `args` (argv[0] = `program`) once
+    /// [`start`](Self::start) is called. The child inherits the environment and stdio.
+    pub fn spawn(program: &OsStr, args: &[OsString]) -> Result<PausedChild, LaunchError> {
+        use std::os::fd::AsRawFd;
+        let path = find_program(program).ok_or_else(|| LaunchError::NotFound(program.into()))?;
+        let cstr = |s: &OsStr| CString::new(s.as_bytes()).map_err(|e| LaunchError::Os(e.into()));
+        let cpath = cstr(path.as_os_str())?;
+        let mut argv_c = vec![cstr(program)?];
+        for a in args {
+            argv_c.push(cstr(a)?);
+        }
+        let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let (go_r, go_w) = pipe().map_err(LaunchError::Os)?;
+        let (err_r, err_w) = pipe().map_err(LaunchError::Os)?;
+        // SAFETY: fork in a possibly multi-threaded process; the child only calls
+        // async-signal-safe functions (close, read, execv, write, _exit) on memory
+        // prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(LaunchError::Os(io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // SAFETY: in the child: async-signal-safe calls on descriptors and buffers
+            // that were set up before the fork and stay valid until exec or _exit.
+            unsafe {
+                libc::close(go_w.as_raw_fd());
+                libc::close(err_r.as_raw_fd());
+                let mut b = 0u8;
+                let n = libc::read(go_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
+                if n != 1 {
+                    // The parent gave up (dropped us without start): leave quietly.
+                    libc::_exit(127);
+                }
+                libc::execv(cpath.as_ptr(), argv.as_ptr());
+                let errno = *libc::__errno_location();
+                let bytes = errno.to_ne_bytes();
+                libc::write(err_w.as_raw_fd(), bytes.as_ptr().cast(), 4);
+                libc::_exit(126);
+            }
+        }
+        drop(go_r);
+        drop(err_w);
+        Ok(PausedChild {
+            pid,
+            go: Some(go_w),
+            exec_err: err_r,
+        })
+    }
+
+    /// The child's pid (attach counters to it before [`start`](Self::start)).
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Let the child exec. Returns an error if exec failed (the child has then exited
+    /// with status 126 and is reaped here).
+    pub fn start(mut self) -> Result<libc::pid_t, LaunchError> {
+        use std::os::fd::AsRawFd;
+        let go = self.go.take();
+        if let Some(go) = &go {
+            let b = [1u8];
+            // SAFETY: writing one byte from a valid buffer to our pipe.
+            unsafe { libc::write(go.as_raw_fd(), b.as_ptr().cast(), 1) };
+        }
+        drop(go);
+        let mut buf = [0u8; 4];
+        // SAFETY: reading up to 4 bytes into a valid buffer; EOF (0) means exec succeeded
+        // (the CLOEXEC write end closed).
+        let n = unsafe { libc::read(self.exec_err.as_raw_fd(), buf.as_mut_ptr().cast(), 4) };
+        if n == 4 {
+            let errno = i32::from_ne_bytes(buf);
+            let mut status = 0;
+            // SAFETY: reaping our own child.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            return Err(LaunchError::CannotExecute(
+                OsString::from(format!("pid {}", self.pid)),
+                io::Error::from_raw_os_error(errno),
+            ));
+        }
+        let pid = self.pid;
+        self.pid = 0;
+        Ok(pid)
+    }
+}
+
+impl Drop for PausedChild {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            // Never started: closing the go pipe makes the child _exit; reap it.
+            self.go.take();
+            let mut status = 0;
+            // SAFETY: reaping our own child.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
+    }
+}
+
+/// How a process ended, as a shell reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exited with a code.
+    Exited(i32),
+    /// Killed by a signal.
+    Signaled(i32),
+}
+
+impl ExitStatus {
+    /// The shell's `$?`: the code, or 128 + signal.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ExitStatus::Exited(c) => c,
+            ExitStatus::Signaled(s) => 128 + s,
+        }
+    }
+}
+
+/// `waitpid(pid)`, retrying on EINTR.
+pub fn wait(pid: libc::pid_t) -> io::Result<ExitStatus> {
+    loop {
+        let mut status = 0;
+        // SAFETY: status is a valid int for waitpid to fill.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if libc::WIFEXITED(status) {
+            return Ok(ExitStatus::Exited(libc::WEXITSTATUS(status)));
+        }
+        if libc::WIFSIGNALED(status) {
+            return Ok(ExitStatus::Signaled(libc::WTERMSIG(status)));
+        }
+    }
+}
