@@ -325,10 +325,8 @@ fn group_reads_consistently() {
     assert!((200..230).contains(&r[pf].value), "{:?}", r[pf]);
     assert!(r[cs].value >= 5, "{:?}", r[cs]);
     let (tc, cc) = (r[g.leader()].value as f64, r[cc].value as f64);
-    assert!(
-        tc > 19e6 && (cc / tc - 1.0).abs() < 0.1,
-        "task {tc} cpu {cc}"
-    );
+    assert!(tc >= burned * 0.95, "task-clock {tc} vs burned {burned}");
+    assert!((cc / tc - 1.0).abs() < 0.1, "task {tc} cpu {cc}");
     // One time pair for the whole group, and ids match the members' own.
     assert_eq!(r[pf].time_enabled, r.time_enabled);
     assert_eq!(r[pf].id, Some(g.counter(pf).id().unwrap()));
