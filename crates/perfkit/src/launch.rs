@@ -224,3 +224,59 @@ pub fn wait(pid: libc::pid_t) -> io::Result<ExitStatus> {
         }
     }
 }
+
+/// CPU time a waited-for child used (`wait4`'s rusage).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChildUsage {
+    /// User CPU time in nanoseconds.
+    pub user_ns: u64,
+    /// System CPU time in nanoseconds.
+    pub sys_ns: u64,
+}
+
+/// `wait4(pid)`: exit status and the child's CPU usage, retrying on EINTR.
+pub fn wait_with_usage(pid: libc::pid_t) -> io::Result<(ExitStatus, ChildUsage)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: rusage is plain data for wait4 to fill.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: status and ru are valid for wait4 to fill.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        let usage = ChildUsage {
+            user_ns: tv(ru.ru_utime),
+            sys_ns: tv(ru.ru_stime),
+        };
+        if libc::WIFEXITED(status) {
+            return Ok((ExitStatus::Exited(libc::WEXITSTATUS(status)), usage));
+        }
+        if libc::WIFSIGNALED(status) {
+            return Ok((ExitStatus::Signaled(libc::WTERMSIG(status)), usage));
+        }
+    }
+}
+
+/// `kill(pid, sig)`.
+pub fn kill(pid: libc::pid_t, sig: i32) -> io::Result<()> {
+    // SAFETY: kill takes plain integers.
+    if unsafe { libc::kill(pid, sig) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The ids of every thread of process `pid` (from `/proc/PID/task`).
+pub fn threads_of(pid: libc::pid_t) -> io::Result<Vec<libc::pid_t>> {
+    let mut tids: Vec<libc::pid_t> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}

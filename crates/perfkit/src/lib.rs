@@ -48,5 +48,8 @@ pub use event::{
     attr_name,
 };
 pub use group::{Group, GroupCount, MemberId};
-pub use launch::{ExitStatus, LaunchError, PausedChild, find_program, wait};
+pub use launch::{
+    ChildUsage, ExitStatus, LaunchError, PausedChild, find_program, kill, threads_of, wait,
+    wait_with_usage,
+};
 pub use target::Target;
