@@ -1,1 +1,87 @@
-fn main() {}
+//! `perfkit`: performance counters for Linux.
+//!
+//! The binary is thin: each subcommand parses its flags with clap (derive) and calls the
+//! libraries. Errors print with their whole cause chain and exit non-zero; a closed
+//! standard output (`perfkit ... | head`) is not an error.
+#![forbid(unsafe_code)]
+
+mod events;
+mod stat;
+mod topology;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Performance counters for Linux: count, sample and read profiles.
+#[derive(Parser, Debug)]
+#[command(name = "perfkit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Count events for a command, processes, threads, CPUs or cgroups (like `perf stat`).
+    Stat(stat::StatArgs),
+}
+
+/// An error that carries the exit status to use (127 for a missing command, ...).
+#[derive(Debug)]
+pub struct ExitError {
+    /// Process exit status.
+    pub code: u8,
+    /// What to print.
+    pub error: anyhow::Error,
+}
+
+impl std::fmt::Display for ExitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for ExitError {}
+
+/// Wrap an error with an exit status.
+pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
+    ExitError {
+        code,
+        error: error.into(),
+    }
+    .into()
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Stat(args) => stat::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let code = e.downcast_ref::<ExitError>().map_or(1, |x| x.code);
+            eprintln!("perfkit: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definition_is_valid() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}
