@@ -577,11 +577,16 @@ fn run_once(
     let mut last = counters::read_all(&events);
     let mut last_t = start;
     let mut intervals = 0u64;
+    let mut stopped_early = false;
     if first && args.interval.is_some() && args.sep.is_none() && !args.json {
         writeln!(sink, "#           time             counts unit events")?;
     }
     loop {
         let mut wait = args.interval.map(Duration::from_millis);
+        if let Scope::Threads(_) = plan.scope {
+            // Attached tasks are polled so counting stops when they are all gone.
+            wait = Some(wait.map_or(TASK_POLL, |w| w.min(TASK_POLL)));
+        }
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now());
             wait = Some(wait.map_or(left, |w| w.min(left)));
@@ -634,6 +639,13 @@ fn run_once(
             None => {}
         }
         if timed_out || args.interval_count.is_some_and(|n| intervals >= n) {
+            stopped_early = true;
+            break;
+        }
+        if let Scope::Threads(ts) = &plan.scope
+            && child_pid(&sig_child).is_none()
+            && ts.iter().all(|(t, _)| !task_alive(*t))
+        {
             break;
         }
     }
@@ -648,10 +660,13 @@ fn run_once(
     if status.is_none() && sig_child.load(std::sync::atomic::Ordering::SeqCst) > 0 {
         let pid = sig_child.load(std::sync::atomic::Ordering::SeqCst);
         let _ = perfkit::kill(pid, libc::SIGTERM);
-        if let Ok(Msg::Exited(st, u)) = rx.recv_timeout(Duration::from_secs(5)) {
-            status = Some(st);
+        if let Ok(Msg::Exited(_, u)) = rx.recv_timeout(Duration::from_secs(5)) {
             usage = Some(u);
         }
+    }
+    // perfkit ended the command itself (timeout, interval count): that is success.
+    if stopped_early && status.is_none() {
+        status = Some(ExitStatus::Exited(0));
     }
     Ok(RunResult {
         instances,
@@ -662,6 +677,25 @@ fn run_once(
         usage,
         interrupted,
     })
+}
+
+const TASK_POLL: Duration = Duration::from_millis(100);
+
+fn child_pid(p: &std::sync::atomic::AtomicI32) -> Option<i32> {
+    Some(p.load(std::sync::atomic::Ordering::SeqCst)).filter(|&p| p > 0)
+}
+
+/// Whether a task exists and is not a zombie.
+fn task_alive(tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{tid}/stat")) {
+        Ok(s) => {
+            let state = s
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X') | None)
+        }
+        Err(_) => false,
+    }
 }
 
 /// If nothing at all could be opened because of errors, stop with the reason.

@@ -1,0 +1,583 @@
+//! `perfkit stat` as a user runs it: exit statuses, output formats parsed back, statistics
+//! checked by hand, aggregation that adds up, and agreement with `perf stat`.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+fn perfkit() -> Command {
+    Command::cargo_bin("perfkit").expect("perfkit binary")
+}
+
+/// The C workload, compiled once per test run (None if no C compiler).
+fn workload() -> Option<&'static PathBuf> {
+    static W: OnceLock<Option<PathBuf>> = OnceLock::new();
+    W.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("perfkit-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        let out = dir.join("workload");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/workload.c");
+        let ok = std::process::Command::new("cc")
+            .args(["-O1", "-pthread", "-o"])
+            .arg(&out)
+            .arg(src)
+            .status()
+            .ok()?
+            .success();
+        ok.then_some(out)
+    })
+    .as_ref()
+}
+
+macro_rules! need_workload {
+    () => {
+        match workload() {
+            Some(w) => w,
+            None => {
+                eprintln!("skipped: no C compiler to build the workload");
+                return;
+            }
+        }
+    };
+}
+
+fn stderr_of(cmd: &mut Command) -> (i32, String) {
+    let out = cmd.output().expect("run perfkit");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+fn json_rows(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}
+
+#[test]
+fn exit_status_is_passed_through() {
+    let (code, _) = stderr_of(perfkit().args(["stat", "--", "sh", "-c", "exit 3"]));
+    assert_eq!(code, 3);
+    let (code, _) = stderr_of(perfkit().args(["stat", "--", "true"]));
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn signal_death_gives_128_plus_signal() {
+    let (code, err) = stderr_of(perfkit().args(["stat", "--", "sh", "-c", "kill -TERM $$"]));
+    assert_eq!(code, 128 + 15, "{err}");
+    // The counts are still printed.
+    assert!(err.contains("task-clock"), "{err}");
+}
+
+#[test]
+fn missing_command_exits_127() {
+    let (code, err) = stderr_of(perfkit().args(["stat", "--", "no-such-command-xyz"]));
+    assert_eq!(code, 127);
+    assert!(
+        err.contains("no-such-command-xyz: command not found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_arguments_name_the_argument() {
+    let (code, err) = stderr_of(perfkit().args(["stat", "-p", "2147483000"]));
+    assert_ne!(code, 0);
+    assert!(err.contains("-p 2147483000: no such process"), "{err}");
+    let (code, err) = stderr_of(perfkit().args(["stat", "-C", "0-4096", "--", "true"]));
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("-C 0-4096") && err.contains("not online"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(perfkit().args(["stat", "-e", "no-such-event", "--", "true"]));
+    assert_ne!(code, 0);
+    assert!(err.contains("-e") && err.contains("no-such-event"), "{err}");
+    assert!(err.contains("perfkit list"), "{err}");
+}
+
+#[test]
+fn default_output_has_perf_layout_and_not_supported_rows() {
+    let (code, err) = stderr_of(perfkit().args(["stat", "--", "true"]));
+    assert_eq!(code, 0);
+    assert!(
+        err.contains(" Performance counter stats for 'true':"),
+        "{err}"
+    );
+    for ev in [
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+    ] {
+        assert!(err.contains(ev), "{ev} missing: {err}");
+    }
+    assert!(err.contains("msec task-clock"), "{err}");
+    assert!(err.contains("CPUs utilized"), "{err}");
+    assert!(err.contains("seconds time elapsed"), "{err}");
+    assert!(
+        err.contains("seconds user") && err.contains("seconds sys"),
+        "{err}"
+    );
+    let hw_here = perfkit::Counter::open(
+        &perfkit::Attr::new(perfkit::Hardware::CpuCycles).exclude_kernel(true),
+        &perfkit::Target::this_process(),
+    )
+    .is_ok();
+    if !hw_here {
+        for ev in ["cycles", "instructions", "branches", "branch-misses"] {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains("<not supported>") && l.trim_end().ends_with(ev)),
+                "{ev} not shown as <not supported>: {err}"
+            );
+        }
+        assert_eq!(err.matches("no hardware counters").count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn csv_fields_in_perf_order() {
+    let w = need_workload!();
+    let (code, err) = stderr_of(
+        perfkit()
+            .args(["stat", "-x", ",", "-e", "task-clock,page-faults", "--"])
+            .arg(w)
+            .args(["pages", "500"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    assert_eq!(rows.len(), 2, "{err}");
+    let tc = &rows[0];
+    assert_eq!(tc.len(), 7, "{tc:?}");
+    assert!(tc[0].parse::<f64>().unwrap() > 0.0);
+    assert_eq!(tc[1], "msec");
+    assert_eq!(tc[2], "task-clock");
+    assert!(tc[3].parse::<u64>().unwrap() > 0, "runtime");
+    assert_eq!(tc[4], "100.00");
+    assert!(tc[5].parse::<f64>().unwrap() > 0.0);
+    assert_eq!(tc[6], "CPUs utilized");
+    let pf = &rows[1];
+    let faults: u64 = pf[0].parse().unwrap();
+    assert!((500..600).contains(&faults), "{faults}");
+    assert_eq!(pf[1], "");
+    assert_eq!(pf[2], "page-faults");
+    assert_eq!(pf[6], "K/sec");
+    // The rate metric is count / task-clock seconds.
+    let rate = pf[5].parse::<f64>().unwrap() * 1e3;
+    let expect = faults as f64 / (tc[0].parse::<f64>().unwrap() / 1e3);
+    assert!((rate / expect - 1.0).abs() < 0.01, "{rate} vs {expect}");
+}
+
+#[test]
+fn repeat_statistics_match_a_hand_computation() {
+    let w = need_workload!();
+    let (code, err) = stderr_of(
+        perfkit()
+            .args([
+                "stat",
+                "-r",
+                "5",
+                "-j",
+                "-e",
+                "page-faults,task-clock",
+                "--",
+            ])
+            .arg(w)
+            .args(["pages", "300"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let rows = json_rows(&err);
+    let pf = rows.iter().find(|r| r["event"] == "page-faults").unwrap();
+    let runs: Vec<f64> = pf["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 5);
+    let n = runs.len() as f64;
+    let mean = runs.iter().sum::<f64>() / n;
+    let var = runs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let sd_mean = (var / n).sqrt();
+    assert!((pf["mean"].as_f64().unwrap() - mean).abs() < 1e-9);
+    assert!((pf["stddev"].as_f64().unwrap() - sd_mean).abs() < 1e-9);
+    let pct = 100.0 * sd_mean / mean;
+    assert!((pf["variance"].as_f64().unwrap() - pct).abs() < 1e-9);
+    for r in &runs {
+        assert!((300.0..400.0).contains(r), "{r}");
+    }
+
+    // The text form prints the same relative deviation.
+    let (_, text) = stderr_of(
+        perfkit()
+            .args(["stat", "-r", "3", "-e", "page-faults", "--"])
+            .arg(w)
+            .args(["pages", "300"]),
+    );
+    assert!(text.contains("(3 runs)"), "{text}");
+    assert!(text.contains("( +- "), "{text}");
+    assert!(text.contains("seconds time elapsed  ( +- "), "{text}");
+}
+
+#[test]
+fn json_lines_have_stable_fields() {
+    let (code, err) = stderr_of(perfkit().args(["stat", "-j", "--", "true"]));
+    assert_eq!(code, 0);
+    let rows = json_rows(&err);
+    assert!(rows.len() >= 8, "{err}");
+    for r in &rows {
+        for f in [
+            "counter-value",
+            "unit",
+            "event",
+            "event-runtime",
+            "pcnt-running",
+        ] {
+            assert!(r.get(f).is_some(), "{f} missing in {r}");
+        }
+    }
+    let tc = rows.iter().find(|r| r["event"] == "task-clock").unwrap();
+    assert_eq!(tc["unit"], "msec");
+    assert_eq!(tc["metric-unit"], "CPUs utilized");
+    assert!(
+        tc["counter-value"]
+            .as_str()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+            > 0.0
+    );
+}
+
+#[test]
+fn interval_mode_prints_one_line_per_event_per_interval() {
+    let w = need_workload!();
+    let (code, err) = stderr_of(
+        perfkit()
+            .args([
+                "stat",
+                "-I",
+                "100",
+                "--interval-count",
+                "3",
+                "-x",
+                ",",
+                "-e",
+                "task-clock,page-faults",
+                "--",
+            ])
+            .arg(w)
+            .args(["spin", "2000"]),
+    );
+    assert_eq!(code, 0, "stopped by the interval count: {err}");
+    let rows = csv_rows(&err);
+    assert_eq!(rows.len(), 6, "{err}");
+    let mut last = 0.0;
+    for (i, r) in rows.iter().enumerate() {
+        let t: f64 = r[0].trim().parse().unwrap();
+        assert!(t >= last);
+        last = t;
+        assert_eq!(
+            r[3],
+            if i % 2 == 0 {
+                "task-clock"
+            } else {
+                "page-faults"
+            }
+        );
+    }
+    // A spinning workload uses about one CPU per 100 ms interval.
+    let tc: f64 = rows[2][1].parse().unwrap();
+    assert!((50.0..=110.0).contains(&tc), "{tc} msec in 100 ms");
+}
+
+#[test]
+fn per_cpu_rows_add_up_to_the_aggregate() {
+    if !is_root() {
+        eprintln!("skipped: system-wide counting needs root");
+        return;
+    }
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-a",
+        "-A",
+        "-x",
+        ",",
+        "-e",
+        "cpu-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    let ncpu = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(rows.len(), ncpu, "{err}");
+    let per_cpu: Vec<f64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r[0], format!("CPU{i}"));
+    }
+    let sum: f64 = per_cpu.iter().sum();
+    // Each CPU's clock runs for the whole 200 ms.
+    assert!(
+        sum > 180.0 * ncpu as f64 && sum < 260.0 * ncpu as f64,
+        "{sum}"
+    );
+
+    let (_, err) = stderr_of(perfkit().args([
+        "stat",
+        "-a",
+        "-x",
+        ",",
+        "-e",
+        "cpu-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]));
+    let agg: f64 = csv_rows(&err)[0][0].parse().unwrap();
+    assert!(
+        (agg / sum - 1.0).abs() < 0.15,
+        "aggregate {agg} vs per-CPU sum {sum}"
+    );
+
+    // -C restricts to the listed CPUs.
+    let (_, err) = stderr_of(perfkit().args([
+        "stat",
+        "-C",
+        "0",
+        "-A",
+        "-x",
+        ",",
+        "-e",
+        "cpu-clock",
+        "--",
+        "sleep",
+        "0.1",
+    ]));
+    let rows = csv_rows(&err);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][0], "CPU0");
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn attach_to_a_running_process_per_thread() {
+    let w = need_workload!();
+    let mut child = std::process::Command::new(w)
+        .args(["threads", "3", "1500"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pid = child.id().to_string();
+    let tids = perfkit::threads_of(child.id() as i32).unwrap();
+    assert_eq!(tids.len(), 4, "main thread + 3 workers");
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "--per-thread",
+        "-p",
+        &pid,
+        "-x",
+        ",",
+        "-e",
+        "task-clock",
+        "--timeout",
+        "300",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    assert_eq!(rows.len(), 4, "{err}");
+    let mut total = 0.0;
+    for r in &rows {
+        let (comm, tid) = r[0].rsplit_once('-').unwrap();
+        assert_eq!(comm, "workload");
+        assert!(tids.contains(&tid.parse().unwrap()));
+        total += r[1].parse::<f64>().unwrap();
+    }
+    // Three spinning threads on two CPUs for 300 ms: about 600 ms of CPU in all.
+    assert!((300.0..=700.0).contains(&total), "{total} msec");
+    child.kill().ok();
+    child.wait().ok();
+}
+
+#[test]
+fn attach_stops_when_the_process_exits() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("0.3")
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-p",
+        &child.id().to_string(),
+        "-e",
+        "task-clock,context-switches",
+    ]));
+    child.wait().ok();
+    assert_eq!(code, 0, "{err}");
+    assert!(t0.elapsed().as_secs_f64() < 3.0);
+    assert!(err.contains("process id"), "{err}");
+}
+
+/// Counts of deterministic software events agree with `perf stat` within 2%.
+#[test]
+fn agrees_with_perf_stat() {
+    let w = need_workload!();
+    if std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: perf is not installed");
+        return;
+    }
+    let count = |tool: &str, ev: &str, args: &[&str]| -> f64 {
+        let mut cmd = std::process::Command::new(if tool == "perf" {
+            "perf".into()
+        } else {
+            assert_cmd::cargo::cargo_bin("perfkit")
+        });
+        let out = cmd
+            .args(["stat", "-x", ",", "-e", ev, "--"])
+            .arg(w)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        csv_rows(&err)
+            .iter()
+            .find(|r| r.get(2).is_some_and(|e| e == ev))
+            .unwrap_or_else(|| panic!("{tool}: {err}"))[0]
+            .parse()
+            .unwrap()
+    };
+    let ours = count("perfkit", "page-faults", &["pages", "5000"]);
+    let perf = count("perf", "page-faults", &["pages", "5000"]);
+    assert!(
+        (ours / perf - 1.0).abs() < 0.02,
+        "page-faults {ours} vs perf {perf}"
+    );
+    let ours = count("perfkit", "context-switches", &["sleep", "200"]);
+    let perf = count("perf", "context-switches", &["sleep", "200"]);
+    assert!(
+        (ours / perf - 1.0).abs() < 0.02,
+        "context-switches {ours} vs perf {perf}"
+    );
+    assert!((200.0..215.0).contains(&ours), "{ours}");
+}
+
+#[test]
+fn output_file_and_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("out.txt");
+    let fs = f.to_str().unwrap();
+    perfkit()
+        .args([
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "task-clock",
+            "-o",
+            fs,
+            "--",
+            "true",
+        ])
+        .assert()
+        .success();
+    perfkit()
+        .args([
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "page-faults",
+            "-o",
+            fs,
+            "--append",
+            "--",
+            "true",
+        ])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&f).unwrap();
+    let rows = csv_rows(&text);
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(rows[0][2], "task-clock");
+    assert_eq!(rows[1][2], "page-faults");
+}
+
+#[test]
+fn verbose_prints_attrs() {
+    let (code, err) = stderr_of(perfkit().args(["stat", "-v", "-e", "page-faults", "--", "true"]));
+    assert_eq!(code, 0);
+    assert!(err.contains("perf_event_attr:"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.trim_start().starts_with("type") && l.trim_end().ends_with('1')),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.trim_start().starts_with("config") && l.contains("0x2")),
+        "{err}"
+    );
+}
+
+#[test]
+fn delay_and_pre_post_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("m");
+    let m = marker.to_str().unwrap();
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-r",
+        "2",
+        "--pre",
+        &format!("echo pre >> {m}"),
+        "--post",
+        &format!("echo post >> {m}"),
+        "-e",
+        "task-clock",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "pre\npost\npre\npost\n"
+    );
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-D",
+        "100",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.3",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("Events enabled"), "{err}");
+}
