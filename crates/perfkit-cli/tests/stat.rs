@@ -581,3 +581,132 @@ fn delay_and_pre_post_commands() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("Events enabled"), "{err}");
 }
+
+fn cgroup2_root() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| f[1].into())
+    })
+}
+
+#[test]
+fn cgroup_counting_with_g_and_for_each_cgroup() {
+    let w = need_workload!();
+    if !is_root() {
+        eprintln!("skipped: cgroup counting needs root");
+        return;
+    }
+    let Some(root) = cgroup2_root() else {
+        eprintln!("skipped: no cgroup2 mount");
+        return;
+    };
+    let busy = format!("perfkit-busy-{}", std::process::id());
+    let idle = format!("perfkit-idle-{}", std::process::id());
+    for cg in [&busy, &idle] {
+        if std::fs::create_dir(root.join(cg)).is_err() {
+            eprintln!("skipped: cannot create cgroups under {}", root.display());
+            return;
+        }
+    }
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {} spin 200",
+        root.join(&busy).display(),
+        w.display()
+    );
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-a",
+        "-x",
+        ",",
+        "-e",
+        "task-clock",
+        "--for-each-cgroup",
+        &format!("{busy},{idle}"),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    for cg in [&busy, &idle] {
+        let _ = std::fs::remove_dir(root.join(cg));
+    }
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    assert_eq!(rows.len(), 2, "{err}");
+    // value,unit,event,cgroup,...
+    assert_eq!(rows[0][3], busy);
+    assert_eq!(rows[1][3], idle);
+    let busy_ms: f64 = rows[0][0].parse().unwrap();
+    assert!(
+        (150.0..=260.0).contains(&busy_ms),
+        "{busy_ms} msec in the busy cgroup"
+    );
+    let idle_ms: f64 = rows[1][0].parse().unwrap_or(0.0);
+    assert!(idle_ms < 5.0, "{idle_ms} msec in the idle cgroup");
+}
+
+#[test]
+fn sigint_is_forwarded_to_the_command() {
+    let w = need_workload!();
+    let bin = assert_cmd::cargo::cargo_bin("perfkit");
+    let child = std::process::Command::new(bin)
+        .args(["stat", "-e", "task-clock", "--"])
+        .arg(w)
+        .args(["spin", "10000"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    perfkit::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed().as_secs_f64() < 2.0, "the command did not stop");
+    assert_eq!(out.status.code(), Some(130), "died of SIGINT: 128 + 2");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("msec task-clock"),
+        "counts still printed: {err}"
+    );
+}
+
+#[test]
+fn no_permission_says_what_to_do() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("skipped: needs root to run as another user");
+        return;
+    }
+    let paranoid = perfkit::read_paranoid().unwrap_or(2);
+    if paranoid < 1 {
+        eprintln!("skipped: perf_event_paranoid {paranoid} allows everything");
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("perfkit");
+    let out = std::process::Command::new(&bin)
+        .args(["stat", "-a", "-e", "cpu-clock", "--", "true"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("perf_event_paranoid is {paranoid}")),
+        "{err}"
+    );
+    assert!(err.contains("sysctl kernel.perf_event_paranoid"), "{err}");
+    assert!(err.contains(":u"), "{err}");
+    if paranoid >= 2 {
+        // Counting one's own command falls back to user space only, and says so in names.
+        let out = std::process::Command::new(&bin)
+            .args(["stat", "-e", "task-clock,page-faults", "--", "true"])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("task-clock:u"), "{err}");
+    }
+}

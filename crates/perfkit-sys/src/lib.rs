@@ -34,5 +34,5 @@ pub mod syscall;
 pub use attr::*;
 pub use consts::*;
 pub use mmap::*;
-pub use syscall::{ioctl, perf_event_open};
 pub use syscall::ioctl::*;
+pub use syscall::{ioctl, perf_event_open};

@@ -697,3 +697,61 @@ fn prctl_disables_all_counters_of_this_process() {
     assert!(v < 5, "counted {v} while disabled by prctl");
     assert!(w - v >= 30);
 }
+
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| f[1].into())
+    })
+}
+
+#[test]
+fn cgroup_target_counts_only_its_tasks() {
+    require_root!();
+    let Some(root) = cgroup2_root() else {
+        eprintln!("skipped: no cgroup2 mount");
+        return;
+    };
+    let dir = root.join(format!("perfkit-test-{}", std::process::id()));
+    if std::fs::create_dir(&dir).is_err() {
+        eprintln!("skipped: cannot create a cgroup under {}", root.display());
+        return;
+    }
+    let cg = std::fs::File::open(&dir).unwrap();
+    let attr = Attr::new(Software::TaskClock);
+    let counters: Vec<Counter> = (0..ncpus())
+        .map(|c| Counter::open(&attr, &Target::cgroup(&cg, c as u32)).unwrap())
+        .collect();
+    for c in &counters {
+        c.enable().unwrap();
+    }
+    // A child moved into the cgroup burns CPU; this test's own work is not counted.
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "read x; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
+    let before = children_cpu_ns();
+    {
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "go").unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+    let child_cpu = (children_cpu_ns() - before) as f64;
+    burn(Duration::from_millis(50));
+    for c in &counters {
+        c.disable().unwrap();
+    }
+    let total: u64 = counters.iter().map(|c| c.read().unwrap().value).sum();
+    let _ = std::fs::remove_dir(&dir);
+    let ratio = total as f64 / child_cpu;
+    assert!(
+        (0.8..1.2).contains(&ratio),
+        "cgroup task-clock {total} vs the child's CPU time {child_cpu}"
+    );
+}
