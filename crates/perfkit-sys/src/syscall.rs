@@ -94,3 +94,42 @@ mod tests {
         assert_eq!(PERF_EVENT_IOC_MODIFY_ATTRIBUTES, 0x4008_240b);
     }
 }
+
+#[cfg(test)]
+mod kernel_tests {
+    use crate::*;
+
+    /// An attr larger than the kernel's, with a non-zero byte past its end: the kernel
+    /// refuses it with E2BIG and writes back the size it supports.
+    #[test]
+    fn oversized_attr_gets_e2big_and_the_kernel_size() {
+        #[repr(C)]
+        struct Bigger {
+            attr: perf_event_attr,
+            future: [u64; 4],
+        }
+        let mut big = Bigger {
+            attr: perf_event_attr::new(),
+            future: [0, 0, 0, 1],
+        };
+        big.attr.type_ = PERF_TYPE_SOFTWARE;
+        big.attr.config = PERF_COUNT_SW_DUMMY;
+        big.attr.size = core::mem::size_of::<Bigger>() as u32;
+        big.attr.flags = attr_flags::DISABLED | attr_flags::EXCLUDE_KERNEL;
+        // SAFETY: big is a valid, writable buffer of big.attr.size bytes.
+        let fd = unsafe { perf_event_open(&mut big.attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC as _) };
+        let errno = std::io::Error::last_os_error().raw_os_error();
+        assert_eq!(fd, -1);
+        assert_eq!(errno, Some(libc::E2BIG));
+        assert!(big.attr.size >= PERF_ATTR_SIZE_VER8 && big.attr.size < 168);
+
+        // With the tail zeroed, the larger size is accepted.
+        big.future = [0; 4];
+        big.attr.size = core::mem::size_of::<Bigger>() as u32;
+        // SAFETY: as above.
+        let fd = unsafe { perf_event_open(&mut big.attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC as _) };
+        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        // SAFETY: closing the fd we just opened.
+        unsafe { libc::close(fd) };
+    }
+}

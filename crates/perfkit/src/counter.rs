@@ -405,8 +405,13 @@ impl Counter {
         )
     }
     /// `PERF_EVENT_IOC_MODIFY_ATTRIBUTES`: change a breakpoint's address, length or type.
+    ///
+    /// The kernel compares every other field with the attr the event was opened with, so
+    /// `attr` must differ only in `bp_addr`, `bp_len`, `bp_type` and `disabled`.
     pub fn modify_attributes(&mut self, attr: &Attr) -> Result<()> {
         let mut raw = *attr.raw();
+        // The kernel kept the size we opened with; a different one compares unequal.
+        raw.size = self.attr.min_size().max(attr.min_size());
         self.ioctl(
             "PERF_EVENT_IOC_MODIFY_ATTRIBUTES",
             sys::PERF_EVENT_IOC_MODIFY_ATTRIBUTES,

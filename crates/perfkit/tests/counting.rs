@@ -736,13 +736,14 @@ fn cgroup_target_counts_only_its_tasks() {
         .spawn()
         .unwrap();
     std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
-    let before = children_cpu_ns();
     {
         use std::io::Write;
         writeln!(child.stdin.take().unwrap(), "go").unwrap();
     }
-    assert!(child.wait().unwrap().success());
-    let child_cpu = (children_cpu_ns() - before) as f64;
+    // The child's own CPU time (other tests run children of this process concurrently).
+    let (status, usage) = perfkit::wait_with_usage(child.id() as i32).unwrap();
+    assert_eq!(status, perfkit::ExitStatus::Exited(0));
+    let child_cpu = (usage.user_ns + usage.sys_ns) as f64;
     burn(Duration::from_millis(50));
     for c in &counters {
         c.disable().unwrap();
@@ -754,4 +755,98 @@ fn cgroup_target_counts_only_its_tasks() {
         (0.8..1.2).contains(&ratio),
         "cgroup task-clock {total} vs the child's CPU time {child_cpu}"
     );
+}
+
+#[test]
+fn modify_attributes_moves_a_breakpoint() {
+    let base = std::ptr::addr_of!(WATCHED) as u64;
+    let bp = |i: u64| {
+        Attr::new(Breakpoint {
+            addr: base + 8 * i,
+            len: 8,
+            kind: BreakpointKind::Write,
+        })
+        .exclude_kernel(true)
+        .exclude_hv(true)
+    };
+    // Slot 7 and 6 of WATCHED: the slot test above uses 0..4 of the same array; a
+    // breakpoint only counts writes to its own address.
+    let mut c = Counter::open(&bp(7), &Target::this_process()).unwrap();
+    c.enable().unwrap();
+    for v in 0..10 {
+        write_watched(7, v);
+    }
+    c.disable().unwrap();
+    c.modify_attributes(&bp(6)).unwrap();
+    c.enable().unwrap();
+    for v in 0..25 {
+        write_watched(7, v); // no longer watched
+        write_watched(6, v);
+    }
+    c.disable().unwrap();
+    assert_eq!(c.read().unwrap().value, 35);
+}
+
+#[test]
+fn read_format_lost_and_id() {
+    let attr = Attr::new(Software::PageFaults)
+        .exclude_kernel(!is_root())
+        .read_format(
+            sys::PERF_FORMAT_ID
+                | sys::PERF_FORMAT_LOST
+                | sys::PERF_FORMAT_TOTAL_TIME_ENABLED
+                | sys::PERF_FORMAT_TOTAL_TIME_RUNNING,
+        );
+    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    c.enable().unwrap();
+    touch_fresh_pages(10);
+    c.disable().unwrap();
+    let r = c.read().unwrap();
+    assert!(r.value >= 10);
+    assert_eq!(r.lost, Some(0), "a counting event loses nothing");
+    assert_eq!(r.id, Some(c.id().unwrap()));
+}
+
+#[test]
+fn too_many_open_files_is_explained() {
+    if std::env::var_os("PERFKIT_LOW_NOFILE").is_some() {
+        // Started by the test below with RLIMIT_NOFILE lowered: open until it fails.
+        let mut keep = Vec::new();
+        let err = loop {
+            match Counter::open(
+                &Attr::new(Software::Dummy).exclude_kernel(true),
+                &Target::this_process(),
+            ) {
+                Ok(c) => keep.push(c),
+                Err(e) => break e,
+            }
+            assert!(keep.len() < 10_000, "the limit was not applied");
+        };
+        assert_eq!(err.kind(), ErrorKind::TooManyFiles, "{err}");
+        assert!(err.hint().unwrap().contains("ulimit -n"));
+        return;
+    }
+    if std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no prlimit command");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("prlimit")
+        .arg("--nofile=40")
+        .arg(exe)
+        .args([
+            "--exact",
+            "too_many_open_files_is_explained",
+            "--test-threads=1",
+        ])
+        .env("PERFKIT_LOW_NOFILE", "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
 }
