@@ -244,14 +244,20 @@ fn inherit_counts_children() {
     let attr = Attr::new(Software::TaskClock).inherit(true);
     let tc = Counter::open(&attr, &Target::this_process()).unwrap();
     tc.enable().unwrap();
-    let before = children_cpu_ns();
-    let st = std::process::Command::new("sh")
-        .args(["-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let child = PausedChild::spawn(
+        "sh".as_ref(),
+        &[
+            "-c".into(),
+            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done".into(),
+        ],
+    )
+    .unwrap();
+    let pid = child.start().unwrap();
+    // The child's own usage (other tests run children of this process concurrently).
+    let (status, usage) = perfkit::wait_with_usage(pid).unwrap();
+    assert_eq!(status, perfkit::ExitStatus::Exited(0));
     tc.disable().unwrap();
-    let child_cpu = children_cpu_ns() - before;
+    let child_cpu = usage.user_ns + usage.sys_ns;
     let v = tc.read().unwrap().value;
     assert!(child_cpu > 10_000_000, "child burned {child_cpu} ns");
     // The child's task-clock is folded into ours at its exit.
@@ -259,15 +265,6 @@ fn inherit_counts_children() {
         v as f64 >= child_cpu as f64 * 0.8,
         "inherited task-clock {v} vs child cpu {child_cpu}"
     );
-}
-
-fn children_cpu_ns() -> u64 {
-    // SAFETY: rusage is plain data for getrusage to fill.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to ru.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 #[test]
@@ -707,6 +704,10 @@ fn cgroup2_root() -> Option<std::path::PathBuf> {
 }
 
 #[test]
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by perfkit::wait_with_usage"
+)]
 fn cgroup_target_counts_only_its_tasks() {
     require_root!();
     let Some(root) = cgroup2_root() else {
