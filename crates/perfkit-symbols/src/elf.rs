@@ -1,0 +1,333 @@
+//! One ELF file: build id, loadable segments, symbol tables, debug link, DWARF.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object::{
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind,
+    SymbolSection,
+};
+
+use crate::demangle::demangle;
+use crate::filemap::FileBytes;
+
+/// A `PT_LOAD` program header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Segment {
+    pub offset: u64,
+    pub filesz: u64,
+    pub vaddr: u64,
+    pub memsz: u64,
+}
+
+/// What the symbolizer keeps of an ELF file after one parse of its headers.
+pub(crate) struct ElfFile {
+    pub path: PathBuf,
+    pub bytes: Arc<FileBytes>,
+    pub build_id: Option<Vec<u8>>,
+    pub segments: Vec<Segment>,
+    pub debuglink: Option<(Vec<u8>, u32)>,
+    pub has_symtab: bool,
+    pub has_dynsym: bool,
+    pub has_debug_info: bool,
+}
+
+impl ElfFile {
+    /// Map and parse `path`; `None` if unreadable or not ELF.
+    pub fn open(path: &Path) -> Option<ElfFile> {
+        let bytes = FileBytes::open(path).ok()?;
+        ElfFile::from_bytes(path.to_owned(), bytes)
+    }
+
+    pub fn from_bytes(path: PathBuf, bytes: Arc<FileBytes>) -> Option<ElfFile> {
+        let obj = object::File::parse(bytes.bytes()).ok()?;
+        if !matches!(obj, object::File::Elf32(_) | object::File::Elf64(_)) {
+            return None;
+        }
+        let build_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let debuglink = obj
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .map(|(n, crc)| (n.to_vec(), crc));
+        let segments = obj
+            .segments()
+            .map(|s| {
+                let (offset, filesz) = s.file_range();
+                Segment {
+                    offset,
+                    filesz,
+                    vaddr: s.address(),
+                    memsz: s.size(),
+                }
+            })
+            .collect();
+        let has_symtab = obj
+            .symbols()
+            .any(|s| s.kind() == SymbolKind::Text && s.is_definition());
+        let has_dynsym = obj
+            .dynamic_symbols()
+            .any(|s| s.kind() == SymbolKind::Text && s.is_definition());
+        let has_debug_info = obj.has_debug_symbols();
+        drop(obj);
+        Some(ElfFile {
+            path,
+            bytes,
+            build_id,
+            segments,
+            debuglink,
+            has_symtab,
+            has_dynsym,
+            has_debug_info,
+        })
+    }
+
+    /// File offset → ELF virtual address through the `PT_LOAD` headers.
+    pub fn offset_to_vaddr(&self, off: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| s.offset <= off && off - s.offset < s.filesz.max(1))
+            .or_else(|| {
+                self.segments
+                    .iter()
+                    .find(|s| s.offset <= off && off - s.offset < s.memsz)
+            })
+            .map(|s| s.vaddr + (off - s.offset))
+    }
+
+    #[allow(dead_code)] // used by the unwinder (next step)
+    /// The first `PT_LOAD` segment covering file offset `off` (for unwinding bases).
+    pub fn segment_for_offset(&self, off: u64) -> Option<Segment> {
+        self.segments
+            .iter()
+            .copied()
+            .find(|s| s.offset <= off && off - s.offset < s.memsz.max(s.filesz).max(1))
+    }
+}
+
+/// Compare a recorded build id (perf pads to 20 bytes with zeros) with a file's.
+pub(crate) fn build_id_matches(recorded: &[u8], actual: &[u8]) -> bool {
+    if recorded.len() >= actual.len() {
+        recorded[..actual.len()] == *actual && recorded[actual.len()..].iter().all(|&b| b == 0)
+    } else {
+        false
+    }
+}
+
+/// Hex form of a build id, without perf's zero padding.
+pub fn build_id_hex(id: &[u8]) -> String {
+    let mut end = id.len();
+    // perf pads 16-byte (md5/uuid) ids to 20 bytes; strip a zero tail of exactly that kind.
+    if id.len() == 20 && id[16..].iter().all(|&b| b == 0) {
+        end = 16;
+    }
+    id[..end].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SymEntry {
+    start: u64,
+    size: u64,
+    name_off: u32,
+    name_len: u32,
+}
+
+/// A function symbol table sorted by address, names in one arena, demangled on first use.
+pub(crate) struct SymbolTable {
+    entries: Vec<SymEntry>,
+    names: Vec<u8>,
+    demangled: Vec<Option<Arc<str>>>,
+    demangle: bool,
+}
+
+impl SymbolTable {
+    /// Build from `.symtab` (`dynamic` false) or `.dynsym` (`dynamic` true).
+    pub fn build(file: &ElfFile, dynamic: bool, demangle: bool) -> Option<SymbolTable> {
+        let obj = object::File::parse(file.bytes.bytes()).ok()?;
+        let mut exec_cache: HashMap<SectionIndex, Option<(u64, u64)>> = HashMap::new();
+        let mut section_exec = |idx: SectionIndex| -> Option<(u64, u64)> {
+            *exec_cache.entry(idx).or_insert_with(|| {
+                let sec = obj.section_by_index(idx).ok()?;
+                let exec = match sec.flags() {
+                    SectionFlags::Elf { sh_flags } => {
+                        sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
+                    }
+                    _ => false,
+                };
+                exec.then(|| (sec.address(), sec.address() + sec.size()))
+            })
+        };
+        // (start, size, rank, name_off, name_len, section_end)
+        let mut raw: Vec<(u64, u64, u8, u32, u32, u64)> = Vec::new();
+        let mut names = Vec::new();
+        let syms: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if dynamic {
+            Box::new(obj.dynamic_symbols())
+        } else {
+            Box::new(obj.symbols())
+        };
+        for s in syms {
+            let SymbolSection::Section(idx) = s.section() else {
+                continue;
+            };
+            let kind = s.kind();
+            if !matches!(kind, SymbolKind::Text | SymbolKind::Unknown) {
+                continue;
+            }
+            let Some((_, sec_end)) = section_exec(idx) else {
+                continue;
+            };
+            let Ok(name) = s.name_bytes() else { continue };
+            // Skip empty names and ARM/AArch64 mapping symbols ($x, $d).
+            if name.is_empty() || name[0] == b'$' {
+                continue;
+            }
+            let rank = match (kind == SymbolKind::Text, s.is_global(), s.is_weak()) {
+                (true, true, false) => 0u8,
+                (true, _, true) => 1,
+                (true, false, _) => 2,
+                _ => 3,
+            };
+            let (Ok(off), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else {
+                break;
+            };
+            names.extend_from_slice(name);
+            raw.push((s.address(), s.size(), rank, off, len, sec_end));
+        }
+        if raw.is_empty() {
+            return None;
+        }
+        // At one address keep the best: a sized global function first.
+        raw.sort_by_key(|&(start, size, rank, ..)| (start, rank, size == 0));
+        raw.dedup_by_key(|e| e.0);
+        let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
+        for i in 0..raw.len() {
+            let (start, mut size, _, name_off, name_len, sec_end) = raw[i];
+            if size == 0 {
+                // perf's symbols__fixup_end: a zero-sized symbol runs to the next one (or to
+                // the end of its section).
+                let next = raw.get(i + 1).map_or(sec_end, |n| n.0.min(sec_end));
+                size = next.saturating_sub(start).max(1);
+            }
+            entries.push(SymEntry {
+                start,
+                size,
+                name_off,
+                name_len,
+            });
+        }
+        let n = entries.len();
+        Some(SymbolTable {
+            entries,
+            names,
+            demangled: vec![None; n],
+            demangle,
+        })
+    }
+
+    /// The index of the symbol covering `vaddr`.
+    pub fn find(&self, vaddr: u64) -> Option<usize> {
+        let i = self
+            .entries
+            .partition_point(|e| e.start <= vaddr)
+            .checked_sub(1)?;
+        let e = &self.entries[i];
+        (vaddr - e.start < e.size).then_some(i)
+    }
+
+    /// Start and size of symbol `i`.
+    pub fn range(&self, i: usize) -> (u64, u64) {
+        let e = &self.entries[i];
+        (e.start, e.size)
+    }
+
+    /// The (demangled) name of symbol `i`.
+    pub fn name(&mut self, i: usize) -> Arc<str> {
+        if let Some(n) = &self.demangled[i] {
+            return n.clone();
+        }
+        let e = self.entries[i];
+        let start = e.name_off as usize;
+        let raw = String::from_utf8_lossy(&self.names[start..start + e.name_len as usize]);
+        let name: Arc<str> = if self.demangle {
+            Arc::from(demangle(&raw))
+        } else {
+            Arc::from(raw)
+        };
+        self.demangled[i] = Some(name.clone());
+        name
+    }
+}
+
+/// gimli reader over shared section copies (decompressed when `SHF_COMPRESSED`).
+pub(crate) type DwarfReader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// Build an addr2line context over the DWARF sections of `file`.
+pub(crate) fn dwarf_context(file: &ElfFile) -> Option<addr2line::Context<DwarfReader>> {
+    let obj = object::File::parse(file.bytes.bytes()).ok()?;
+    let endian = if obj.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<DwarfReader, gimli::Error> {
+        let data: Arc<[u8]> = match obj.section_by_name(id.name()) {
+            Some(sec) => match sec.uncompressed_data() {
+                Ok(d) => Arc::from(&*d),
+                Err(_) => Arc::from(&[][..]),
+            },
+            None => Arc::from(&[][..]),
+        };
+        Ok(gimli::EndianArcSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).ok()?;
+    addr2line::Context::from_dwarf(dwarf).ok()
+}
+
+/// CRC-32 (IEEE 802.3, reflected), the checksum `.gnu_debuglink` stores.
+pub(crate) fn crc32(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, slot) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *slot = c;
+        }
+        t
+    });
+    let mut crc = !0u32;
+    for &b in data {
+        crc = table[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
+    }
+    !crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_known_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn build_id_padding() {
+        let id = [1u8, 2, 3, 4];
+        assert!(build_id_matches(&[1, 2, 3, 4, 0, 0], &id));
+        assert!(build_id_matches(&[1, 2, 3, 4], &id));
+        assert!(!build_id_matches(&[1, 2, 3, 5], &id));
+        assert!(!build_id_matches(&[1, 2, 3, 4, 0, 1], &id));
+        assert!(!build_id_matches(&[1, 2], &id));
+        let mut padded = vec![0xabu8; 16];
+        padded.extend_from_slice(&[0; 4]);
+        assert_eq!(build_id_hex(&padded), "ab".repeat(16));
+    }
+}

@@ -1,0 +1,244 @@
+//! Kernel symbols from `/proc/kallsyms`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, ParseError, parse_hex};
+
+/// One kernel function symbol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// Absolute kernel address.
+    pub start: u64,
+    /// Distance to the next symbol (kallsyms has no sizes).
+    pub size: u64,
+    /// Symbol name.
+    pub name: Arc<str>,
+    /// Module name without brackets (`nf_tables`), `None` for the core kernel.
+    pub module: Option<Arc<str>>,
+}
+
+/// The kernel's function symbols sorted by address, from `/proc/kallsyms` (or a saved copy,
+/// such as perf's `~/.debug/[kernel.kallsyms]/BUILDID/kallsyms`).
+///
+/// Only text symbols are kept (types `t T w W`, as perf does). When every address reads
+/// as zero the kernel is hiding them (`kptr_restrict`, or not root): [`Kallsyms::hidden`]
+/// is then true and lookups give nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Kallsyms {
+    symbols: Vec<KernelSymbol>,
+    hidden: bool,
+}
+
+/// Size given to the last symbol of the table (kallsyms has no sizes; perf does the same).
+const LAST_SYMBOL_SIZE: u64 = 4096;
+
+impl Kallsyms {
+    /// Read and parse a kallsyms file.
+    pub fn from_file(path: &Path) -> Result<Kallsyms, Error> {
+        let text = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Kallsyms::parse(
+            &String::from_utf8_lossy(&text),
+            &path.display().to_string(),
+        )?)
+    }
+
+    /// Parse kallsyms text: lines `ADDRESS TYPE NAME [\t[MODULE]]`.
+    pub fn parse(text: &str, source: &str) -> Result<Kallsyms, ParseError> {
+        let mut symbols = Vec::new();
+        let mut any_nonzero = false;
+        let mut total = 0usize;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let err = |message: &str| ParseError {
+                source: source.to_owned(),
+                line: i + 1,
+                message: format!("{message}: {line:?}"),
+            };
+            let mut fields = line.split_whitespace();
+            let addr = fields
+                .next()
+                .and_then(parse_hex)
+                .ok_or_else(|| err("bad address"))?;
+            let ty = fields
+                .next()
+                .filter(|t| t.len() == 1)
+                .and_then(|t| t.chars().next())
+                .ok_or_else(|| err("bad symbol type"))?;
+            let name = fields.next().ok_or_else(|| err("missing symbol name"))?;
+            let module = match fields.next() {
+                Some(m) => Some(
+                    m.strip_prefix('[')
+                        .and_then(|m| m.strip_suffix(']'))
+                        .ok_or_else(|| err("bad module field"))?,
+                ),
+                None => None,
+            };
+            total += 1;
+            any_nonzero |= addr != 0;
+            if !matches!(ty, 't' | 'T' | 'w' | 'W') {
+                continue;
+            }
+            let rank = match ty {
+                'T' => 0u8,
+                'W' => 1,
+                't' => 2,
+                _ => 3,
+            };
+            symbols.push((
+                rank,
+                KernelSymbol {
+                    start: addr,
+                    size: 0,
+                    name: Arc::from(name),
+                    module: module.map(Arc::from),
+                },
+            ));
+        }
+        let hidden = total > 0 && !any_nonzero;
+        if hidden {
+            symbols.clear();
+        }
+        // Aliases share an address (`_text`/`startup_64`): keep one, preferring global
+        // functions, then the first listed.
+        symbols.sort_by_key(|(rank, s)| (s.start, *rank));
+        symbols.dedup_by_key(|(_, s)| s.start);
+        let mut symbols: Vec<KernelSymbol> = symbols.into_iter().map(|(_, s)| s).collect();
+        for i in 0..symbols.len() {
+            symbols[i].size = match symbols.get(i + 1) {
+                Some(next) => next.start - symbols[i].start,
+                None => LAST_SYMBOL_SIZE,
+            };
+        }
+        Ok(Kallsyms { symbols, hidden })
+    }
+
+    /// Are the addresses hidden (all zero)?
+    pub fn hidden(&self) -> bool {
+        self.hidden
+    }
+
+    /// Number of function symbols.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// No symbols at all?
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+
+    /// The symbol covering `addr`, if any.
+    pub fn find(&self, addr: u64) -> Option<&KernelSymbol> {
+        let i = self
+            .symbols
+            .partition_point(|s| s.start <= addr)
+            .checked_sub(1)?;
+        let s = &self.symbols[i];
+        (addr - s.start < s.size).then_some(s)
+    }
+
+    /// The first symbol with this name (tests, `perf probe`-like uses).
+    pub fn by_name(&self, name: &str) -> Option<&KernelSymbol> {
+        self.symbols.iter().find(|s| &*s.name == name)
+    }
+}
+
+/// The advice to print when kernel symbols are hidden: the current
+/// `/proc/sys/kernel/kptr_restrict` value and how to lift it.
+pub fn kernel_hidden_hint() -> String {
+    let value = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unreadable".to_owned());
+    format!(
+        "kernel symbols are hidden: /proc/kallsyms shows zero addresses \
+         (/proc/sys/kernel/kptr_restrict is {value}); run as root, or lower it with \
+         `sysctl kernel.kptr_restrict=0` (value 1 hides addresses from non-root readers, \
+         2 from everyone)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = "\
+ffffffff81000000 T _text
+ffffffff81000000 T startup_64
+ffffffff81000100 t secondary_startup_64
+ffffffff81000200 D some_data
+ffffffff81001000 T schedule
+ffffffff81001080 W weak_fn
+ffffffffc0001000 t nft_do_chain\t[nf_tables]
+ffffffffc0001100 T nft_register\t[nf_tables]
+";
+
+    #[test]
+    fn parses_and_finds() {
+        let k = Kallsyms::parse(FIXTURE, "fixture").unwrap();
+        assert!(!k.hidden());
+        assert_eq!(k.len(), 6);
+        assert_eq!(&*k.find(0xffffffff81000004).unwrap().name, "_text");
+        let s = k.find(0xffffffff81001010).unwrap();
+        assert_eq!(&*s.name, "schedule");
+        assert_eq!(s.size, 0x80);
+        assert_eq!(s.module, None);
+        let s = k.find(0xffffffff81000150).unwrap();
+        assert_eq!(&*s.name, "secondary_startup_64");
+        // data symbol skipped: its range belongs to the preceding text symbol
+        assert_eq!(s.size, 0xf00);
+        let m = k.find(0xffffffffc0001004).unwrap();
+        assert_eq!(&*m.name, "nft_do_chain");
+        assert_eq!(m.module.as_deref(), Some("nf_tables"));
+        assert!(k.find(0xffffffff80000000).is_none());
+        assert!(k.find(0xffffffffc0001100 + LAST_SYMBOL_SIZE).is_none());
+    }
+
+    #[test]
+    fn hidden_when_all_zero() {
+        let k = Kallsyms::parse(
+            "0000000000000000 T _text\n0000000000000000 T schedule\n",
+            "z",
+        )
+        .unwrap();
+        assert!(k.hidden());
+        assert!(k.find(0).is_none());
+        assert!(kernel_hidden_hint().contains("kptr_restrict"));
+    }
+
+    #[test]
+    fn bad_lines_are_errors_with_line_numbers() {
+        let e = Kallsyms::parse("ffffffff81000000 T ok\nzzzz T bad\n", "f").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("bad address"), "{e}");
+        let e = Kallsyms::parse("ffffffff81000000 TT x\n", "f").unwrap_err();
+        assert!(e.message.contains("type"));
+        let e = Kallsyms::parse("ffffffff81000000 T\n", "f").unwrap_err();
+        assert!(e.message.contains("name"));
+    }
+
+    #[test]
+    fn real_proc_kallsyms() {
+        let k = match Kallsyms::from_file(Path::new("/proc/kallsyms")) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("skipping: {e}");
+                return;
+            }
+        };
+        if k.hidden() {
+            eprintln!("skipping: kernel symbols hidden: {}", kernel_hidden_hint());
+            return;
+        }
+        let s = k.by_name("schedule").expect("schedule in /proc/kallsyms");
+        let found = k.find(s.start + 1).unwrap();
+        assert_eq!(found.start, s.start);
+        assert!(found.size > 1);
+        assert!(k.len() > 10_000, "only {} symbols", k.len());
+    }
+}

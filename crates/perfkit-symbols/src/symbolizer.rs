@@ -1,0 +1,489 @@
+//! The symbolizer: per-file cache, per-address memo, dispatch to ELF, kernel and JIT.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::elf::{DwarfReader, ElfFile, SymbolTable, build_id_matches, dwarf_context};
+use crate::filemap::FileBytes;
+use crate::kallsyms::Kallsyms;
+use crate::locate::{SearchPaths, find_binary, find_debug_file};
+use crate::maps::ProcessMaps;
+use crate::perfmap::PerfMap;
+use crate::types::{Frame, InlinedFrame, Mapping, SrcLine, Symbol, UnknownReason};
+
+/// What the symbolizer does and where it looks. `Options::default()` is what `perf report`
+/// does by default: demangled names, no source lines, the running kernel's `/proc/kallsyms`,
+/// perf's build-id cache and `/usr/lib/debug`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Demangle Rust and C++ names (perf's default; `--no-demangle` turns it off).
+    pub demangle: bool,
+    /// Look up file:line in DWARF `.debug_line` (`--sort srcline`, `perf script -F srcline`).
+    /// Slow on first use of each file: the DWARF is parsed then.
+    pub srcline: bool,
+    /// List inlined functions (`--inline`) from DWARF `DW_TAG_inlined_subroutine`.
+    pub inline: bool,
+    /// The kernel symbol table (`/proc/kallsyms`, or perf's saved copy, `--kallsyms`).
+    pub kallsyms: PathBuf,
+    /// perf's build-id cache: `$PERF_BUILDID_DIR`, else `$HOME/.debug` (`--buildid-dir`).
+    pub buildid_dir: Option<PathBuf>,
+    /// Roots of separate debug files (`/usr/lib/debug`).
+    pub debug_dirs: Vec<PathBuf>,
+    /// Where JIT perf maps live (`/tmp`, giving `/tmp/perf-PID.map`).
+    pub perf_map_dir: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let buildid_dir = std::env::var_os("PERF_BUILDID_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".debug")));
+        Options {
+            demangle: true,
+            srcline: false,
+            inline: false,
+            kallsyms: PathBuf::from("/proc/kallsyms"),
+            buildid_dir,
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            perf_map_dir: PathBuf::from("/tmp"),
+        }
+    }
+}
+
+/// The memoized answer for one address of one file.
+#[derive(Clone)]
+struct Resolved {
+    symbol: Option<Symbol>,
+    srcline: Option<SrcLine>,
+    inlined: Vec<InlinedFrame>,
+    reason: Option<UnknownReason>,
+}
+
+enum DwarfState {
+    NotLoaded,
+    Missing,
+    Loaded(Box<addr2line::Context<DwarfReader>>),
+}
+
+/// One loaded binary (with its debug file) and its memo.
+pub(crate) struct Dso {
+    pub(crate) binary: ElfFile,
+    debug: Option<ElfFile>,
+    symbols: Option<SymbolTable>,
+    dwarf: DwarfState,
+    memo: HashMap<u64, Resolved>,
+}
+
+type BuildIdSlot = (Option<Vec<u8>>, usize);
+
+struct Slot {
+    name: Arc<str>,
+    dso: Result<Box<Dso>, UnknownReason>,
+}
+
+enum KernelState {
+    NotLoaded,
+    Loaded(Kallsyms),
+    Hidden,
+    Failed,
+}
+
+/// Symbolizes addresses of many processes, loading each file once.
+///
+/// Use one `Symbolizer` per report: files, kernel symbols and JIT maps are loaded on first
+/// use and kept; every (file, address) answer is memoized, so the second lookup of an
+/// address costs a hash lookup.
+pub struct Symbolizer {
+    opts: Options,
+    search: SearchPaths,
+    slots: Vec<Slot>,
+    /// path -> (build id, slot index) for each build id seen with that path.
+    index: HashMap<String, Vec<BuildIdSlot>>,
+    kernel: KernelState,
+    kernel_dso: Arc<str>,
+    module_dsos: HashMap<Arc<str>, Arc<str>>,
+    unknown_dso: Arc<str>,
+    jit: HashMap<u32, (Arc<str>, Option<PerfMap>)>,
+    diagnostics: Vec<String>,
+}
+
+/// Is `addr` in the kernel half of a 64-bit address space (x86_64, aarch64)?
+pub fn is_kernel_address(addr: u64) -> bool {
+    addr >> 63 == 1
+}
+
+impl Symbolizer {
+    /// A symbolizer with these options; nothing is loaded yet.
+    pub fn new(opts: Options) -> Symbolizer {
+        let search = SearchPaths {
+            buildid_dir: opts.buildid_dir.clone(),
+            debug_dirs: opts.debug_dirs.clone(),
+        };
+        Symbolizer {
+            opts,
+            search,
+            slots: Vec::new(),
+            index: HashMap::new(),
+            kernel: KernelState::NotLoaded,
+            kernel_dso: Arc::from("[kernel.kallsyms]"),
+            module_dsos: HashMap::new(),
+            unknown_dso: Arc::from("[unknown]"),
+            jit: HashMap::new(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Problems met while loading (unparsable JIT maps, unreadable kallsyms, ...), once each.
+    pub fn diagnostics(&self) -> &[String] {
+        &self.diagnostics
+    }
+
+    /// Symbolize `addr` of process `pid` whose mappings are `maps`: kernel addresses through
+    /// kallsyms, file mappings through their ELF file, anonymous memory through the JIT map.
+    pub fn symbolize(&mut self, pid: u32, maps: &ProcessMaps, addr: u64) -> Frame {
+        if is_kernel_address(addr) {
+            return self.symbolize_kernel(addr);
+        }
+        match maps.find(addr) {
+            Some(m) if m.is_kernel() => self.symbolize_kernel(addr),
+            Some(m) if m.is_anonymous() => {
+                self.symbolize_jit(pid, addr, UnknownReason::NoJitSymbol)
+            }
+            Some(m) => self.symbolize_in_mapping(m, addr),
+            None => self.symbolize_jit(pid, addr, UnknownReason::NoMapping),
+        }
+    }
+
+    fn slot_for(&mut self, m: &Mapping) -> usize {
+        let bid = m.build_id.as_deref();
+        if let Some(list) = self.index.get(m.path.as_str())
+            && let Some(&(_, i)) = list.iter().find(|(b, _)| b.as_deref() == bid)
+        {
+            return i;
+        }
+        let dso = self.load(&m.path, bid);
+        let i = self.slots.len();
+        self.slots.push(Slot {
+            name: Arc::from(m.path.as_str()),
+            dso,
+        });
+        self.index
+            .entry(m.path.clone())
+            .or_default()
+            .push((m.build_id.clone(), i));
+        i
+    }
+
+    fn load(&mut self, path: &str, build_id: Option<&[u8]>) -> Result<Box<Dso>, UnknownReason> {
+        let binary = match find_binary(path, build_id, &self.search) {
+            Ok(b) => b,
+            Err(UnknownReason::FileMissing) if path == "[vdso]" => {
+                own_vdso(build_id).ok_or(UnknownReason::FileMissing)?
+            }
+            Err(e) => return Err(e),
+        };
+        let need_debug = !binary.has_symtab
+            || ((self.opts.srcline || self.opts.inline) && !binary.has_debug_info);
+        let debug = if need_debug {
+            find_debug_file(&binary, &self.search)
+        } else {
+            None
+        };
+        let demangle = self.opts.demangle;
+        let symbols = if binary.has_symtab {
+            SymbolTable::build(&binary, false, demangle)
+        } else if let Some(d) = debug.as_ref().filter(|d| d.has_symtab) {
+            SymbolTable::build(d, false, demangle)
+        } else if binary.has_dynsym {
+            SymbolTable::build(&binary, true, demangle)
+        } else {
+            None
+        };
+        Ok(Box::new(Dso {
+            binary,
+            debug,
+            symbols,
+            dwarf: DwarfState::NotLoaded,
+            memo: HashMap::new(),
+        }))
+    }
+
+    /// Symbolize `addr` inside the file mapping `m` (the mapping must contain `addr`).
+    pub fn symbolize_in_mapping(&mut self, m: &Mapping, addr: u64) -> Frame {
+        let i = self.slot_for(m);
+        let slot = &mut self.slots[i];
+        let dso_name = slot.name.clone();
+        let dso = match &mut slot.dso {
+            Ok(d) => d,
+            Err(reason) => return unknown(addr, dso_name, *reason),
+        };
+        let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
+            return unknown(addr, dso_name, UnknownReason::OutsideSegments);
+        };
+        let r = match dso.memo.get(&vaddr) {
+            Some(r) => r.clone(),
+            None => {
+                let r = resolve(dso, vaddr, &self.opts);
+                dso.memo.insert(vaddr, r.clone());
+                r
+            }
+        };
+        Frame {
+            address: addr,
+            symbol: r.symbol,
+            dso: dso_name,
+            srcline: r.srcline,
+            inlined: r.inlined,
+            unknown_reason: r.reason,
+        }
+    }
+
+    fn load_kernel(&mut self) {
+        if !matches!(self.kernel, KernelState::NotLoaded) {
+            return;
+        }
+        self.kernel = match Kallsyms::from_file(&self.opts.kallsyms) {
+            Ok(k) if k.hidden() => {
+                self.diagnostics.push(crate::kallsyms::kernel_hidden_hint());
+                KernelState::Hidden
+            }
+            Ok(k) => KernelState::Loaded(k),
+            Err(e) => {
+                self.diagnostics
+                    .push(format!("kernel symbols unavailable: {e}"));
+                KernelState::Failed
+            }
+        };
+    }
+
+    /// Are kernel symbols hidden by `kptr_restrict` (loads kallsyms if not yet loaded)?
+    pub fn kernel_hidden(&mut self) -> bool {
+        self.load_kernel();
+        matches!(self.kernel, KernelState::Hidden)
+    }
+
+    /// Symbolize a kernel address through kallsyms. The dso is `[kernel.kallsyms]` or the
+    /// module name in brackets.
+    pub fn symbolize_kernel(&mut self, addr: u64) -> Frame {
+        self.load_kernel();
+        let k = match &self.kernel {
+            KernelState::Loaded(k) => k,
+            KernelState::Hidden => {
+                return unknown(addr, self.kernel_dso.clone(), UnknownReason::KernelHidden);
+            }
+            _ => {
+                return unknown(
+                    addr,
+                    self.kernel_dso.clone(),
+                    UnknownReason::KernelSymbolsUnavailable,
+                );
+            }
+        };
+        let Some(s) = k.find(addr) else {
+            return unknown(
+                addr,
+                self.kernel_dso.clone(),
+                UnknownReason::NoSymbolAtAddress,
+            );
+        };
+        let dso = match &s.module {
+            None => self.kernel_dso.clone(),
+            Some(m) => self
+                .module_dsos
+                .entry(m.clone())
+                .or_insert_with(|| Arc::from(format!("[{m}]")))
+                .clone(),
+        };
+        Frame {
+            address: addr,
+            symbol: Some(Symbol {
+                name: s.name.clone(),
+                start: s.start,
+                size: s.size,
+                offset: addr - s.start,
+            }),
+            dso,
+            srcline: None,
+            inlined: Vec::new(),
+            unknown_reason: None,
+        }
+    }
+
+    /// Symbolize an address of anonymous memory through `PERF_MAP_DIR/perf-PID.map`;
+    /// `missing` is the reason given when the map has no entry.
+    pub fn symbolize_jit(&mut self, pid: u32, addr: u64, missing: UnknownReason) -> Frame {
+        let dir = &self.opts.perf_map_dir;
+        let diagnostics = &mut self.diagnostics;
+        let (name, map) = self.jit.entry(pid).or_insert_with(|| {
+            let path = dir.join(format!("perf-{pid}.map"));
+            let map = if path.exists() {
+                match PerfMap::from_file(&path) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        diagnostics.push(format!("JIT map ignored: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            (Arc::from(format!("[JIT] tid {pid}")), map)
+        });
+        match map.as_ref().and_then(|m| m.find(addr)) {
+            Some(s) => Frame {
+                address: addr,
+                symbol: Some(Symbol {
+                    name: s.name.clone(),
+                    start: s.start,
+                    size: s.size,
+                    offset: addr - s.start,
+                }),
+                dso: name.clone(),
+                srcline: None,
+                inlined: Vec::new(),
+                unknown_reason: None,
+            },
+            None => {
+                let dso = if missing == UnknownReason::NoMapping {
+                    self.unknown_dso.clone()
+                } else {
+                    name.clone()
+                };
+                unknown(addr, dso, missing)
+            }
+        }
+    }
+
+    /// Look up the loaded file of a mapping (unwinding reuses the symbolizer's file cache).
+    #[allow(dead_code)] // used by the unwinder (next step)
+    pub(crate) fn dso_for(&mut self, m: &Mapping) -> Option<&Dso> {
+        let i = self.slot_for(m);
+        self.slots[i].dso.as_deref().ok()
+    }
+
+    /// How many distinct files have been loaded (or tried).
+    pub fn files_loaded(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+fn unknown(addr: u64, dso: Arc<str>, reason: UnknownReason) -> Frame {
+    Frame {
+        address: addr,
+        symbol: None,
+        dso,
+        srcline: None,
+        inlined: Vec::new(),
+        unknown_reason: Some(reason),
+    }
+}
+
+fn srcline_of(loc: &addr2line::Location<'_>) -> Option<SrcLine> {
+    Some(SrcLine {
+        file: Arc::from(loc.file?),
+        line: loc.line.unwrap_or(0),
+    })
+}
+
+fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options) -> Resolved {
+    let (symbol, reason) = match &mut dso.symbols {
+        None => (None, Some(UnknownReason::NoSymbols)),
+        Some(t) => match t.find(vaddr) {
+            Some(i) => {
+                let (start, size) = t.range(i);
+                (
+                    Some(Symbol {
+                        name: t.name(i),
+                        start,
+                        size,
+                        offset: vaddr - start,
+                    }),
+                    None,
+                )
+            }
+            None => (None, Some(UnknownReason::NoSymbolAtAddress)),
+        },
+    };
+    let mut srcline = None;
+    let mut inlined = Vec::new();
+    if opts.srcline || opts.inline {
+        if matches!(dso.dwarf, DwarfState::NotLoaded) {
+            let file = if dso.binary.has_debug_info {
+                Some(&dso.binary)
+            } else {
+                dso.debug.as_ref().filter(|d| d.has_debug_info)
+            };
+            dso.dwarf = match file.and_then(dwarf_context) {
+                Some(c) => DwarfState::Loaded(Box::new(c)),
+                None => DwarfState::Missing,
+            };
+        }
+        if let DwarfState::Loaded(ctx) = &dso.dwarf {
+            if opts.inline {
+                if let Ok(mut frames) = ctx.find_frames(vaddr).skip_all_loads() {
+                    let mut chain = Vec::new();
+                    while let Ok(Some(f)) = frames.next() {
+                        let function =
+                            f.function
+                                .as_ref()
+                                .and_then(|n| n.raw_name().ok())
+                                .map(|n| {
+                                    if opts.demangle {
+                                        Arc::from(crate::demangle::demangle(&n))
+                                    } else {
+                                        Arc::from(n.as_ref())
+                                    }
+                                });
+                        let line = f.location.as_ref().and_then(srcline_of);
+                        chain.push(InlinedFrame {
+                            function,
+                            srcline: line,
+                        });
+                    }
+                    srcline = chain.first().and_then(|f| f.srcline.clone());
+                    if chain.len() > 1 {
+                        chain.pop();
+                        inlined = chain;
+                    }
+                }
+            } else if let Ok(Some(loc)) = ctx.find_location(vaddr) {
+                srcline = srcline_of(&loc);
+            }
+        }
+    }
+    Resolved {
+        symbol,
+        srcline,
+        inlined,
+        reason,
+    }
+}
+
+/// This process's vDSO image, read from `/proc/self/mem` (the kernel maps the same image
+/// into every process, so it stands for a recorded `[vdso]` of this kernel when the build
+/// ids agree or none was recorded).
+fn own_vdso(build_id: Option<&[u8]>) -> Option<ElfFile> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let entries = crate::maps::parse_proc_maps(&maps, "/proc/self/maps").ok()?;
+    let v = entries.iter().find(|e| e.mapping.path == "[vdso]")?;
+    let len = usize::try_from(v.mapping.end - v.mapping.start).ok()?;
+    let mut f = std::fs::File::open("/proc/self/mem").ok()?;
+    f.seek(SeekFrom::Start(v.mapping.start)).ok()?;
+    let mut buf = vec![0u8; len];
+    f.read_exact(&mut buf).ok()?;
+    let elf = ElfFile::from_bytes(PathBuf::from("[vdso]"), FileBytes::from_vec(buf))?;
+    match (
+        build_id.filter(|b| b.iter().any(|&x| x != 0)),
+        &elf.build_id,
+    ) {
+        (Some(want), Some(have)) if !build_id_matches(want, have) => None,
+        _ => Some(elf),
+    }
+}

@@ -1,0 +1,1 @@
+//! DWARF unwinding of `--call-graph dwarf` samples (placeholder, filled in below).
