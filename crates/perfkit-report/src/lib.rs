@@ -19,5 +19,6 @@
 
 pub mod export;
 mod model;
+pub mod report;
 
 pub use model::*;
