@@ -21,7 +21,7 @@ fn profile() -> Profile {
     p.events.push(EventDesc {
         name: "cpu-clock".into(),
     });
-    let mut frame = |p: &mut Profile, name: &str, addr| {
+    let frame = |p: &mut Profile, name: &str, addr| {
         let func = p.func(Func {
             name: name.into(),
             dso: "/usr/bin/demo".into(),
