@@ -20,5 +20,6 @@
 pub mod export;
 mod model;
 pub mod report;
+pub mod script;
 
 pub use model::*;
