@@ -1,0 +1,7 @@
+//! Exports of a [`crate::Profile`] into the formats other tools read.
+
+pub mod firefox;
+pub mod flamegraph;
+pub mod folded;
+pub mod pprof;
+pub mod speedscope;

@@ -1,0 +1,25 @@
+//! perfkit's profile model and the exports built from it.
+//!
+//! A [`Profile`] is built once per perf.data file: threads and their names over time,
+//! interned functions, frames (addresses) and call stacks (a prefix tree), and samples that
+//! point at their leaf stack node. Every report and export reads this model; none re-parses
+//! the file.
+//!
+//! Exports, each in its public format and produced with the well-kept crate made for it
+//! where one exists:
+//!
+//! * [`export::folded`]: `comm;caller;...;callee count` lines, the input of flamegraph tools;
+//! * [`export::flamegraph`]: an interactive SVG (click to zoom, search) through `inferno`;
+//! * [`export::firefox`]: Firefox Profiler JSON through `fxprof-processed-profile`
+//!   (threads, samples, stacks, context-switch markers);
+//! * [`export::speedscope`]: speedscope's file format (sampled profiles per thread);
+//! * [`export::pprof`]: gzipped protobuf `perftools.profiles.Profile` (Pyroscope, Parca,
+//!   `go tool pprof`), with the message types declared here for `prost` (no build script).
+#![forbid(unsafe_code)]
+
+pub mod export;
+mod model;
+pub mod report;
+pub mod script;
+
+pub use model::*;

@@ -1,0 +1,328 @@
+//! The profile model.
+
+use std::collections::HashMap;
+
+/// Index of a [`Func`] in [`Profile::funcs`].
+pub type FuncId = u32;
+/// Index of a [`Frame`] in [`Profile::frames`].
+pub type FrameId = u32;
+/// Index of a [`StackNode`] in [`Profile::stacks`].
+pub type StackId = u32;
+/// Index of a [`Thread`] in [`Profile::threads`].
+pub type ThreadId = u32;
+
+/// A function: a symbol in a shared object (or an unknown address's placeholder).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Func {
+    /// Demangled symbol name, or `[unknown]`.
+    pub name: String,
+    /// The shared object (path, `[kernel.kallsyms]`, `[unknown]`).
+    pub dso: String,
+    /// Whether this is kernel code.
+    pub kernel: bool,
+}
+
+/// One code address in a function.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// The function.
+    pub func: FuncId,
+    /// The address as sampled.
+    pub addr: u64,
+    /// Offset from the symbol's start (`sym+0x12`), when known.
+    pub sym_offset: Option<u64>,
+    /// Source file and line, when asked for and known.
+    pub srcline: Option<(String, u32)>,
+}
+
+/// A node of the call-stack prefix tree: a frame called from `parent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackNode {
+    /// The frame at this depth.
+    pub frame: FrameId,
+    /// The caller's node (None at the root).
+    pub parent: Option<StackId>,
+}
+
+/// A thread (or the main thread of a process).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Thread {
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Names over time: (time it took the name, name); the last is the current one.
+    pub names: Vec<(u64, String)>,
+    /// First and last time seen.
+    pub start: u64,
+    /// Last time seen.
+    pub end: u64,
+}
+
+impl Thread {
+    /// The name at `time` (the latest name taken at or before it).
+    pub fn name_at(&self, time: u64) -> &str {
+        self.names
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= time)
+            .or_else(|| self.names.first())
+            .map_or("[unknown]", |(_, n)| n.as_str())
+    }
+    /// The thread's last name.
+    pub fn name(&self) -> &str {
+        self.names.last().map_or("[unknown]", |(_, n)| n.as_str())
+    }
+}
+
+/// One sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// perf timestamp (ns).
+    pub time: u64,
+    /// The thread.
+    pub thread: ThreadId,
+    /// CPU, if recorded.
+    pub cpu: Option<u32>,
+    /// Index of the event in [`Profile::events`].
+    pub event: u32,
+    /// The sample's period (weight for period-based reports).
+    pub period: u64,
+    /// The leaf of the call stack (the sampled ip is the leaf frame).
+    pub stack: Option<StackId>,
+}
+
+/// A context switch, for timeline markers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    /// The thread.
+    pub thread: ThreadId,
+    /// When.
+    pub time: u64,
+    /// Switched out (true) or in.
+    pub out: bool,
+}
+
+/// An event that was recorded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventDesc {
+    /// Its name (`cpu-clock`, `cycles:u`, ...).
+    pub name: String,
+}
+
+/// Why some samples have no symbols, counted for the report header.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UnknownCounts {
+    /// Reason -> number of frames that could not be symbolized for it.
+    pub by_reason: Vec<(String, u64)>,
+}
+
+/// A profile: everything reports and exports need, symbolized.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// Recorded events.
+    pub events: Vec<EventDesc>,
+    /// Threads.
+    pub threads: Vec<Thread>,
+    /// Functions.
+    pub funcs: Vec<Func>,
+    /// Frames.
+    pub frames: Vec<Frame>,
+    /// Stack prefix tree.
+    pub stacks: Vec<StackNode>,
+    /// Samples in time order.
+    pub samples: Vec<Sample>,
+    /// Context switches.
+    pub switches: Vec<Switch>,
+    /// Samples the kernel lost (PERF_RECORD_LOST).
+    pub lost: u64,
+    /// Samples whose stack could not be fully unwound (dwarf mode).
+    pub incomplete_stacks: u64,
+    /// Frames without symbols, by reason.
+    pub unknown: UnknownCounts,
+    /// Header facts shown by `--header` (hostname, os release, command line ...).
+    pub meta: Vec<(String, String)>,
+    func_ids: HashMap<Func, FuncId>,
+    frame_ids: HashMap<Frame, FrameId>,
+    stack_ids: HashMap<StackNode, StackId>,
+    thread_ids: HashMap<(i32, i32), ThreadId>,
+}
+
+impl Profile {
+    /// Intern a function.
+    pub fn func(&mut self, f: Func) -> FuncId {
+        if let Some(&id) = self.func_ids.get(&f) {
+            return id;
+        }
+        let id = self.funcs.len() as FuncId;
+        self.funcs.push(f.clone());
+        self.func_ids.insert(f, id);
+        id
+    }
+
+    /// Intern a frame.
+    pub fn frame(&mut self, f: Frame) -> FrameId {
+        if let Some(&id) = self.frame_ids.get(&f) {
+            return id;
+        }
+        let id = self.frames.len() as FrameId;
+        self.frames.push(f.clone());
+        self.frame_ids.insert(f, id);
+        id
+    }
+
+    /// Intern a stack node.
+    pub fn stack(&mut self, frame: FrameId, parent: Option<StackId>) -> StackId {
+        let node = StackNode { frame, parent };
+        if let Some(&id) = self.stack_ids.get(&node) {
+            return id;
+        }
+        let id = self.stacks.len() as StackId;
+        self.stacks.push(node);
+        self.stack_ids.insert(node, id);
+        id
+    }
+
+    /// Intern a whole stack given from the outermost caller to the leaf.
+    pub fn stack_from_root(
+        &mut self,
+        frames: impl IntoIterator<Item = FrameId>,
+    ) -> Option<StackId> {
+        let mut parent = None;
+        for f in frames {
+            parent = Some(self.stack(f, parent));
+        }
+        parent
+    }
+
+    /// The thread for (pid, tid), created if new.
+    pub fn thread(&mut self, pid: i32, tid: i32) -> ThreadId {
+        if let Some(&id) = self.thread_ids.get(&(pid, tid)) {
+            return id;
+        }
+        let id = self.threads.len() as ThreadId;
+        self.threads.push(Thread {
+            pid,
+            tid,
+            ..Thread::default()
+        });
+        self.thread_ids.insert((pid, tid), id);
+        id
+    }
+
+    /// The frames of a stack from the leaf up to the outermost caller.
+    pub fn stack_frames(&self, leaf: Option<StackId>) -> StackIter<'_> {
+        StackIter {
+            profile: self,
+            next: leaf,
+        }
+    }
+
+    /// The function of a frame.
+    pub fn func_of(&self, frame: FrameId) -> &Func {
+        &self.funcs[self.frames[frame as usize].func as usize]
+    }
+}
+
+/// Iterator over a stack's frames, leaf first.
+pub struct StackIter<'a> {
+    profile: &'a Profile,
+    next: Option<StackId>,
+}
+
+impl Iterator for StackIter<'_> {
+    type Item = FrameId;
+    fn next(&mut self) -> Option<FrameId> {
+        let node = self.profile.stacks.get(self.next? as usize)?;
+        self.next = node.parent;
+        Some(node.frame)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A small profile: two threads of `app`, stacks main->work->hot and main->idle.
+    pub fn sample_profile() -> Profile {
+        let mut p = Profile::default();
+        p.events.push(EventDesc {
+            name: "cpu-clock".into(),
+        });
+        let f = |p: &mut Profile, name: &str, addr: u64, kernel: bool| {
+            let func = p.func(Func {
+                name: name.into(),
+                dso: if kernel {
+                    "[kernel.kallsyms]"
+                } else {
+                    "/usr/bin/app"
+                }
+                .into(),
+                kernel,
+            });
+            p.frame(Frame {
+                func,
+                addr,
+                sym_offset: Some(addr & 0xf),
+                srcline: None,
+            })
+        };
+        let main = f(&mut p, "main", 0x1000, false);
+        let work = f(&mut p, "work", 0x2000, false);
+        let hot = f(&mut p, "hot_loop", 0x3004, false);
+        let idle = f(&mut p, "idle", 0x4000, false);
+        let sys = f(&mut p, "do_syscall_64", 0xffff_0000, true);
+        let t1 = p.thread(10, 10);
+        p.threads[t1 as usize].names.push((0, "app".into()));
+        let t2 = p.thread(10, 11);
+        p.threads[t2 as usize].names.push((0, "app-worker".into()));
+        let hot_stack = p.stack_from_root([main, work, hot]);
+        let idle_stack = p.stack_from_root([main, idle]);
+        let sys_stack = p.stack_from_root([main, work, sys]);
+        for i in 0..100u64 {
+            let (thread, stack) = match i % 10 {
+                0..=6 => (t1, hot_stack),
+                7 | 8 => (t2, idle_stack),
+                _ => (t1, sys_stack),
+            };
+            p.samples.push(Sample {
+                time: 1_000_000 + i * 250_000,
+                thread,
+                cpu: Some((i % 2) as u32),
+                event: 0,
+                period: 250_000,
+                stack,
+            });
+        }
+        p.switches.push(Switch {
+            thread: t2,
+            time: 5_000_000,
+            out: true,
+        });
+        p.switches.push(Switch {
+            thread: t2,
+            time: 6_000_000,
+            out: false,
+        });
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interning_and_stack_walk() {
+        let p = testing::sample_profile();
+        assert_eq!(p.funcs.len(), 5);
+        // main, main>work, main>work>hot, main>idle, main>work>sys
+        assert_eq!(p.stacks.len(), 5);
+        let names: Vec<&str> = p
+            .stack_frames(p.samples[0].stack)
+            .map(|f| p.func_of(f).name.as_str())
+            .collect();
+        assert_eq!(names, ["hot_loop", "work", "main"]);
+        assert_eq!(p.threads[1].name_at(5), "app-worker");
+    }
+}

@@ -1,0 +1,247 @@
+//! `script`: one line per sample in perf script's default layout, with callchains, a
+//! choice of fields (`-F`), and JSON lines.
+
+use crate::{FrameId, Profile, Sample};
+use serde_json::json;
+use std::fmt::Write as _;
+
+/// A `-F` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// Command.
+    Comm,
+    /// Thread id.
+    Tid,
+    /// Process id.
+    Pid,
+    /// CPU.
+    Cpu,
+    /// Timestamp in seconds.
+    Time,
+    /// Sample period.
+    Period,
+    /// Event name.
+    Event,
+    /// Instruction pointer (with the callchain when there is one).
+    Ip,
+    /// Symbol name.
+    Sym,
+    /// Symbol offset (`+0x12`, with `sym`).
+    Symoff,
+    /// Shared object.
+    Dso,
+    /// Source line.
+    Srcline,
+}
+
+impl Field {
+    /// Parse one field name (perf's names).
+    pub fn parse(s: &str) -> Option<Field> {
+        Some(match s {
+            "comm" => Field::Comm,
+            "tid" => Field::Tid,
+            "pid" => Field::Pid,
+            "cpu" => Field::Cpu,
+            "time" => Field::Time,
+            "period" => Field::Period,
+            "event" => Field::Event,
+            "ip" => Field::Ip,
+            "sym" => Field::Sym,
+            "symoff" => Field::Symoff,
+            "dso" => Field::Dso,
+            "srcline" => Field::Srcline,
+            _ => return None,
+        })
+    }
+    /// Every field name, for error messages.
+    pub const NAMES: &'static str =
+        "comm, tid, pid, cpu, time, period, event, ip, sym, symoff, dso, srcline";
+
+    /// perf's default fields (cpu only when recorded).
+    pub fn defaults(has_cpu: bool) -> Vec<Field> {
+        let mut f = vec![Field::Comm, Field::Tid];
+        if has_cpu {
+            f.push(Field::Cpu);
+        }
+        f.extend([
+            Field::Time,
+            Field::Period,
+            Field::Event,
+            Field::Ip,
+            Field::Sym,
+            Field::Symoff,
+            Field::Dso,
+        ]);
+        f
+    }
+}
+
+fn frame_text(p: &Profile, f: FrameId, fields: &[Field]) -> String {
+    let fr = &p.frames[f as usize];
+    let func = p.func_of(f);
+    let mut s = String::new();
+    if fields.contains(&Field::Ip) {
+        let _ = write!(s, "{:>16x}", fr.addr);
+    }
+    if fields.contains(&Field::Sym) {
+        let _ = write!(s, " {}", func.name);
+        if fields.contains(&Field::Symoff)
+            && func.name != "[unknown]"
+            && let Some(off) = fr.sym_offset
+        {
+            let _ = write!(s, "+{off:#x}");
+        }
+    }
+    if fields.contains(&Field::Dso) {
+        let _ = write!(s, " ({})", func.dso);
+    }
+    if fields.contains(&Field::Srcline)
+        && let Some((file, line)) = &fr.srcline
+    {
+        let _ = write!(s, "\n  {file}:{line}");
+    }
+    s
+}
+
+/// One sample in perf script's text layout (callchains on the following lines).
+pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
+    let t = &p.threads[s.thread as usize];
+    if fields.contains(&Field::Comm) {
+        let _ = write!(out, "{:>16}", t.name_at(s.time));
+    }
+    if fields.contains(&Field::Pid) && fields.contains(&Field::Tid) {
+        let _ = write!(out, " {:>5}/{:<5}", t.pid, t.tid);
+    } else if fields.contains(&Field::Tid) {
+        let _ = write!(out, " {:>5}", t.tid);
+    } else if fields.contains(&Field::Pid) {
+        let _ = write!(out, " {:>5}", t.pid);
+    }
+    if fields.contains(&Field::Cpu)
+        && let Some(cpu) = s.cpu
+    {
+        let _ = write!(out, " [{cpu:03}]");
+    }
+    if fields.contains(&Field::Time) {
+        let _ = write!(
+            out,
+            " {:>5}.{:06}:",
+            s.time / 1_000_000_000,
+            s.time % 1_000_000_000 / 1000
+        );
+    }
+    if fields.contains(&Field::Period) {
+        let _ = write!(out, " {:>10}", s.period);
+    }
+    if fields.contains(&Field::Event) {
+        let ev = p
+            .events
+            .get(s.event as usize)
+            .map_or("", |e| e.name.as_str());
+        let _ = write!(out, " {ev}:");
+    }
+    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+    let wants_frames = fields
+        .iter()
+        .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline));
+    if wants_frames {
+        if frames.len() > 1 {
+            out.push(' ');
+            for &f in &frames {
+                out.push_str("\n\t");
+                out.push_str(&frame_text(p, f, fields));
+            }
+            out.push('\n');
+        } else if let Some(&f) = frames.first() {
+            let _ = write!(out, " {}", frame_text(p, f, fields));
+        }
+    }
+    out.push('\n');
+}
+
+/// One sample as a JSON object (field names documented in the README).
+pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
+    let t = &p.threads[s.thread as usize];
+    let frames: Vec<serde_json::Value> = p
+        .stack_frames(s.stack)
+        .map(|f| {
+            let fr = &p.frames[f as usize];
+            let func = p.func_of(f);
+            let mut o = json!({
+                "ip": format!("{:#x}", fr.addr),
+                "sym": func.name,
+                "dso": func.dso,
+                "kernel": func.kernel,
+            });
+            if let Some(off) = fr.sym_offset {
+                o["symoff"] = json!(off);
+            }
+            if let Some((file, line)) = &fr.srcline {
+                o["srcline"] = json!(format!("{file}:{line}"));
+            }
+            o
+        })
+        .collect();
+    let mut o = json!({
+        "type": "sample",
+        "comm": t.name_at(s.time),
+        "pid": t.pid,
+        "tid": t.tid,
+        "time": s.time,
+        "period": s.period,
+        "event": p.events.get(s.event as usize).map_or("", |e| e.name.as_str()),
+    });
+    if let Some(cpu) = s.cpu {
+        o["cpu"] = json!(cpu);
+    }
+    if let Some(leaf) = frames.first() {
+        o["ip"] = leaf["ip"].clone();
+        o["sym"] = leaf["sym"].clone();
+        o["dso"] = leaf["dso"].clone();
+    }
+    o["callchain"] = json!(frames);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::testing::sample_profile;
+
+    #[test]
+    fn perf_layout() {
+        let p = sample_profile();
+        let mut out = String::new();
+        sample_text(&p, &p.samples[0], &Field::defaults(true), &mut out);
+        assert!(
+            out.starts_with("             app    10 [000]     0.001000:     250000 cpu-clock: "),
+            "{out:?}"
+        );
+        assert!(
+            out.contains("\n\t            3004 hot_loop+0x4 (/usr/bin/app)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\n\t            1000 main+0x0 (/usr/bin/app)"),
+            "{out}"
+        );
+        let mut out = String::new();
+        sample_text(
+            &p,
+            &p.samples[0],
+            &[Field::Comm, Field::Tid, Field::Sym],
+            &mut out,
+        );
+        assert!(out.contains("app    10 \n\t hot_loop"), "{out:?}");
+    }
+
+    #[test]
+    fn json_fields() {
+        let p = sample_profile();
+        let v = sample_json(&p, &p.samples[9]);
+        assert_eq!(v["comm"], "app");
+        assert_eq!(v["sym"], "do_syscall_64");
+        assert_eq!(v["callchain"].as_array().unwrap().len(), 3);
+        assert_eq!(v["callchain"][0]["kernel"], true);
+        assert_eq!(v["cpu"], 1);
+    }
+}
