@@ -96,13 +96,21 @@ impl ElfFile {
             .map(|s| s.vaddr + (off - s.offset))
     }
 
-    #[allow(dead_code)] // used by the unwinder (next step)
-    /// The first `PT_LOAD` segment covering file offset `off` (for unwinding bases).
-    pub fn segment_for_offset(&self, off: u64) -> Option<Segment> {
+    /// The `PT_LOAD` segment that overlaps the file range `off..off + len` the most: the
+    /// segment a mapping of that range holds (a mapping starts at a page boundary that can
+    /// lie before its segment's first byte).
+    pub fn segment_for_range(&self, off: u64, len: u64) -> Option<Segment> {
+        let end = off.saturating_add(len);
         self.segments
             .iter()
             .copied()
-            .find(|s| s.offset <= off && off - s.offset < s.memsz.max(s.filesz).max(1))
+            .map(|s| {
+                let s_end = s.offset.saturating_add(s.filesz.max(1));
+                (end.min(s_end).saturating_sub(off.max(s.offset)), s)
+            })
+            .filter(|(overlap, _)| *overlap > 0)
+            .max_by_key(|(overlap, _)| *overlap)
+            .map(|(_, s)| s)
     }
 }
 

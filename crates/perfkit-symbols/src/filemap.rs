@@ -61,14 +61,12 @@ impl FileBytes {
 }
 
 /// A byte range of a shared file: section data handed to framehop without copying.
-#[allow(dead_code)] // used by the unwinder (next step)
 #[derive(Clone)]
 pub struct SectionBytes {
     file: Arc<FileBytes>,
     range: Range<usize>,
 }
 
-#[allow(dead_code)]
 impl SectionBytes {
     /// The bytes `range` of `file`; `None` if the range is outside the file.
     pub fn new(file: Arc<FileBytes>, range: Range<usize>) -> Option<SectionBytes> {

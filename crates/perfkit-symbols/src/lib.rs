@@ -56,7 +56,7 @@
 //!
 //! # Unwinding
 //!
-//! [`unwind`] turns the user registers and stack copy of a `--call-graph dwarf` sample
+//! [`Unwinder`] turns the user registers and stack copy of a `--call-graph dwarf` sample
 //! (`PERF_SAMPLE_REGS_USER` + `PERF_SAMPLE_STACK_USER`) into return addresses with
 //! `framehop`, reading `.eh_frame`/`.eh_frame_hdr`/`.debug_frame` from the symbolizer's
 //! cached files, and says whether the walk reached the outermost frame or ran out of stack
@@ -97,3 +97,4 @@ pub use maps::{ProcMapsEntry, ProcessMaps, parse_proc_maps, read_proc_maps};
 pub use perfmap::{JitSymbol, PerfMap};
 pub use symbolizer::{Options, Symbolizer, is_kernel_address};
 pub use types::{Frame, InlinedFrame, Mapping, SrcLine, Symbol, UnknownReason};
+pub use unwind::{Arch, STACK_HINT, UnwindEnd, UnwindOutput, Unwinder, UserRegs};

@@ -21,7 +21,7 @@ impl ProcessMaps {
 
     /// Add a mapping (a `PERF_RECORD_MMAP2` record), cutting older ones it overlaps.
     pub fn insert(&mut self, m: Mapping) {
-        self.generation += 1;
+        self.generation = next_generation();
         if m.start >= m.end {
             return;
         }
@@ -82,10 +82,16 @@ impl ProcessMaps {
         self.maps.is_empty()
     }
 
-    /// Changes each time a mapping is inserted (lets caches keyed by process notice).
+    /// Changes each time a mapping is inserted, unique across all `ProcessMaps` of the
+    /// program (lets caches keyed by process notice a changed address space).
     pub fn generation(&self) -> u64 {
         self.generation
     }
+}
+
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// One line of `/proc/PID/maps`, with the permissions perf's MMAP2 `prot` also carries.

@@ -70,7 +70,7 @@ enum DwarfState {
 /// One loaded binary (with its debug file) and its memo.
 pub(crate) struct Dso {
     pub(crate) binary: ElfFile,
-    debug: Option<ElfFile>,
+    pub(crate) debug: Option<ElfFile>,
     symbols: Option<SymbolTable>,
     dwarf: DwarfState,
     memo: HashMap<u64, Resolved>,
@@ -362,7 +362,6 @@ impl Symbolizer {
     }
 
     /// Look up the loaded file of a mapping (unwinding reuses the symbolizer's file cache).
-    #[allow(dead_code)] // used by the unwinder (next step)
     pub(crate) fn dso_for(&mut self, m: &Mapping) -> Option<&Dso> {
         let i = self.slot_for(m);
         self.slots[i].dso.as_deref().ok()
