@@ -306,7 +306,7 @@ impl Builder {
             .iter()
             .map(|(r, n)| (r.to_string(), *n))
             .collect();
-        reasons.sort_by(|a, b| b.1.cmp(&a.1));
+        reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
         self.profile.unknown.by_reason = reasons;
         for d in self.symbolizer.diagnostics() {
             self.profile.meta.push(("note".into(), d.clone()));
