@@ -17,6 +17,7 @@
 //!   `go tool pprof`), with the message types declared here for `prost` (no build script).
 #![forbid(unsafe_code)]
 
+pub mod build;
 pub mod export;
 mod model;
 pub mod report;

@@ -390,18 +390,20 @@ fn write_watched(i: usize, v: u64) {
     unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!(WATCHED).cast::<u64>().add(i), v) };
 }
 
+/// A user-space write breakpoint on slot `i` of `WATCHED`.
+fn watch_write(i: u64) -> Attr {
+    Attr::new(Breakpoint {
+        addr: std::ptr::addr_of!(WATCHED) as u64 + 8 * i,
+        len: 8,
+        kind: BreakpointKind::Write,
+    })
+    .exclude_kernel(true)
+    .exclude_hv(true)
+}
+
 #[test]
 fn breakpoints_count_exact_writes_and_run_out_of_slots() {
-    let base = std::ptr::addr_of!(WATCHED) as u64;
-    let bp = |i: u64| {
-        Attr::new(Breakpoint {
-            addr: base + 8 * i,
-            len: 8,
-            kind: BreakpointKind::Write,
-        })
-        .exclude_kernel(true)
-        .exclude_hv(true)
-    };
+    let bp = watch_write;
     let c = Counter::open(&bp(0), &Target::this_process()).unwrap();
     c.enable().unwrap();
     for v in 0..1234 {
@@ -760,16 +762,7 @@ fn cgroup_target_counts_only_its_tasks() {
 
 #[test]
 fn modify_attributes_moves_a_breakpoint() {
-    let base = std::ptr::addr_of!(WATCHED) as u64;
-    let bp = |i: u64| {
-        Attr::new(Breakpoint {
-            addr: base + 8 * i,
-            len: 8,
-            kind: BreakpointKind::Write,
-        })
-        .exclude_kernel(true)
-        .exclude_hv(true)
-    };
+    let bp = watch_write;
     // Slot 7 and 6 of WATCHED: the slot test above uses 0..4 of the same array; a
     // breakpoint only counts writes to its own address.
     let mut c = Counter::open(&bp(7), &Target::this_process()).unwrap();

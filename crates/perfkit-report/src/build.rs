@@ -1,0 +1,380 @@
+//! Building a [`Profile`] from a stream of records, symbolizing each distinct address once.
+//!
+//! The input is a small enum ([`Input`]) rather than a perf.data type, so the same builder
+//! serves perf.data files (ours and perf's) and live rings (`top`).
+
+use crate::{EventDesc, Frame, Func, Profile, Sample, Switch, ThreadId};
+use perfkit_symbols::{Mapping, Options, ProcessMaps, Symbolizer, UnknownReason};
+use perfkit_sys as sys;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One record, as the builder needs it.
+#[derive(Clone, Debug)]
+pub enum Input<'a> {
+    /// `PERF_RECORD_SAMPLE`.
+    Sample {
+        /// Index of the event (attr) in the file.
+        event: u32,
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// Timestamp.
+        time: u64,
+        /// CPU, if recorded.
+        cpu: Option<u32>,
+        /// Period.
+        period: u64,
+        /// The sampled ip.
+        ip: u64,
+        /// Whether the ip is in the kernel (header misc cpumode).
+        kernel: bool,
+        /// The callchain as recorded, context markers included (empty if none).
+        callchain: &'a [u64],
+    },
+    /// `PERF_RECORD_MMAP` / `MMAP2` (executable mappings only are needed).
+    Mmap {
+        /// Process id (-1 for the kernel).
+        pid: i32,
+        /// The mapping.
+        mapping: Mapping,
+    },
+    /// `PERF_RECORD_COMM`.
+    Comm {
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// New name.
+        name: &'a str,
+        /// Because of an exec (the address space was replaced).
+        exec: bool,
+        /// When.
+        time: u64,
+    },
+    /// `PERF_RECORD_FORK`.
+    Fork {
+        /// New process id.
+        pid: i32,
+        /// New thread id.
+        tid: i32,
+        /// Parent process id.
+        ppid: i32,
+        /// Parent thread id.
+        ptid: i32,
+        /// When.
+        time: u64,
+    },
+    /// `PERF_RECORD_EXIT`.
+    Exit {
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// When.
+        time: u64,
+    },
+    /// `PERF_RECORD_SWITCH` (per task).
+    Switch {
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// When.
+        time: u64,
+        /// Switched out.
+        out: bool,
+    },
+    /// `PERF_RECORD_LOST`: samples dropped by the kernel.
+    Lost {
+        /// How many.
+        count: u64,
+    },
+}
+
+/// Turns [`Input`]s into a [`Profile`].
+pub struct Builder {
+    profile: Profile,
+    symbolizer: Symbolizer,
+    maps: HashMap<i32, ProcessMaps>,
+    kernel_maps: ProcessMaps,
+    memo: HashMap<(i32, u64, u64, bool), u32>,
+    unknown: HashMap<UnknownReason, u64>,
+    chain: Vec<u32>,
+}
+
+impl Builder {
+    /// A builder for a file with these events.
+    pub fn new(events: Vec<EventDesc>, opts: Options) -> Builder {
+        let mut profile = Profile::default();
+        profile.events = events;
+        Builder {
+            profile,
+            symbolizer: Symbolizer::new(opts),
+            maps: HashMap::new(),
+            kernel_maps: ProcessMaps::new(),
+            memo: HashMap::new(),
+            unknown: HashMap::new(),
+            chain: Vec::new(),
+        }
+    }
+
+    /// Add header facts (`--header`).
+    pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.profile.meta.push((key.into(), value.into()));
+    }
+
+    fn thread(&mut self, pid: i32, tid: i32, time: u64) -> ThreadId {
+        let id = self.profile.thread(pid, tid);
+        let t = &mut self.profile.threads[id as usize];
+        if t.names.is_empty() {
+            t.start = time;
+        }
+        t.end = t.end.max(time);
+        id
+    }
+
+    /// Feed one record (in time order).
+    pub fn push(&mut self, input: Input<'_>) {
+        match input {
+            Input::Mmap { pid, mapping } => {
+                if pid == -1 || mapping.is_kernel() {
+                    self.kernel_maps.insert(mapping);
+                } else {
+                    self.maps.entry(pid).or_default().insert(mapping);
+                }
+            }
+            Input::Comm {
+                pid,
+                tid,
+                name,
+                exec,
+                time,
+            } => {
+                if exec {
+                    // The old address space is gone.
+                    self.maps.remove(&pid);
+                }
+                let id = self.thread(pid, tid, time);
+                let t = &mut self.profile.threads[id as usize];
+                if t.names.last().is_none_or(|(_, n)| n != name) {
+                    t.names.push((time, name.to_string()));
+                }
+            }
+            Input::Fork {
+                pid,
+                tid,
+                ppid,
+                ptid,
+                time,
+            } => {
+                // A new thread inherits its parent's name; a new process its address space.
+                let parent = self.profile.thread(ppid, ptid);
+                let name = self.profile.threads[parent as usize].name().to_string();
+                if pid != ppid
+                    && let Some(m) = self.maps.get(&ppid).cloned()
+                {
+                    self.maps.insert(pid, m);
+                }
+                let id = self.thread(pid, tid, time);
+                let t = &mut self.profile.threads[id as usize];
+                if t.names.is_empty() && name != "[unknown]" {
+                    t.names.push((time, name));
+                }
+            }
+            Input::Exit { pid, tid, time } => {
+                let id = self.thread(pid, tid, time);
+                self.profile.threads[id as usize].end = time;
+            }
+            Input::Switch {
+                pid,
+                tid,
+                time,
+                out,
+            } => {
+                let thread = self.thread(pid, tid, time);
+                self.profile.switches.push(Switch { thread, time, out });
+            }
+            Input::Lost { count } => self.profile.lost += count,
+            Input::Sample {
+                event,
+                pid,
+                tid,
+                time,
+                cpu,
+                period,
+                ip,
+                kernel,
+                callchain,
+            } => {
+                let thread = self.thread(pid, tid, time);
+                let mut chain = std::mem::take(&mut self.chain);
+                chain.clear();
+                if callchain.is_empty() {
+                    chain.push(self.frame(pid, ip, kernel, false));
+                } else {
+                    let mut in_kernel = kernel;
+                    let mut first = true;
+                    for &addr in callchain {
+                        if addr >= sys::PERF_CONTEXT_MAX {
+                            in_kernel = matches!(
+                                addr,
+                                sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
+                            );
+                            continue;
+                        }
+                        // Return addresses point after the call: look up addr - 1 so
+                        // the caller's line and inline frames are right.
+                        chain.push(self.frame(pid, addr, in_kernel, !first));
+                        first = false;
+                    }
+                }
+                // Stored leaf first; the prefix tree is built from the root.
+                let stack = self.profile.stack_from_root(chain.iter().rev().copied());
+                self.chain = chain;
+                self.profile.samples.push(Sample {
+                    time,
+                    thread,
+                    cpu,
+                    event,
+                    period,
+                    stack,
+                });
+            }
+        }
+    }
+
+    fn frame(&mut self, pid: i32, addr: u64, kernel: bool, is_return: bool) -> u32 {
+        let kernel = kernel || perfkit_symbols::is_kernel_address(addr);
+        let generation = if kernel {
+            self.kernel_maps.generation()
+        } else {
+            self.maps.get(&pid).map_or(0, ProcessMaps::generation)
+        };
+        let key = (if kernel { -1 } else { pid }, addr, generation, is_return);
+        if let Some(&f) = self.memo.get(&key) {
+            return f;
+        }
+        let lookup = if is_return {
+            addr.saturating_sub(1)
+        } else {
+            addr
+        };
+        let sym = if kernel {
+            self.symbolizer.symbolize_kernel(lookup)
+        } else {
+            let empty = ProcessMaps::new();
+            let maps = self.maps.get(&pid).unwrap_or(&empty);
+            self.symbolizer.symbolize(pid.max(0) as u32, maps, lookup)
+        };
+        if let Some(r) = sym.unknown_reason
+            && sym.symbol.is_none()
+        {
+            *self.unknown.entry(r).or_default() += 1;
+        }
+        let dso: Arc<str> = sym.dso.clone();
+        let func = self.profile.func(Func {
+            name: sym.name().to_string(),
+            dso: dso.to_string(),
+            kernel,
+        });
+        let frame = self.profile.frame(Frame {
+            func,
+            addr,
+            sym_offset: sym.symbol.as_ref().map(|s| s.offset + u64::from(is_return)),
+            srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
+        });
+        self.memo.insert(key, frame);
+        frame
+    }
+
+    /// Samples whose user stack could not be fully unwound.
+    pub fn add_incomplete_stack(&mut self) {
+        self.profile.incomplete_stacks += 1;
+    }
+
+    /// Explanations of the symbolizer (kptr_restrict ...), for the report header.
+    pub fn diagnostics(&self) -> &[String] {
+        self.symbolizer.diagnostics()
+    }
+
+    /// The profile.
+    pub fn finish(mut self) -> Profile {
+        let mut reasons: Vec<(String, u64)> = self
+            .unknown
+            .iter()
+            .map(|(r, n)| (r.to_string(), *n))
+            .collect();
+        reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+        self.profile.unknown.by_reason = reasons;
+        for d in self.symbolizer.diagnostics() {
+            self.profile.meta.push(("note".into(), d.clone()));
+        }
+        self.profile
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn marker_function() -> u64 {
+        marker_function as *const () as usize as u64
+    }
+
+    #[test]
+    fn samples_of_this_process_are_symbolized() {
+        let maps = perfkit_symbols::read_proc_maps(std::process::id()).unwrap();
+        let mut b = Builder::new(
+            vec![EventDesc {
+                name: "cpu-clock".into(),
+            }],
+            Options::default(),
+        );
+        let pid = std::process::id() as i32;
+        for m in maps.iter() {
+            b.push(Input::Mmap {
+                pid,
+                mapping: m.clone(),
+            });
+        }
+        b.push(Input::Comm {
+            pid,
+            tid: pid,
+            name: "tester",
+            exec: false,
+            time: 1,
+        });
+        let ip = marker_function() + 2;
+        let chain = [sys::PERF_CONTEXT_USER, ip, ip];
+        for t in 0..3 {
+            b.push(Input::Sample {
+                event: 0,
+                pid,
+                tid: pid,
+                time: 10 + t,
+                cpu: Some(0),
+                period: 1,
+                ip,
+                kernel: false,
+                callchain: &chain,
+            });
+        }
+        b.push(Input::Lost { count: 4 });
+        let p = b.finish();
+        assert_eq!(p.samples.len(), 3);
+        assert_eq!(p.lost, 4);
+        let leaf = p.stack_frames(p.samples[0].stack).next().unwrap();
+        assert!(
+            p.func_of(leaf).name.ends_with("marker_function"),
+            "{:?}",
+            p.func_of(leaf)
+        );
+        assert_eq!(p.frames[leaf as usize].sym_offset, Some(2));
+        // Same stack for all three samples: interned once.
+        assert_eq!(p.samples[0].stack, p.samples[2].stack);
+        assert_eq!(p.threads[0].name(), "tester");
+    }
+}
