@@ -65,5 +65,71 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// IP/SP/BP and a copy of the stack from SP, captured three calls deep.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn capture_deep(depth: u32) -> ([u64; 3], Vec<u8>) {
+    use std::io::{Read, Seek, SeekFrom};
+    if depth > 0 {
+        let r = capture_deep(black_box(depth - 1));
+        black_box(&r);
+        return r;
+    }
+    let (ip, sp, bp): (u64, u64, u64);
+    // SAFETY: reads three registers into outputs; touches no memory.
+    unsafe {
+        std::arch::asm!("lea {ip}, [rip]", "mov {sp}, rsp", "mov {bp}, rbp",
+            ip = out(reg) ip, sp = out(reg) sp, bp = out(reg) bp,
+            options(nomem, nostack, preserves_flags));
+    }
+    let text = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    let all = perfkit_symbols::parse_proc_maps(&text, "maps").expect("maps parse");
+    let m = all
+        .iter()
+        .find(|e| e.mapping.contains(sp))
+        .expect("stack mapping");
+    let len = (m.mapping.end - sp).min(64 * 1024) as usize;
+    let mut mem = std::fs::File::open("/proc/self/mem").expect("mem");
+    mem.seek(SeekFrom::Start(sp)).expect("seek");
+    let mut stack = vec![0u8; len];
+    mem.read_exact(&mut stack).expect("read stack");
+    ([bp, sp, ip], stack)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn bench_unwind(c: &mut Criterion) {
+    use perfkit_symbols::unwind::x86_64_regs::UNWIND_MASK;
+    use perfkit_symbols::{Arch, Unwinder, UserRegs};
+    let (regs, stack) = capture_deep(8);
+    let maps = read_proc_maps(0).expect("own maps");
+    let pid = std::process::id();
+    let mut sym = Symbolizer::new(Options::default());
+    let mut unw = Unwinder::new();
+    let r = UserRegs {
+        abi: 2,
+        mask: UNWIND_MASK,
+        values: &regs,
+    };
+    let out = unw.unwind(&mut sym, Arch::X86_64, pid, &maps, &r, &stack);
+    assert!(out.frames.len() > 10, "{out:?}");
+    let mut g = c.benchmark_group("unwind");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(format!("sample_{}_frames", out.frames.len()), |b| {
+        b.iter(|| black_box(unw.unwind(&mut sym, Arch::X86_64, pid, &maps, &r, black_box(&stack))))
+    });
+    g.bench_function("sample_unwind_and_symbolize", |b| {
+        b.iter(|| {
+            let out = unw.unwind(&mut sym, Arch::X86_64, pid, &maps, &r, black_box(&stack));
+            for a in out.lookup_addresses() {
+                black_box(sym.symbolize(pid, &maps, a));
+            }
+        })
+    });
+    g.finish();
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn bench_unwind(_: &mut Criterion) {}
+
+criterion_group!(benches, bench, bench_unwind);
 criterion_main!(benches);

@@ -13,6 +13,36 @@ use crate::maps::ProcessMaps;
 use crate::perfmap::PerfMap;
 use crate::types::{Frame, InlinedFrame, Mapping, SrcLine, Symbol, UnknownReason};
 
+/// A fast non-cryptographic hasher (the Fx hash of rustc) for the memo and file index:
+/// keys are addresses and paths from our own input, so DoS resistance is not needed, and
+/// SipHash was a third of a warm lookup.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
 /// What the symbolizer does and where it looks. `Options::default()` is what `perf report`
 /// does by default: demangled names, no source lines, the running kernel's `/proc/kallsyms`,
 /// perf's build-id cache and `/usr/lib/debug`.
@@ -73,7 +103,7 @@ pub(crate) struct Dso {
     pub(crate) debug: Option<ElfFile>,
     symbols: Option<SymbolTable>,
     dwarf: DwarfState,
-    memo: HashMap<u64, Resolved>,
+    memo: FxMap<u64, Resolved>,
 }
 
 type BuildIdSlot = (Option<Vec<u8>>, usize);
@@ -100,7 +130,7 @@ pub struct Symbolizer {
     search: SearchPaths,
     slots: Vec<Slot>,
     /// path -> (build id, slot index) for each build id seen with that path.
-    index: HashMap<String, Vec<BuildIdSlot>>,
+    index: FxMap<String, Vec<BuildIdSlot>>,
     kernel: KernelState,
     kernel_dso: Arc<str>,
     module_dsos: HashMap<Arc<str>, Arc<str>>,
@@ -125,7 +155,7 @@ impl Symbolizer {
             opts,
             search,
             slots: Vec::new(),
-            index: HashMap::new(),
+            index: FxMap::default(),
             kernel: KernelState::NotLoaded,
             kernel_dso: Arc::from("[kernel.kallsyms]"),
             module_dsos: HashMap::new(),
@@ -211,7 +241,7 @@ impl Symbolizer {
             debug,
             symbols,
             dwarf: DwarfState::NotLoaded,
-            memo: HashMap::new(),
+            memo: FxMap::default(),
         }))
     }
 
