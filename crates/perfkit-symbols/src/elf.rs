@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use object::{
-    Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SectionIndex, SymbolKind,
-    SymbolSection,
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags,
+    SectionIndex, SymbolKind, SymbolSection,
 };
 
 use crate::demangle::demangle;
@@ -202,6 +202,16 @@ impl SymbolTable {
             names.extend_from_slice(name);
             raw.push((s.address(), s.size(), rank, off, len, sec_end));
         }
+        // perf's `name@plt` symbols for the PLT stubs, which no symbol table covers.
+        for (start, size, name) in plt_symbols(&obj) {
+            let (Ok(off), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len() + 4))
+            else {
+                break;
+            };
+            names.extend_from_slice(name);
+            names.extend_from_slice(b"@plt");
+            raw.push((start, size, 4, off, len, start + size));
+        }
         if raw.is_empty() {
             return None;
         }
@@ -265,6 +275,49 @@ impl SymbolTable {
         self.demangled[i] = Some(name.clone());
         name
     }
+}
+
+/// Synthesize `name@plt` symbols: entry `i` of `.plt.sec` (x86_64 with IBT) or of `.plt`
+/// after its header (x86_64: 16 bytes, aarch64: 32 bytes; entries 16 bytes) jumps through
+/// the GOT slot of `.rela.plt` relocation `i`, whose symbol names the target. 64-bit
+/// little-endian only (x86_64, aarch64); `.plt.got` stubs are not named.
+fn plt_symbols<'a>(obj: &object::File<'a>) -> Vec<(u64, u64, &'a [u8])> {
+    let mut out = Vec::new();
+    if !obj.is_64() || !obj.is_little_endian() {
+        return out;
+    }
+    let header = match obj.architecture() {
+        object::Architecture::X86_64 => 16,
+        object::Architecture::Aarch64 => 32,
+        _ => return out,
+    };
+    let (Some(rela), Some(dynsym)) = (obj.section_by_name(".rela.plt"), obj.dynamic_symbol_table())
+    else {
+        return out;
+    };
+    let Ok(rela) = rela.data() else { return out };
+    let (base, first) = match obj.section_by_name(".plt.sec") {
+        Some(sec) => (sec.address(), 0),
+        None => match obj.section_by_name(".plt") {
+            Some(sec) => (sec.address(), header),
+            None => return out,
+        },
+    };
+    const ENTRY: u64 = 16;
+    for (i, r) in rela.chunks_exact(24).enumerate() {
+        let mut info = [0u8; 8];
+        info.copy_from_slice(&r[8..16]);
+        let sym = (u64::from_le_bytes(info) >> 32) as usize;
+        let Ok(s) = dynsym.symbol_by_index(object::SymbolIndex(sym)) else {
+            continue;
+        };
+        let Ok(name) = s.name_bytes() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        out.push((base + first + i as u64 * ENTRY, ENTRY, name));
+    }
+    out
 }
 
 /// gimli reader over shared section copies (decompressed when `SHF_COMPRESSED`).

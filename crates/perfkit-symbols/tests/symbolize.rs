@@ -390,6 +390,61 @@ fn c_program_symbols_srcline_and_inline() {
 }
 
 #[test]
+fn c_program_plt_stubs_named_like_perf() {
+    let Some(p) = build_c_program() else { return };
+    let out = Command::new("objdump").arg("-d").arg(&p.exe).output();
+    let Ok(out) = out else {
+        eprintln!("skipping: no objdump");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    // objdump's own PLT names are the oracle: "0000000000001030 <puts@plt>:"
+    let plts: Vec<(u64, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let (addr, rest) = l.split_once(" <")?;
+            let name = rest.strip_suffix(">:")?;
+            (name.ends_with("@plt"))
+                .then(|| Some((u64::from_str_radix(addr, 16).ok()?, name.to_owned())))
+                .flatten()
+        })
+        .collect();
+    assert!(!plts.is_empty(), "objdump shows no PLT entries");
+    let exe = p.exe.display().to_string();
+    let m = p.maps.iter().find(|m| m.path == exe).unwrap().clone();
+    let mut sym = Symbolizer::new(opts_in(p.dir.path()));
+    let mut checked = 0;
+    for (vaddr, name) in plts {
+        // .plt.got entries are not named by us (objdump decodes their jumps).
+        let probe = Command::new("readelf")
+            .arg("-SW")
+            .arg(&p.exe)
+            .output()
+            .unwrap();
+        let sections = String::from_utf8_lossy(&probe.stdout).to_string();
+        let in_plt_got = sections.lines().any(|l| {
+            l.contains(".plt.got") && {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let i = f.iter().position(|x| *x == ".plt.got").unwrap();
+                let start = u64::from_str_radix(f[i + 2], 16).unwrap();
+                let size = u64::from_str_radix(f[i + 4], 16).unwrap();
+                (start..start + size).contains(&vaddr)
+            }
+        });
+        if in_plt_got {
+            continue;
+        }
+        // gcc's PIE: text segment vaddr == file offset, so runtime = start - pgoff + vaddr.
+        let addr = m.start - m.pgoff + vaddr + 4;
+        let f = sym.symbolize_in_mapping(&m, addr);
+        assert_eq!(f.name(), name, "{f:?}");
+        assert_eq!(f.symbol.unwrap().offset, 4);
+        checked += 1;
+    }
+    assert!(checked >= 2, "puts and printf stubs expected");
+}
+
+#[test]
 fn c_program_build_id_lookup_and_mismatch() {
     let Some(p) = build_c_program() else { return };
     let tmp = p.dir.path();
