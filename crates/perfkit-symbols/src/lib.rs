@@ -52,7 +52,25 @@
 //! Each file is mapped and parsed once per [`Symbolizer`] (keyed by path and build id);
 //! symbol names are copied into one arena and demangled on first use; every (file, address)
 //! answer is memoized, so a report that sees the same return address a thousand times pays
-//! for it once. See `benches/symbolize.rs` for the figures.
+//! for it once. `benches/symbolize.rs` on this machine's libc (2 vCPU VM):
+//!
+//! | what | time |
+//! |---|---|
+//! | warm lookup (memo hit) | ~115 ns |
+//! | first lookup of an address (binary search + demangle) | ~310 ns |
+//! | cold: map libc, build its table, one lookup | ~0.9 ms |
+//! | unwind one 17-frame sample | ~0.5 µs |
+//! | unwind + symbolize that sample | ~2.5 µs |
+//!
+//! # Limits
+//!
+//! * `.plt.got` stubs are not named (`.plt` and `.plt.sec` are, as `name@plt`).
+//! * Kernel symbols always come from [`Options::kallsyms`]: a perf.data from another kernel
+//!   needs that file pointed at perf's saved copy; the kernel build id is not checked.
+//! * Split DWARF (`.dwo`), `.gnu_debugaltlink` (dwz) and debuginfod are not used.
+//! * Unwinding covers 64-bit x86_64 and aarch64 processes (not 32-bit ABIs); the aarch64
+//!   path is untested here (the test machine is x86_64); it strips pointer-authentication
+//!   bits with a mask derived from the highest mapped address.
 //!
 //! # Unwinding
 //!

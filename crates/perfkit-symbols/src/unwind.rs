@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
+use framehop::aarch64::{CacheAarch64, PtrAuthMask, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
 use object::{Object, ObjectSection};
@@ -254,12 +254,13 @@ impl Unwinder {
             Arch::Aarch64 => {
                 let fp = regs.get(PERF_REG_ARM64_X29).unwrap_or(0);
                 let lr = regs.get(PERF_REG_ARM64_LR).unwrap_or(0);
-                let mut it = p.aarch64.iter_frames(
-                    pc,
-                    UnwindRegsAarch64::new(lr, sp, fp),
-                    &mut self.cache_aarch64,
-                    &mut read_stack,
-                );
+                // Strip pointer-authentication bits from return addresses: bits above the
+                // highest code address of the process cannot be address bits.
+                let mask = PtrAuthMask::from_max_known_address(p.aarch64.max_known_code_address());
+                let uregs = UnwindRegsAarch64::new_with_ptr_auth_mask(mask, lr, sp, fp);
+                let mut it =
+                    p.aarch64
+                        .iter_frames(pc, uregs, &mut self.cache_aarch64, &mut read_stack);
                 walk(|| it.next(), &mut frames, max)
             }
         };

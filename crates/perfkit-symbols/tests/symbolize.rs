@@ -606,3 +606,55 @@ fn c_program_build_id_lookup_and_mismatch() {
     .symbolize_in_mapping(&replaced, p.addr);
     assert_eq!(f.name(), "target_fn", "{f:?}");
 }
+
+#[test]
+fn perf_buildid_cache_layout_is_understood() {
+    let Some(p) = build_c_program() else { return };
+    let tmp = p.dir.path();
+    let home = tmp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // perf itself fills its cache: HOME/.debug/.build-id/ab/cdef -> ../../PATH/HEX/{elf,probes}
+    let st = Command::new("perf")
+        .env("HOME", &home)
+        .args(["buildid-cache", "-a"])
+        .arg(&p.exe)
+        .output();
+    match st {
+        Ok(o) if o.status.success() => {}
+        other => {
+            eprintln!("skipping: perf buildid-cache unavailable: {other:?}");
+            return;
+        }
+    }
+    let id = elf_build_id(&p.exe);
+    let exe = p.exe.display().to_string();
+    let m = p
+        .maps
+        .iter()
+        .find(|m| m.path == exe && m.contains(p.addr))
+        .unwrap()
+        .clone();
+    let m = Mapping {
+        build_id: Some(id),
+        ..m
+    };
+    // The binary is rebuilt differently in place: its build id no longer matches.
+    std::fs::write(tmp.join("o.c"), "int main(void){return 1;}\n").unwrap();
+    assert!(
+        Command::new("cc")
+            .arg("-o")
+            .arg(&p.exe)
+            .arg(tmp.join("o.c"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let f = Symbolizer::new(opts_in(tmp)).symbolize_in_mapping(&m, p.addr);
+    assert_eq!(f.unknown_reason, Some(UnknownReason::BuildIdMismatch));
+    let f = Symbolizer::new(Options {
+        buildid_dir: Some(home.join(".debug")),
+        ..opts_in(tmp)
+    })
+    .symbolize_in_mapping(&m, p.addr);
+    assert_eq!(f.name(), "target_fn", "{f:?}");
+}
