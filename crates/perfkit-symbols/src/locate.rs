@@ -58,6 +58,9 @@ pub(crate) fn find_binary(
     sp: &SearchPaths,
 ) -> Result<ElfFile, UnknownReason> {
     let build_id = build_id.filter(|id| id.iter().any(|&b| b != 0));
+    // The kernel marks files unlinked after mapping (upgraded packages); a file at the plain
+    // path is only used if its build id matches, or none was recorded.
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
     let p = Path::new(path);
     let mut mismatch = false;
     let mut not_elf = false;

@@ -468,6 +468,18 @@ fn c_program_build_id_lookup_and_mismatch() {
     let mut sym = Symbolizer::new(opts_in(tmp));
     assert_eq!(sym.symbolize_in_mapping(&m, p.addr).name(), "target_fn");
 
+    // 1b. The kernel's " (deleted)" suffix is ignored when looking for the file.
+    let del = Mapping {
+        path: format!("{} (deleted)", m.path),
+        ..m.clone()
+    };
+    assert_eq!(
+        Symbolizer::new(opts_in(tmp))
+            .symbolize_in_mapping(&del, p.addr)
+            .name(),
+        "target_fn"
+    );
+
     // 2. A different build id: the file changed since recording -> BuildIdMismatch.
     m.build_id = Some(vec![0xde; 20]);
     let f = sym.symbolize_in_mapping(&m, p.addr);
