@@ -80,11 +80,11 @@ pub use multi::{MultiParser, MultiParserError};
 pub use raw::{HEADER_SIZE, RawData, RawRecord, RecordHeader, Records, sample_identifier};
 pub use reader::Reader;
 pub use record::{
-    Aux, AuxOutputHwId, BpfEvent, BuildId, Cgroup, Comm, Ksymbol, Lost, LostSamples, Mmap,
-    Mmap2, Mmap2FileId, NamespaceLink, Namespaces, ParsedRecord, Read, Record, RecordParser,
-    SampleId, Switch, SwitchCpuWide, Task, TextPoke, Throttle, ItraceStart,
+    Aux, AuxOutputHwId, BpfEvent, BuildId, Cgroup, Comm, ItraceStart, Ksymbol, Lost, LostSamples,
+    Mmap, Mmap2, Mmap2FileId, NamespaceLink, Namespaces, ParsedRecord, Read, Record, RecordParser,
+    SampleId, Switch, SwitchCpuWide, Task, TextPoke, Throttle,
 };
 pub use sample::{
-    BranchEntry, BranchStack, Callchain, CallchainContext, CallchainIter, Frame, Frames,
-    ReadValue, ReadValueIter, ReadValues, Regs, Sample, StackUser, WeightStruct,
+    BranchEntry, BranchStack, Callchain, CallchainContext, CallchainIter, Frame, Frames, ReadValue,
+    ReadValueIter, ReadValues, Regs, Sample, StackUser, WeightStruct,
 };

@@ -1,8 +1,6 @@
 //! Streams carrying records of several events (several attrs).
 
-use crate::{
-    Endian, ParseError, ParseErrorKind, ParsedRecord, RawData, RawRecord, RecordParser,
-};
+use crate::{Endian, ParseError, ParseErrorKind, ParsedRecord, RawData, RawRecord, RecordParser};
 use perfkit_sys::{PERF_RECORD_SAMPLE, PERF_RECORD_USER_TYPE_START, perf_event_attr};
 
 /// Why a [`MultiParser`] could not be built.

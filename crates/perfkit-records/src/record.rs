@@ -83,7 +83,9 @@ pub struct BuildId {
 impl BuildId {
     /// The build id bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        self.bytes.get(..usize::from(self.size)).unwrap_or(&self.bytes)
+        self.bytes
+            .get(..usize::from(self.size))
+            .unwrap_or(&self.bytes)
     }
 }
 

@@ -183,12 +183,24 @@ impl<'a> ReadValues<'a> {
         let has_id = rf & PERF_FORMAT_ID != 0;
         let has_lost = rf & PERF_FORMAT_LOST != 0;
         let opt = |r: &mut Reader<'a>, bit: u64, what| -> Result<Option<u64>, ParseError> {
-            if rf & bit != 0 { Ok(Some(r.u64(what)?)) } else { Ok(None) }
+            if rf & bit != 0 {
+                Ok(Some(r.u64(what)?))
+            } else {
+                Ok(None)
+            }
         };
         if rf & PERF_FORMAT_GROUP != 0 {
             let nr = r.u64("read_format.nr")?;
-            let time_enabled = opt(r, PERF_FORMAT_TOTAL_TIME_ENABLED, "read_format.time_enabled")?;
-            let time_running = opt(r, PERF_FORMAT_TOTAL_TIME_RUNNING, "read_format.time_running")?;
+            let time_enabled = opt(
+                r,
+                PERF_FORMAT_TOTAL_TIME_ENABLED,
+                "read_format.time_enabled",
+            )?;
+            let time_running = opt(
+                r,
+                PERF_FORMAT_TOTAL_TIME_RUNNING,
+                "read_format.time_running",
+            )?;
             let entries = r.array_of(nr, l.read_entry, "read_format.cntr[nr]")?;
             Ok(ReadValues {
                 time_enabled,
@@ -203,8 +215,16 @@ impl<'a> ReadValues<'a> {
             })
         } else {
             let value = r.u64("read_format.value")?;
-            let time_enabled = opt(r, PERF_FORMAT_TOTAL_TIME_ENABLED, "read_format.time_enabled")?;
-            let time_running = opt(r, PERF_FORMAT_TOTAL_TIME_RUNNING, "read_format.time_running")?;
+            let time_enabled = opt(
+                r,
+                PERF_FORMAT_TOTAL_TIME_ENABLED,
+                "read_format.time_enabled",
+            )?;
+            let time_running = opt(
+                r,
+                PERF_FORMAT_TOTAL_TIME_RUNNING,
+                "read_format.time_running",
+            )?;
             let id = opt(r, PERF_FORMAT_ID, "read_format.id")?;
             let lost = opt(r, PERF_FORMAT_LOST, "read_format.lost")?;
             Ok(ReadValues {
@@ -633,7 +653,12 @@ pub(crate) fn parse_sample<'a>(body: &'a [u8], l: &Layout) -> Result<Sample<'a>,
         return Ok(s);
     }
     let st = l.sample_type;
-    let mut r = Reader::new(body.get(plen..).unwrap_or(&[]), e, 8 + plen, Some(PERF_RECORD_SAMPLE));
+    let mut r = Reader::new(
+        body.get(plen..).unwrap_or(&[]),
+        e,
+        8 + plen,
+        Some(PERF_RECORD_SAMPLE),
+    );
     if st & PERF_SAMPLE_READ != 0 {
         s.read = Some(ReadValues::parse(&mut r, l)?);
     }
