@@ -6,6 +6,8 @@
 #![forbid(unsafe_code)]
 
 mod events;
+mod profile_load;
+mod report;
 mod stat;
 mod topology;
 
@@ -24,6 +26,10 @@ struct Cli {
 enum Cmd {
     /// Count events for a command, processes, threads, CPUs or cgroups (like `perf stat`).
     Stat(stat::StatArgs),
+    /// Show a recorded profile (like `perf report --stdio`), or export it.
+    Report(report::ReportArgs),
+    /// Print every sample of a recorded profile (like `perf script`).
+    Script(report::ScriptArgs),
 }
 
 /// An error that carries the exit status to use (127 for a missing command, ...).
@@ -56,6 +62,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Stat(args) => stat::run(args),
+        Cmd::Report(args) => report::run_report(args),
+        Cmd::Script(args) => report::run_script(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -710,3 +710,121 @@ fn no_permission_says_what_to_do() {
         assert!(err.contains("task-clock:u"), "{err}");
     }
 }
+
+#[test]
+fn per_socket_and_per_node_buckets_count_their_cpus() {
+    if !is_root() {
+        eprintln!("skipped: system-wide counting needs root");
+        return;
+    }
+    let ncpu = std::thread::available_parallelism().unwrap().get();
+    for (flag, prefix) in [
+        ("--per-socket", "S"),
+        ("--per-node", "N"),
+        ("--per-core", "S"),
+    ] {
+        let (code, err) = stderr_of(perfkit().args([
+            "stat",
+            "-a",
+            flag,
+            "-x",
+            ",",
+            "-e",
+            "cpu-clock",
+            "--",
+            "sleep",
+            "0.05",
+        ]));
+        assert_eq!(code, 0, "{flag}: {err}");
+        let rows = csv_rows(&err);
+        assert!(!rows.is_empty(), "{flag}: {err}");
+        // label, number of CPUs in the bucket, value, ...
+        let cpus: usize = rows.iter().map(|r| r[1].parse::<usize>().unwrap()).sum();
+        assert_eq!(cpus, ncpu, "{flag}: every CPU in exactly one bucket: {err}");
+        for r in &rows {
+            assert!(r[0].starts_with(prefix), "{flag}: {r:?}");
+            assert_eq!(r[4], "cpu-clock");
+        }
+    }
+}
+
+#[test]
+fn interval_summary_and_no_scale() {
+    let w = need_workload!();
+    let (code, err) = stderr_of(
+        perfkit()
+            .args([
+                "stat",
+                "-I",
+                "100",
+                "--summary",
+                "-x",
+                ",",
+                "-e",
+                "page-faults",
+                "--",
+            ])
+            .arg(w)
+            .args(["pages", "2000"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    // Interval rows have a timestamp first; the summary row does not.
+    let (intervals, summary): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.len() == 8);
+    assert!(!intervals.is_empty(), "{err}");
+    assert_eq!(summary.len(), 1, "{err}");
+    let total: f64 = summary[0][0].parse().unwrap();
+    let sum: f64 = intervals
+        .iter()
+        .map(|r| r[1].parse::<f64>().unwrap_or(0.0))
+        .sum();
+    assert!(
+        (total - sum).abs() <= 1.0,
+        "summary {total} vs intervals {sum}"
+    );
+    assert!(total >= 2000.0);
+
+    // --no-scale prints raw counts: for a software event they equal the scaled ones.
+    let (code, err) = stderr_of(
+        perfkit()
+            .args(["stat", "--no-scale", "-x", ",", "-e", "page-faults", "--"])
+            .arg(w)
+            .args(["pages", "1000"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: f64 = csv_rows(&err)[0][0].parse().unwrap();
+    assert!((1000.0..1100.0).contains(&v), "{v}");
+}
+
+#[test]
+fn thread_target_counts_one_thread() {
+    let w = need_workload!();
+    let mut child = std::process::Command::new(w)
+        .args(["threads", "2", "1000"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let tids = perfkit::threads_of(child.id() as i32).unwrap();
+    let worker = tids
+        .iter()
+        .copied()
+        .find(|&t| t != child.id() as i32)
+        .unwrap();
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-t",
+        &worker.to_string(),
+        "-x",
+        ",",
+        "-e",
+        "task-clock",
+        "--timeout",
+        "200",
+    ]));
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(code, 0, "{err}");
+    let ms: f64 = csv_rows(&err)[0][0].parse().unwrap();
+    // One spinning thread for 200 ms: at most one CPU's worth.
+    assert!((50.0..=230.0).contains(&ms), "{ms} msec");
+}

@@ -574,7 +574,10 @@ fn run_once(
     let mut status = None;
     let mut usage = None;
     let mut interrupted = false;
-    let mut last = counters::read_all(&events);
+    // Interval deltas start from zero: everything since counting began belongs to the
+    // first interval (a snapshot here would already include the command's start-up).
+    let mut last: Vec<Vec<Option<Count>>> =
+        events.iter().map(|e| vec![None; e.slots.len()]).collect();
     let mut last_t = start;
     let mut intervals = 0u64;
     let mut stopped_early = false;

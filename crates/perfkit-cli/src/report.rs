@@ -1,0 +1,341 @@
+//! `perfkit report` and `perfkit script`: read a perf.data file (perfkit's or perf's),
+//! build the symbolized profile once, and print it or export it.
+
+use crate::profile_load::{LoadOptions, load_profile};
+use anyhow::{Context, Result, bail};
+use perfkit_report::report::{self, Filter, GraphMode, ReportOptions, SortKey};
+use perfkit_report::script::{self, Field};
+use perfkit_report::{Profile, export};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Flags of `perfkit report`, named as perf names them.
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    about = "Show a recorded profile: hottest symbols, call graphs, or an export",
+    after_help = "Examples:\n  perfkit report --stdio\n  perfkit report --no-children --sort dso,sym -n\n  perfkit report --format flamegraph -o profile.svg\n  perfkit report --format firefox -o profile.json"
+)]
+pub struct ReportArgs {
+    /// The profile to read (perf.data; `-` = standard input in pipe mode).
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Text output (the only interactive-free mode; accepted for perf compatibility).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Sort keys: comm, pid, tid, dso, sym, cpu, srcline, symoff, parent.
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_delimiter = ',',
+        default_value = "comm,dso,sym"
+    )]
+    pub sort: Vec<String>,
+    /// Show the cumulative (children) column (default when callchains were recorded).
+    #[arg(long, overrides_with = "no_children")]
+    pub children: bool,
+    /// Only the self overhead.
+    #[arg(long = "no-children")]
+    pub no_children: bool,
+    /// Call graph: graph|flat|folded|fractal|none[,THRESHOLD[,caller|callee]].
+    #[arg(short = 'g', long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
+    /// Hide entries below this percentage.
+    #[arg(long = "percent-limit", default_value_t = 0.0)]
+    pub percent_limit: f64,
+    /// Show the number of samples.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub show_samples: bool,
+    /// Only these commands.
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only these pids.
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only these tids.
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<i32>,
+    /// Only these shared objects.
+    #[arg(short = 'd', long, value_delimiter = ',')]
+    pub dso: Vec<String>,
+    /// Only these symbols.
+    #[arg(short = 'S', long = "symbols", value_delimiter = ',')]
+    pub symbol: Vec<String>,
+    /// Only these CPUs (e.g. 0,2-3).
+    #[arg(short = 'C', long = "cpu")]
+    pub cpu: Option<String>,
+    /// Only samples in this time window: START,END in seconds (either may be empty).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Print the file's header before the report.
+    #[arg(long)]
+    pub header: bool,
+    /// Print only the file's header.
+    #[arg(long = "header-only")]
+    pub header_only: bool,
+    /// Resolve source lines (DWARF; slower).
+    #[arg(long)]
+    pub srcline: bool,
+    /// Show inlined functions (DWARF; slower).
+    #[arg(long)]
+    pub inline: bool,
+    /// Export instead of a text report: folded, flamegraph, firefox, speedscope, pprof.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Where to write an export (default: standard output).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Kernel symbols from this file instead of /proc/kallsyms.
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// Flags of `perfkit script`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(about = "Print every sample of a recorded profile, one per line (like `perf script`)")]
+pub struct ScriptArgs {
+    /// The profile to read.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Fields to print: comm,tid,pid,cpu,time,period,event,ip,sym,symoff,dso,srcline.
+    #[arg(short = 'F', long = "fields", value_delimiter = ',')]
+    pub fields: Vec<String>,
+    /// Dump every raw record instead (type, size, fields).
+    #[arg(short = 'D', long = "dump-raw-trace")]
+    pub dump: bool,
+    /// One JSON object per sample (fields documented in the README).
+    #[arg(long)]
+    pub json: bool,
+    /// Kernel symbols from this file instead of /proc/kallsyms.
+    #[arg(long)]
+    pub kallsyms: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+fn parse_graph(s: &str) -> Result<(GraphMode, Option<f64>, Option<bool>)> {
+    let mut parts = s.split(',');
+    let mode = match parts.next().unwrap_or("graph") {
+        "graph" => GraphMode::Graph,
+        "fractal" => GraphMode::Fractal,
+        "flat" => GraphMode::Flat,
+        "folded" => GraphMode::Folded,
+        "none" => GraphMode::None,
+        "caller" | "callee" => GraphMode::Graph,
+        other => bail!(
+            "-g {s}: unknown mode `{other}` (graph, flat, folded, fractal, caller, callee, none)"
+        ),
+    };
+    let mut threshold = None;
+    let mut order = match s.split(',').next() {
+        Some("caller") => Some(true),
+        Some("callee") => Some(false),
+        _ => None,
+    };
+    for p in parts {
+        match p {
+            "caller" => order = Some(true),
+            "callee" => order = Some(false),
+            n => {
+                threshold = Some(
+                    n.parse::<f64>()
+                        .with_context(|| format!("-g {s}: `{n}` is not a threshold"))?,
+                )
+            }
+        }
+    }
+    Ok((mode, threshold, order))
+}
+
+fn parse_time(s: &str) -> Result<(u64, u64)> {
+    let (a, b) = s
+        .split_once(',')
+        .with_context(|| format!("--time {s}: expected START,END in seconds"))?;
+    let secs = |x: &str, default: u64| -> Result<u64> {
+        if x.trim().is_empty() {
+            return Ok(default);
+        }
+        let v: f64 = x
+            .trim()
+            .parse()
+            .with_context(|| format!("--time {s}: `{x}` is not a number of seconds"))?;
+        Ok((v * 1e9) as u64)
+    };
+    Ok((secs(a, 0)?, secs(b, u64::MAX)?))
+}
+
+fn write_out(
+    path: &Option<PathBuf>,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    match path {
+        Some(p) => {
+            let file = std::fs::File::create(p).with_context(|| format!("-o {}", p.display()))?;
+            let mut w = std::io::BufWriter::new(file);
+            f(&mut w).with_context(|| format!("writing {}", p.display()))?;
+            w.flush()?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            f(&mut w)?;
+            w.flush()?;
+        }
+    }
+    Ok(())
+}
+
+fn print_header(p: &Profile, out: &mut String) {
+    out.push_str("# ========\n# captured by perfkit\n");
+    for (k, v) in &p.meta {
+        out.push_str(&format!("# {k} : {v}\n"));
+    }
+    out.push_str("# ========\n#\n");
+}
+
+/// Run `perfkit report`.
+pub fn run_report(args: ReportArgs) -> Result<u8> {
+    let mut sort = Vec::new();
+    for k in &args.sort {
+        sort.push(
+            SortKey::parse(k.trim())
+                .with_context(|| format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES))?,
+        );
+    }
+    let cpus = match &args.cpu {
+        Some(list) => crate::topology::parse_cpu_list(list).context("--cpu")?,
+        None => Vec::new(),
+    };
+    let time = args.time.as_deref().map(parse_time).transpose()?;
+    let load = LoadOptions {
+        srcline: args.srcline || sort.contains(&SortKey::Srcline),
+        inline: args.inline,
+        kallsyms: args.kallsyms.clone(),
+        progress: !args.quiet,
+    };
+    let (profile, diag) = load_profile(&args.input, &load)?;
+    let time = time.map(|(a, b)| {
+        // --time is in seconds since the first sample, like perf's relative form.
+        let t0 = profile.samples.first().map_or(0, |s| s.time);
+        (t0.saturating_add(a), t0.saturating_add(b))
+    });
+    for d in &diag.warnings {
+        eprintln!("perfkit: {d}");
+    }
+    if args.header || args.header_only {
+        let mut h = String::new();
+        print_header(&profile, &mut h);
+        if args.header_only {
+            write_out(&None, |w| w.write_all(h.as_bytes()))?;
+            return diag.exit_code();
+        }
+        print!("{h}");
+    }
+    if let Some(fmt) = &args.format {
+        let title = format!(
+            "perfkit: {}",
+            profile
+                .events
+                .first()
+                .map_or("samples", |e| e.name.as_str())
+        );
+        match fmt.as_str() {
+            "folded" => write_out(&args.output, |w| export::folded::write(&profile, w))?,
+            "flamegraph" | "svg" => write_out(&args.output, |w| {
+                export::flamegraph::write(&profile, &title, w)
+            })?,
+            "firefox" => write_out(&args.output, |w| {
+                export::firefox::write(&profile, "perfkit", diag.interval_ns, w)
+            })?,
+            "speedscope" => write_out(&args.output, |w| {
+                export::speedscope::write(&profile, &title, w)
+            })?,
+            "pprof" => write_out(&args.output, |w| export::pprof::write(&profile, w))?,
+            other => bail!(
+                "--format {other}: unknown format (folded, flamegraph, firefox, speedscope, pprof)"
+            ),
+        }
+        if let Some(o) = &args.output {
+            eprintln!("perfkit: wrote {}", o.display());
+        }
+        return diag.exit_code();
+    }
+    let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
+    let children = if args.no_children {
+        false
+    } else {
+        args.children || has_chains
+    };
+    let (graph, threshold, order) = match &args.call_graph {
+        Some(g) => parse_graph(g)?,
+        None => (GraphMode::Graph, None, None),
+    };
+    let opts = ReportOptions {
+        sort,
+        children,
+        graph: if has_chains { graph } else { GraphMode::None },
+        graph_threshold: threshold.unwrap_or(0.5),
+        caller_order: order,
+        percent_limit: args.percent_limit,
+        show_samples: args.show_samples,
+        filter: Filter {
+            comms: args.comm.clone(),
+            pids: args.pid.clone(),
+            tids: args.tid.clone(),
+            dsos: args.dso.clone(),
+            symbols: args.symbol.clone(),
+            cpus,
+            time,
+        },
+        ..ReportOptions::default()
+    };
+    let sections = report::build(&profile, &opts);
+    let text = report::render(&profile, &sections, &opts);
+    write_out(&None, |w| w.write_all(text.as_bytes()))?;
+    diag.exit_code()
+}
+
+/// Run `perfkit script`.
+pub fn run_script(args: ScriptArgs) -> Result<u8> {
+    if args.dump {
+        return crate::profile_load::dump_raw(&args.input);
+    }
+    let mut fields = Vec::new();
+    for f in &args.fields {
+        fields.push(
+            Field::parse(f.trim())
+                .with_context(|| format!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?,
+        );
+    }
+    let load = LoadOptions {
+        srcline: fields.contains(&Field::Srcline),
+        inline: false,
+        kallsyms: args.kallsyms.clone(),
+        progress: !args.quiet,
+    };
+    let (profile, diag) = load_profile(&args.input, &load)?;
+    for d in &diag.warnings {
+        eprintln!("perfkit: {d}");
+    }
+    if fields.is_empty() {
+        fields = Field::defaults(profile.samples.iter().any(|s| s.cpu.is_some()));
+    }
+    write_out(&None, |w| {
+        let mut line = String::new();
+        for s in &profile.samples {
+            line.clear();
+            if args.json {
+                line.push_str(&script::sample_json(&profile, s).to_string());
+                line.push('\n');
+            } else {
+                script::sample_text(&profile, s, &fields, &mut line);
+            }
+            w.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    })?;
+    diag.exit_code()
+}
