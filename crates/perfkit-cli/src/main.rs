@@ -7,6 +7,11 @@
 
 mod events;
 mod profile_load;
+#[allow(
+    dead_code,
+    reason = "the record command that uses it lands with the ring buffer and perf.data writer"
+)]
+mod record_args;
 mod report;
 mod stat;
 mod topology;

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 /// How to build the profile.
 #[derive(Clone, Debug, Default)]
-#[allow(dead_code, reason = "read by the perf.data loader, which lands with perfkit-data")]
+#[allow(
+    dead_code,
+    reason = "read by the perf.data loader, which lands with perfkit-data"
+)]
 pub struct LoadOptions {
     /// Resolve source lines.
     pub srcline: bool,

@@ -1,0 +1,334 @@
+//! `perfkit record` flags and the sampling attrs they make.
+
+use crate::events::EventSpec;
+use anyhow::{Context, Result, bail};
+use perfkit::sys::{self, attr_flags as f};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Flags of `perfkit record`, named as perf names them.
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    about = "Sample a command, processes or CPUs into a perf.data file that perf also reads",
+    after_help = "Examples:\n  perfkit record -g -- ./server\n  perfkit record -F 999 -a -- sleep 5\n  perfkit record --call-graph dwarf,16384 -o app.data -- ./app\n  perfkit record -e sched:sched_switch -p 1234"
+)]
+pub struct RecordArgs {
+    /// Events to sample (perf's syntax; default cycles, or cpu-clock without a PMU).
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Samples per second (`max` = kernel.perf_event_max_sample_rate).
+    #[arg(short = 'F', long = "freq", value_name = "HZ")]
+    pub freq: Option<String>,
+    /// Sample every N events instead of a frequency.
+    #[arg(short = 'c', long = "count", value_name = "N", conflicts_with = "freq")]
+    pub count: Option<u64>,
+    /// Record call chains (frame pointers).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Call chains: fp, or dwarf[,STACK-BYTES] (copies the user stack for unwinding).
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
+    /// Output file (`-` = standard output, pipe mode).
+    #[arg(short = 'o', long = "output", default_value = "perf.data")]
+    pub output: PathBuf,
+    /// Ring buffer size per CPU in pages (a power of two) or with a unit (e.g. 512K, 4M).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    pub mmap_pages: Option<String>,
+    /// Compress the data with zstd (perf reads it).
+    #[arg(short = 'z', long = "compression-level", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_name = "LEVEL")]
+    pub compress: Option<i32>,
+    /// Start a new file on SIGUSR2, or by size (e.g. 100M) or time (e.g. 30s).
+    #[arg(long = "switch-output", num_args = 0..=1, require_equals = true, default_missing_value = "signal", value_name = "WHEN")]
+    pub switch_output: Option<String>,
+    /// Record timestamps (always on; accepted for perf compatibility).
+    #[arg(short = 'T', long = "timestamp")]
+    pub timestamp: bool,
+    /// Record the CPU of each sample.
+    #[arg(long = "sample-cpu")]
+    pub sample_cpu: bool,
+    /// Don't follow the command's children.
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// Sample existing processes (all their threads), comma separated.
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<String>,
+    /// Sample existing threads, comma separated.
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    pub tid: Option<String>,
+    /// System-wide: every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0,2-3).
+    #[arg(short = 'C', long = "cpu", value_name = "CPU-LIST")]
+    pub cpu: Option<String>,
+    /// Print each attr before opening it.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// No messages.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// The command to run and sample.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// How call chains are recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallGraph {
+    /// No call chains.
+    None,
+    /// Kernel-walked frame-pointer chains (`PERF_SAMPLE_CALLCHAIN`).
+    Fp,
+    /// User registers and a copy of this many bytes of user stack, unwound later.
+    Dwarf(u32),
+}
+
+/// perf's default user stack copy for dwarf mode; the report hints at larger values.
+pub const DEFAULT_DWARF_STACK: u32 = 8192;
+
+impl RecordArgs {
+    /// The call-graph mode asked for.
+    pub fn call_graph(&self) -> Result<CallGraph> {
+        let Some(cg) = &self.call_graph else {
+            return Ok(if self.g {
+                CallGraph::Fp
+            } else {
+                CallGraph::None
+            });
+        };
+        let mut parts = cg.split(',');
+        match parts.next() {
+            Some("fp") => Ok(CallGraph::Fp),
+            Some("dwarf") => {
+                let size = match parts.next() {
+                    Some(s) => parse_size(s).with_context(|| format!("--call-graph {cg}"))?,
+                    None => u64::from(DEFAULT_DWARF_STACK),
+                };
+                // The kernel takes a multiple of 8 up to 65528 (u16 dyn_size).
+                if size == 0 || size > 65528 {
+                    bail!("--call-graph {cg}: the stack size must be 8 to 65528 bytes");
+                }
+                Ok(CallGraph::Dwarf(
+                    (size as u32).next_multiple_of(8).min(65528),
+                ))
+            }
+            Some("lbr") => {
+                bail!("--call-graph lbr: branch stacks are not available on this machine's PMU")
+            }
+            _ => bail!("--call-graph {cg}: use fp or dwarf[,SIZE]"),
+        }
+    }
+
+    /// The sampling frequency or period: `Err` text names the flag.
+    pub fn sampling(&self) -> Result<Sampling> {
+        if let Some(c) = self.count {
+            if c == 0 {
+                bail!("-c 0: the period must be at least 1");
+            }
+            return Ok(Sampling::Period(c));
+        }
+        let max = max_sample_rate();
+        match self.freq.as_deref() {
+            None => Ok(Sampling::Freq(4000.min(max.unwrap_or(4000)))),
+            Some("max") => Ok(Sampling::Freq(max.unwrap_or(4000))),
+            Some(s) => {
+                let hz: u64 = s
+                    .parse()
+                    .with_context(|| format!("-F {s}: a frequency in Hz, or `max`"))?;
+                if hz == 0 {
+                    bail!("-F 0: the frequency must be at least 1 Hz");
+                }
+                if let Some(m) = max
+                    && hz > m
+                {
+                    bail!(
+                        "-F {hz}: above kernel.perf_event_max_sample_rate ({m}); use -F max, or \
+                         raise it with `sysctl kernel.perf_event_max_sample_rate={hz}`"
+                    );
+                }
+                Ok(Sampling::Freq(hz))
+            }
+        }
+    }
+
+    /// Ring buffer data pages per CPU (a power of two).
+    pub fn ring_pages(&self) -> Result<usize> {
+        let page = 4096u64;
+        let Some(m) = &self.mmap_pages else {
+            // perf's default: 512 KiB per CPU for root (4 MiB cap for users' mlock limit).
+            return Ok(128);
+        };
+        let pages = if m.chars().all(|c| c.is_ascii_digit()) {
+            m.parse::<u64>().context("-m")?
+        } else {
+            parse_size(m)
+                .with_context(|| format!("-m {m}"))?
+                .div_ceil(page)
+        };
+        if pages == 0 || !pages.is_power_of_two() {
+            bail!("-m {m}: the ring needs a power of two pages (e.g. 64, 128, 512K, 4M)");
+        }
+        Ok(pages as usize)
+    }
+}
+
+/// Frequency or period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampling {
+    /// Samples per second.
+    Freq(u64),
+    /// Every N events.
+    Period(u64),
+}
+
+/// `kernel.perf_event_max_sample_rate`.
+pub fn max_sample_rate() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Parse `512K`, `4M`, `1G`, `8192` into bytes.
+pub fn parse_size(s: &str) -> Result<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        Some((i, 'B' | 'b')) => (&s[..i], 1),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .with_context(|| format!("`{s}` is not a size (bytes, or with K, M, G)"))?;
+    n.checked_mul(mult).context("size too large")
+}
+
+/// x86_64 user registers perf records for dwarf unwinding (AX..R15 and IP, SP, BP as perf
+/// names them: the mask of `PERF_REG_X86_*` numbers 0..=23 without the segment registers).
+#[cfg(target_arch = "x86_64")]
+pub const DWARF_REGS_MASK: u64 = 0xff_0fff;
+/// aarch64 user registers: X0..X30, SP, PC.
+#[cfg(target_arch = "aarch64")]
+pub const DWARF_REGS_MASK: u64 = (1 << 33) - 1;
+/// Other architectures: no dwarf unwinding support.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const DWARF_REGS_MASK: u64 = 0;
+
+/// Turn an event spec into the sampling attr `record` opens.
+///
+/// `first` marks the event that carries the side-band records (mmap2, comm, task).
+pub fn sampling_attr(
+    spec: &EventSpec,
+    sampling: Sampling,
+    call_graph: CallGraph,
+    several: bool,
+    sample_cpu: bool,
+    inherit: bool,
+    first: bool,
+) -> sys::perf_event_attr {
+    let mut a = spec.attr;
+    // A period or frequency given in the event string (pmu/period=N/) wins.
+    if a.sample_period == 0 {
+        match sampling {
+            Sampling::Freq(hz) => {
+                a.sample_period = hz;
+                a.set(f::FREQ, true);
+            }
+            Sampling::Period(n) => {
+                a.sample_period = n;
+                a.set(f::FREQ, false);
+            }
+        }
+    }
+    a.sample_type |= sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME;
+    a.sample_type |= sys::PERF_SAMPLE_PERIOD;
+    if several {
+        a.sample_type |= sys::PERF_SAMPLE_IDENTIFIER;
+    }
+    if sample_cpu {
+        a.sample_type |= sys::PERF_SAMPLE_CPU;
+    }
+    if a.type_ == sys::PERF_TYPE_TRACEPOINT {
+        a.sample_type |= sys::PERF_SAMPLE_RAW;
+    }
+    match call_graph {
+        CallGraph::None => {}
+        CallGraph::Fp => a.sample_type |= sys::PERF_SAMPLE_CALLCHAIN,
+        CallGraph::Dwarf(size) => {
+            a.sample_type |= sys::PERF_SAMPLE_CALLCHAIN
+                | sys::PERF_SAMPLE_REGS_USER
+                | sys::PERF_SAMPLE_STACK_USER;
+            a.sample_regs_user = DWARF_REGS_MASK;
+            a.sample_stack_user = size;
+            // The kernel's user part of the chain is useless without frame pointers.
+            a.set(f::EXCLUDE_CALLCHAIN_USER, true);
+        }
+    }
+    a.read_format = sys::PERF_FORMAT_ID | sys::PERF_FORMAT_LOST;
+    a.set(f::DISABLED, true);
+    a.set(f::INHERIT, inherit);
+    a.set(f::SAMPLE_ID_ALL, true);
+    if first {
+        a.set(f::MMAP, true);
+        a.set(f::MMAP2, true);
+        a.set(f::COMM, true);
+        a.set(f::COMM_EXEC, true);
+        a.set(f::TASK, true);
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        r: RecordArgs,
+    }
+
+    fn args(a: &[&str]) -> RecordArgs {
+        T::parse_from(std::iter::once("t").chain(a.iter().copied())).r
+    }
+
+    #[test]
+    fn flags() {
+        assert_eq!(args(&["-g", "true"]).call_graph().unwrap(), CallGraph::Fp);
+        assert_eq!(
+            args(&["--call-graph", "dwarf,16384", "true"])
+                .call_graph()
+                .unwrap(),
+            CallGraph::Dwarf(16384)
+        );
+        assert_eq!(
+            args(&["--call-graph", "dwarf", "true"])
+                .call_graph()
+                .unwrap(),
+            CallGraph::Dwarf(8192)
+        );
+        assert!(
+            args(&["--call-graph", "dwarf,0", "true"])
+                .call_graph()
+                .is_err()
+        );
+        assert_eq!(
+            args(&["-c", "1000", "true"]).sampling().unwrap(),
+            Sampling::Period(1000)
+        );
+        assert!(args(&["-F", "0", "true"]).sampling().is_err());
+        assert_eq!(args(&["-m", "16", "true"]).ring_pages().unwrap(), 16);
+        assert_eq!(args(&["-m", "4M", "true"]).ring_pages().unwrap(), 1024);
+        assert!(args(&["-m", "3", "true"]).ring_pages().is_err());
+        assert_eq!(args(&["-z", "true"]).compress, Some(1));
+        assert_eq!(
+            args(&["--switch-output", "true"]).switch_output.as_deref(),
+            Some("signal")
+        );
+        assert_eq!(parse_size("512K").unwrap(), 512 * 1024);
+    }
+}
