@@ -261,11 +261,16 @@ impl Builder {
         } else {
             addr
         };
+        let mut map_offset = None;
         let sym = if kernel {
             self.symbolizer.symbolize_kernel(lookup)
         } else {
             let empty = ProcessMaps::new();
             let maps = self.maps.get(&pid).unwrap_or(&empty);
+            map_offset = maps
+                .find(addr)
+                .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
+                .map(|m| m.file_offset(addr));
             self.symbolizer.symbolize(pid.max(0) as u32, maps, lookup)
         };
         if let Some(r) = sym.unknown_reason
@@ -282,6 +287,7 @@ impl Builder {
         let frame = self.profile.frame(Frame {
             func,
             addr,
+            map_offset,
             sym_offset: sym.symbol.as_ref().map(|s| s.offset + u64::from(is_return)),
             srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
         });

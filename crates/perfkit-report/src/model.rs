@@ -29,6 +29,9 @@ pub struct Frame {
     pub func: FuncId,
     /// The address as sampled.
     pub addr: u64,
+    /// The address relative to its file mapping (`addr - start + pgoff`), for user frames in
+    /// file-backed mappings: what perf script prints in callchains.
+    pub map_offset: Option<u64>,
     /// Offset from the symbol's start (`sym+0x12`), when known.
     pub sym_offset: Option<u64>,
     /// Source file and line, when asked for and known.
@@ -263,6 +266,7 @@ pub(crate) mod testing {
             p.frame(Frame {
                 func,
                 addr,
+                map_offset: (!kernel).then_some(addr),
                 sym_offset: Some(addr & 0xf),
                 srcline: None,
             })

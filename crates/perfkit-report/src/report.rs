@@ -327,7 +327,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             section.graphs = section
                 .rows
                 .iter()
-                .map(|r| call_graph(p, opts, &agg, r, total))
+                .map(|r| {
+                    if section_pct(total, weight(r)) < opts.graph_threshold {
+                        String::new()
+                    } else {
+                        call_graph(p, opts, &agg, r, total)
+                    }
+                })
                 .collect();
         }
         sections.push(section);

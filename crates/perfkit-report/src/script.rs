@@ -76,12 +76,18 @@ impl Field {
     }
 }
 
-fn frame_text(p: &Profile, f: FrameId, fields: &[Field]) -> String {
+fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> String {
     let fr = &p.frames[f as usize];
     let func = p.func_of(f);
     let mut s = String::new();
     if fields.contains(&Field::Ip) {
-        let _ = write!(s, "{:>16x}", fr.addr);
+        // Like perf: callchain entries in files show the file-relative address.
+        let addr = if in_chain {
+            fr.map_offset.unwrap_or(fr.addr)
+        } else {
+            fr.addr
+        };
+        let _ = write!(s, "{addr:>16x}");
     }
     if fields.contains(&Field::Sym) {
         let _ = write!(s, " {}", func.name);
@@ -106,8 +112,15 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field]) -> String {
 /// One sample in perf script's text layout (callchains on the following lines).
 pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
     let t = &p.threads[s.thread as usize];
+    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+    let chain = frames.len() > 1;
     if fields.contains(&Field::Comm) {
-        let _ = write!(out, "{:>16}", t.name_at(s.time));
+        // perf pads the command to 16 columns, except before a callchain.
+        if chain && fields.contains(&Field::Ip) {
+            out.push_str(t.name_at(s.time));
+        } else {
+            let _ = write!(out, "{:>16}", t.name_at(s.time));
+        }
     }
     if fields.contains(&Field::Pid) && fields.contains(&Field::Tid) {
         let _ = write!(out, " {:>5}/{:<5}", t.pid, t.tid);
@@ -139,7 +152,6 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
             .map_or("", |e| e.name.as_str());
         let _ = write!(out, " {ev}:");
     }
-    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
     let wants_frames = fields
         .iter()
         .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline));
@@ -148,11 +160,11 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
             out.push(' ');
             for &f in &frames {
                 out.push_str("\n\t");
-                out.push_str(&frame_text(p, f, fields));
+                out.push_str(&frame_text(p, f, fields, true));
             }
             out.push('\n');
         } else if let Some(&f) = frames.first() {
-            let _ = write!(out, " {}", frame_text(p, f, fields));
+            let _ = write!(out, " {}", frame_text(p, f, fields, false));
         }
     }
     out.push('\n');
@@ -213,7 +225,7 @@ mod tests {
         let mut out = String::new();
         sample_text(&p, &p.samples[0], &Field::defaults(true), &mut out);
         assert!(
-            out.starts_with("             app    10 [000]     0.001000:     250000 cpu-clock: "),
+            out.starts_with("app    10 [000]     0.001000:     250000 cpu-clock: "),
             "{out:?}"
         );
         assert!(

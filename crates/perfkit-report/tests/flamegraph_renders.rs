@@ -30,6 +30,7 @@ fn profile() -> Profile {
         p.frame(Frame {
             func,
             addr,
+            map_offset: None,
             sym_offset: None,
             srcline: None,
         })
