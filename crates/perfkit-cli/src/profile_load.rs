@@ -231,14 +231,14 @@ fn open_file(path: &Path) -> Result<PerfFile> {
             let n = u32_at(sec, 0).unwrap_or(0) as usize;
             let asz = u32_at(sec, 4).unwrap_or(0) as usize;
             let mut at = 8;
-            for k in 0..n.min(attrs.len()) {
+            for slot in names.iter_mut().take(n) {
                 at += asz;
                 let Ok(nr_ids) = u32_at(sec, at) else { break };
                 let Ok((name, used)) = string_at(sec, at + 4) else {
                     break;
                 };
                 at += 4 + used + 8 * nr_ids as usize;
-                names[k] = name;
+                *slot = name;
             }
         } else if let Ok((s, _)) = string_at(sec, 0) {
             meta.push((label.into(), s));
