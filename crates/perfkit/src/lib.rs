@@ -63,8 +63,8 @@ pub use notify::{
     AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, siginfo_fd, siginfo_perf,
 };
 pub use ring::{
-    AuxArea, BackwardRecords, RingBuffer, RingControl, RingError, RingMode, RingRecords,
-    RingSize, RingWalk, mlock_hint, page_size,
+    AuxArea, BackwardRecords, RingBuffer, RingControl, RingError, RingMode, RingRecords, RingSize,
+    RingWalk, mlock_hint, page_size,
 };
 pub use sampler::{DrainEnd, Drainer, Sampler, SideBand, open_per_cpu};
 pub use userpage::{

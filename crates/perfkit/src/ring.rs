@@ -467,7 +467,12 @@ pub(crate) struct Mapping {
 }
 
 impl Mapping {
-    pub(crate) fn new(fd: BorrowedFd<'_>, len: usize, prot: i32, offset: u64) -> io::Result<Mapping> {
+    pub(crate) fn new(
+        fd: BorrowedFd<'_>,
+        len: usize,
+        prot: i32,
+        offset: u64,
+    ) -> io::Result<Mapping> {
         // SAFETY: a fresh shared mapping chosen by the kernel (addr NULL) of a perf fd;
         // no existing memory is affected.
         let p = unsafe {
@@ -593,10 +598,11 @@ impl RingBuffer {
                 libc::EPERM | libc::ENOMEM => e.with_detail(mlock_hint(len)),
                 libc::EINVAL => e.with_detail(
                     "the kernel refused the ring: a per-task `inherit` event for any CPU \
-                     (cpu=-1) cannot be mmap'ed (open one event per CPU), and the size must \
-                     be 1 + 2^n pages",
+                     (cpu=-1) cannot be mmap'ed (open one event per CPU), the size must be \
+                     1 + 2^n pages, and an event redirected with SET_OUTPUT (or already \
+                     mapped) only maps with the size of the ring it writes to",
                 ),
-                libc::EBUSY => e.with_detail(
+                libc::EBUSY => e.with_kind(ErrorKind::InvalidOperation).with_detail(
                     "the event's output is redirected to another ring (SET_OUTPUT): read \
                      that ring instead",
                 ),
@@ -918,7 +924,7 @@ mod tests {
     fn forward_walk_splits_at_the_end() {
         let mut buf = vec![0u8; 64];
         // Positions far beyond the buffer length: only the mask matters.
-        let base = 64 * 1000 + 40;
+        let base = 64 * 1000 + 32;
         rec(&mut buf, base, 9, 16, 0xaa);
         rec(&mut buf, base + 16, 3, 24, 0xbb);
         rec(&mut buf, base + 40, 4, 8, 0);

@@ -48,9 +48,8 @@ impl SideBand {
     /// hardware PMU in practice).
     pub const TEXT_POKE: SideBand = SideBand(f::TEXT_POKE);
     /// Everything `perf record` asks for on its first event.
-    pub const PERF_RECORD: SideBand = SideBand(
-        f::MMAP | f::MMAP2 | f::COMM | f::COMM_EXEC | f::TASK | f::KSYMBOL | f::BPF_EVENT,
-    );
+    pub const PERF_RECORD: SideBand =
+        SideBand(f::MMAP | f::MMAP2 | f::COMM | f::COMM_EXEC | f::TASK | f::KSYMBOL | f::BPF_EVENT);
     /// Every side-band bit.
     pub const ALL: SideBand = SideBand(
         f::MMAP

@@ -272,11 +272,12 @@ pub fn sign_extend(v: u64, width: u16) -> i64 {
 }
 
 macro_rules! vload {
-    ($p:expr, $field:ident) => {
-        // SAFETY (for every use): the caller of read_snapshot guarantees the page is
-        // mapped; the field is a naturally aligned member of it.
-        unsafe { std::ptr::read_volatile(&raw const (*$p).$field) }
-    };
+    ($p:expr, $field:ident) => {{
+        let p: *const perf_event_mmap_page = $p;
+        // SAFETY: read_snapshot's caller guarantees the page is mapped and readable; the
+        // field is a naturally aligned member of it, read volatile (the kernel writes it).
+        unsafe { std::ptr::read_volatile(&raw const (*p).$field) }
+    }};
 }
 
 /// The seqlock read of a user page.
