@@ -53,3 +53,21 @@ pub use launch::{
     wait_with_usage,
 };
 pub use target::Target;
+
+mod notify;
+mod ring;
+mod sampler;
+mod userpage;
+
+pub use notify::{
+    AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, siginfo_fd, siginfo_perf,
+};
+pub use ring::{
+    AuxArea, BackwardRecords, RingBuffer, RingControl, RingError, RingMode, RingRecords, RingSize,
+    RingWalk, mlock_hint, page_size,
+};
+pub use sampler::{DrainEnd, Drainer, Sampler, SideBand, open_per_cpu};
+pub use userpage::{
+    HwReader, NativeHw, ReadSource, SelfMonitor, SelfRead, TimeConv, UserPage, UserPageSnapshot,
+    arm64_user_access, read_snapshot, sign_extend,
+};

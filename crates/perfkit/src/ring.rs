@@ -1,0 +1,947 @@
+//! [`RingBuffer`]: the mmap'ed perf ring buffer (user page + `2^n` data pages), read
+//! without copying; [`RingRecords`] / [`BackwardRecords`]: the record walk over any byte
+//! slice, so the wrap-around logic is testable without a kernel.
+//!
+//! # Layout (include/uapi/linux/perf_event.h)
+//!
+//! `mmap(fd, (1 + 2^n) * page_size)`: page 0 is `struct perf_event_mmap_page` (the user
+//! page), the data area follows at `data_offset` for `data_size` bytes. `data_head` counts
+//! bytes the kernel has written (it only grows; `& (data_size - 1)` gives the offset),
+//! `data_tail` is how far user space has read. A record that crosses the end of the data
+//! area continues at its start: it is delivered as [`RawData::Split`].
+//!
+//! # Modes
+//!
+//! * **Consuming** ([`RingMode::Consume`], `PROT_READ | PROT_WRITE`): user space writes
+//!   `data_tail`; the kernel never overwrites unread data and counts what it had to drop in
+//!   `PERF_RECORD_LOST` records.
+//! * **Overwrite** ([`RingMode::Overwrite`], `PROT_READ` only): the tail is never written;
+//!   the kernel overwrites the oldest data. Forward rings are read from the last position
+//!   if the kernel has not lapped it ([`RingError::Overrun`] otherwise).
+//! * **Backward** (attr `write_backward`, always mapped read-only here, as perf does): the
+//!   kernel writes from the end downwards and `data_head` decreases; pause output
+//!   ([`RingBuffer::pause`], `PERF_EVENT_IOC_PAUSE_OUTPUT`) and read newest first from
+//!   `data_head` with [`RingBuffer::records_backward`].
+
+use crate::counter::Counter;
+use crate::error::{Error, ErrorKind, Op, Result};
+use perfkit_records::{HEADER_SIZE, RawData, RawRecord};
+use perfkit_sys::{self as sys, perf_event_mmap_page};
+use std::fmt;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf takes no pointers.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 { v as usize } else { 4096 }
+}
+
+/// A problem found while walking the records of a ring (not an OS error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// A record header is inconsistent: size below 8 or running past the kernel's head.
+    /// `position` is the ring position (unmasked) of the header.
+    BadRecord {
+        /// Ring position of the header.
+        position: u64,
+        /// The header's size field.
+        size: u16,
+        /// Bytes left between the header and the head.
+        available: u64,
+    },
+    /// An overwrite-mode ring was lapped: the kernel wrote `behind` bytes since the last
+    /// read, more than the ring holds, so record boundaries are lost. Reading resumes at
+    /// the head.
+    Overrun {
+        /// Bytes written since the last read position.
+        behind: u64,
+        /// The data area size.
+        data_size: u64,
+    },
+    /// `head - tail` is larger than the data area (a corrupt or foreign user page).
+    BadPositions {
+        /// `data_head`.
+        head: u64,
+        /// `data_tail` (or the read position).
+        tail: u64,
+        /// The data area size.
+        data_size: u64,
+    },
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::BadRecord {
+                position,
+                size,
+                available,
+            } => write!(
+                f,
+                "corrupt ring record at position {position:#x}: header size {size} \
+                 (at least 8 and at most the {available} bytes up to data_head)"
+            ),
+            RingError::Overrun { behind, data_size } => write!(
+                f,
+                "overwrite ring lapped: {behind} bytes written since the last read, the ring \
+                 holds {data_size}; records in between are lost (read more often or use a \
+                 bigger ring)"
+            ),
+            RingError::BadPositions {
+                head,
+                tail,
+                data_size,
+            } => write!(
+                f,
+                "inconsistent ring positions: data_head {head:#x}, data_tail {tail:#x}, \
+                 data_size {data_size:#x}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// Read the 8-byte header at masked offset `off` of `data` (which may wrap, though the
+/// kernel keeps records 8-byte aligned so it never does in practice).
+fn header_at(data: &[u8], off: usize) -> (u32, u16, u16) {
+    let mut h = [0u8; HEADER_SIZE];
+    let n = data.len();
+    for (i, b) in h.iter_mut().enumerate() {
+        *b = data[(off + i) & (n - 1)];
+    }
+    let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+    let misc = u16::from_ne_bytes([h[4], h[5]]);
+    let size = u16::from_ne_bytes([h[6], h[7]]);
+    (type_, misc, size)
+}
+
+/// The body of a record of `size` bytes whose header is at masked offset `off`.
+fn body_at(data: &[u8], off: usize, size: usize) -> RawData<'_> {
+    let n = data.len();
+    let start = (off + HEADER_SIZE) & (n - 1);
+    let len = size - HEADER_SIZE;
+    if start + len <= n {
+        RawData::Single(&data[start..start + len])
+    } else {
+        RawData::Split(&data[start..], &data[..start + len - n])
+    }
+}
+
+fn check_data(data: &[u8]) -> bool {
+    data.len().is_power_of_two() && data.len() >= HEADER_SIZE
+}
+
+/// Forward walk over the records between two ring positions of a data area, oldest
+/// first, without copying.
+///
+/// Works on any byte slice whose length is a power of two (the ring's data area, or a
+/// test buffer). Positions are the kernel's free-running byte counts (`data_tail`,
+/// `data_head`), masked with `len - 1` to index. A record crossing the end of the slice
+/// comes out as [`RawData::Split`]. After an error the walk ends.
+#[derive(Clone, Debug)]
+pub struct RingRecords<'a> {
+    data: &'a [u8],
+    pos: u64,
+    end: u64,
+    failed: bool,
+    pending: Option<RingError>,
+}
+
+impl<'a> RingRecords<'a> {
+    /// Records in `data` from position `tail` up to `head`.
+    ///
+    /// Errors if `data`'s length is not a power of two of at least 8, or if `head - tail`
+    /// exceeds it.
+    pub fn new(data: &'a [u8], tail: u64, head: u64) -> Result<Self, RingError> {
+        let span = head.wrapping_sub(tail);
+        if !check_data(data) || span > data.len() as u64 {
+            return Err(RingError::BadPositions {
+                head,
+                tail,
+                data_size: data.len() as u64,
+            });
+        }
+        Ok(RingRecords {
+            data,
+            pos: tail,
+            end: head,
+            failed: false,
+            pending: None,
+        })
+    }
+
+    /// A walk that yields `err` once and ends at `head` (used for overruns).
+    fn failing(data: &'a [u8], head: u64, err: RingError) -> Self {
+        RingRecords {
+            data,
+            pos: head,
+            end: head,
+            failed: false,
+            pending: Some(err),
+        }
+    }
+
+    /// The ring position of the next record (the tail to publish once everything before
+    /// it is done with).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The head this walk stops at.
+    pub fn head(&self) -> u64 {
+        self.end
+    }
+
+    /// Bytes not walked yet.
+    pub fn remaining(&self) -> u64 {
+        self.end.wrapping_sub(self.pos)
+    }
+}
+
+impl<'a> Iterator for RingRecords<'a> {
+    type Item = Result<RawRecord<'a>, RingError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.pending.take() {
+            self.failed = true;
+            return Some(Err(e));
+        }
+        if self.failed || self.pos == self.end {
+            return None;
+        }
+        let available = self.end.wrapping_sub(self.pos);
+        let off = (self.pos & (self.data.len() as u64 - 1)) as usize;
+        let (type_, misc, size) = if available >= HEADER_SIZE as u64 {
+            header_at(self.data, off)
+        } else {
+            (0, 0, 0)
+        };
+        if (size as usize) < HEADER_SIZE || u64::from(size) > available {
+            self.failed = true;
+            return Some(Err(RingError::BadRecord {
+                position: self.pos,
+                size,
+                available,
+            }));
+        }
+        let data = body_at(self.data, off, size as usize);
+        self.pos = self.pos.wrapping_add(u64::from(size));
+        Some(Ok(RawRecord { type_, misc, data }))
+    }
+}
+
+/// Walk over a `write_backward` ring, newest record first.
+///
+/// The kernel writes records at decreasing positions: `data_head` is the newest
+/// record's start and each record's successor (older) begins right after it. The walk
+/// goes from `head` up to `end` (the head of the previous read; 0 at first), stops early
+/// at a zero header (never written) and at the first record that would reach beyond
+/// `head + len` (partly overwritten).
+#[derive(Clone, Debug)]
+pub struct BackwardRecords<'a> {
+    data: &'a [u8],
+    head: u64,
+    pos: u64,
+    end: u64,
+    done: bool,
+}
+
+impl<'a> BackwardRecords<'a> {
+    /// Records in `data` from `head` (newest) up to `end` (exclusive).
+    pub fn new(data: &'a [u8], head: u64, end: u64) -> Result<Self, RingError> {
+        if !check_data(data) {
+            return Err(RingError::BadPositions {
+                head,
+                tail: end,
+                data_size: data.len() as u64,
+            });
+        }
+        Ok(BackwardRecords {
+            data,
+            head,
+            pos: head,
+            end,
+            done: false,
+        })
+    }
+
+    /// The position reached (where the walk stopped).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for BackwardRecords<'a> {
+    type Item = Result<RawRecord<'a>, RingError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let len = self.data.len() as u64;
+        if self.done || self.pos == self.end {
+            return None;
+        }
+        let used = self.pos.wrapping_sub(self.head);
+        if used + HEADER_SIZE as u64 > len {
+            self.done = true;
+            return None;
+        }
+        let off = (self.pos & (len - 1)) as usize;
+        let (type_, misc, size) = header_at(self.data, off);
+        if size == 0 {
+            // Never written: the ring had not filled up yet.
+            self.done = true;
+            return None;
+        }
+        if (size as usize) < HEADER_SIZE || size % 8 != 0 {
+            self.done = true;
+            return Some(Err(RingError::BadRecord {
+                position: self.pos,
+                size,
+                available: len - used,
+            }));
+        }
+        if used + u64::from(size) > len {
+            // Its tail was overwritten by newer records.
+            self.done = true;
+            return None;
+        }
+        let data = body_at(self.data, off, size as usize);
+        self.pos = self.pos.wrapping_add(u64::from(size));
+        Some(Ok(RawRecord { type_, misc, data }))
+    }
+}
+
+/// The kernel/user handshake on `data_head` and `data_tail`, with the memory ordering
+/// include/uapi/linux/perf_event.h requires. This is the only code that touches them.
+///
+/// * **Head** (written by the kernel after the record bytes, with `smp_wmb()` between):
+///   loaded with `Acquire` ordering, which is the header's "read `data_head`, then
+///   `smp_rmb()`": no read of record bytes can be ordered before the head load, so every
+///   byte below the head is seen complete.
+/// * **Tail** (read by the kernel before it overwrites): a full fence (`smp_mb()`,
+///   `SeqCst`) and then the store, so all our reads of the records being released happen
+///   before the kernel can see the new tail and reuse their space.
+/// * The AUX head/tail pair follows the same rules.
+#[derive(Debug)]
+pub struct RingControl {
+    page: NonNull<perf_event_mmap_page>,
+}
+
+impl RingControl {
+    /// Wrap a user page.
+    ///
+    /// # Safety
+    /// `page` must point to a `perf_event_mmap_page` (a perf mmap's first page, or memory
+    /// laid out like one) that stays mapped while this value exists, 8-byte aligned.
+    /// [`set_tail`](Self::set_tail) additionally needs the page writable.
+    pub unsafe fn new(page: NonNull<perf_event_mmap_page>) -> RingControl {
+        RingControl { page }
+    }
+
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: per `new`'s contract the page is mapped for our lifetime; the field at
+        // `offset` is an aligned u64 that only the kernel (head) or we (tail) write,
+        // accessed solely through atomics here.
+        unsafe { AtomicU64::from_ptr(self.page.as_ptr().cast::<u8>().add(offset).cast()) }
+    }
+
+    /// `data_head`, with acquire ordering (the header's `smp_rmb()` after the load).
+    #[inline]
+    pub fn head(&self) -> u64 {
+        self.word(std::mem::offset_of!(perf_event_mmap_page, data_head))
+            .load(Ordering::Acquire)
+    }
+
+    /// `data_tail` as last published.
+    #[inline]
+    pub fn tail(&self) -> u64 {
+        self.word(std::mem::offset_of!(perf_event_mmap_page, data_tail))
+            .load(Ordering::Relaxed)
+    }
+
+    /// Publish `tail`: a full fence (`smp_mb()`), then the store.
+    #[inline]
+    pub fn set_tail(&self, tail: u64) {
+        fence(Ordering::SeqCst);
+        self.word(std::mem::offset_of!(perf_event_mmap_page, data_tail))
+            .store(tail, Ordering::Relaxed);
+    }
+
+    /// `aux_head`, with acquire ordering.
+    #[inline]
+    pub fn aux_head(&self) -> u64 {
+        self.word(std::mem::offset_of!(perf_event_mmap_page, aux_head))
+            .load(Ordering::Acquire)
+    }
+
+    /// Publish `aux_tail`: full fence, then the store.
+    #[inline]
+    pub fn set_aux_tail(&self, tail: u64) {
+        fence(Ordering::SeqCst);
+        self.word(std::mem::offset_of!(perf_event_mmap_page, aux_tail))
+            .store(tail, Ordering::Relaxed);
+    }
+}
+
+/// How big a ring to map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingSize {
+    /// Exactly this many data pages; must be a power of two (the kernel's rule: 1+3
+    /// pages is EINVAL).
+    Pages(usize),
+    /// At least this many data bytes, rounded up to a power-of-two number of pages.
+    Bytes(usize),
+}
+
+impl RingSize {
+    /// The number of data pages.
+    pub fn data_pages(self) -> Option<usize> {
+        let ps = page_size();
+        match self {
+            RingSize::Pages(n) => n.is_power_of_two().then_some(n),
+            RingSize::Bytes(b) => b.max(1).div_ceil(ps).checked_next_power_of_two(),
+        }
+    }
+}
+
+/// Whether user space publishes the tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingMode {
+    /// Writable mapping: records are consumed and the kernel never overwrites unread data.
+    Consume,
+    /// Read-only mapping: the kernel overwrites the oldest data (flight recorder).
+    Overwrite,
+}
+
+/// An explanation of an mmap failure for lack of lockable memory (EPERM/ENOMEM).
+pub fn mlock_hint(bytes: usize) -> String {
+    let kb = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid, writable rlimit.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } == 0;
+    let memlock = if !ok {
+        "unknown".to_string()
+    } else if rl.rlim_cur == libc::RLIM_INFINITY {
+        "unlimited".to_string()
+    } else {
+        format!("{} KiB", rl.rlim_cur / 1024)
+    };
+    let per_cpu = kb.map_or("unknown".to_string(), |k| format!("{k} KiB"));
+    format!(
+        "the ring needs {} KiB of locked memory; perf rings are charged first to \
+         kernel.perf_event_mlock_kb ({per_cpu} per user, per CPU) and then to \
+         RLIMIT_MEMLOCK ({memlock}): use a smaller ring, raise `sysctl \
+         kernel.perf_event_mlock_kb=<KiB>` or `ulimit -l <KiB>`, or run with CAP_IPC_LOCK \
+         (root)",
+        bytes.div_ceil(1024)
+    )
+}
+
+/// The data area `[offset, offset + len)` of a ring mapping, borrowed from it.
+///
+/// The kernel writes only at and beyond `data_head` (consume mode), so the bytes a walk
+/// looks at (tail..head) are stable until the tail is published, which takes
+/// `&mut RingBuffer` and so cannot happen while these borrows live. Overwrite-mode rings
+/// may be overwritten while read: pause them first.
+fn data_area(map: &Mapping, offset: usize, len: usize) -> &[u8] {
+    assert!(offset.checked_add(len).is_some_and(|end| end <= map.len));
+    // SAFETY: the range lies inside the live mapping (asserted above), which outlives
+    // the returned borrow.
+    unsafe { std::slice::from_raw_parts(map.ptr.as_ptr().add(offset), len) }
+}
+
+/// A mapping that unmaps itself.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    pub(crate) ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    pub(crate) fn new(
+        fd: BorrowedFd<'_>,
+        len: usize,
+        prot: i32,
+        offset: u64,
+    ) -> io::Result<Mapping> {
+        // SAFETY: a fresh shared mapping chosen by the kernel (addr NULL) of a perf fd;
+        // no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        NonNull::new(p.cast()).map_or_else(
+            || Err(io::Error::other("mmap returned NULL")),
+            |ptr| Ok(Mapping { ptr, len }),
+        )
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly a mapping we made and nobody else unmaps it;
+        // borrows of it end with the owner's borrows.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// The AUX area of a ring (`aux_offset`/`aux_size` in the user page, mapped separately).
+#[derive(Debug)]
+pub struct AuxArea {
+    map: Mapping,
+    offset: u64,
+}
+
+impl AuxArea {
+    /// The area's bytes (written by the PMU).
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: the mapping is live for &self; the hardware writes ahead of aux_head,
+        // and readers use aux_head (via RingControl) to know what is complete.
+        unsafe { std::slice::from_raw_parts(self.map.ptr.as_ptr(), self.map.len) }
+    }
+    /// The file offset it was mapped at (`aux_offset`).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
+/// The mmap'ed ring buffer of one event (and of the events redirected to it with
+/// `PERF_EVENT_IOC_SET_OUTPUT`).
+///
+/// Holds a duplicate of the event's file descriptor, for `poll`/epoll and
+/// `PERF_EVENT_IOC_PAUSE_OUTPUT`.
+pub struct RingBuffer {
+    map: Mapping,
+    ctl: RingControl,
+    fd: OwnedFd,
+    name: String,
+    pid: i32,
+    cpu: i32,
+    data_offset: usize,
+    data_size: usize,
+    mode: RingMode,
+    backward: bool,
+    /// Position up to which records were handed out (not yet published as the tail).
+    read_pos: u64,
+    aux: Option<AuxArea>,
+}
+
+// SAFETY: the mapping is plain shared memory; all shared-state access (head/tail) goes
+// through atomics, and record slices are only handed out under &mut self.
+unsafe impl Send for RingBuffer {}
+
+impl fmt::Debug for RingBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RingBuffer")
+            .field("event", &self.name)
+            .field("data_size", &self.data_size)
+            .field("mode", &self.mode)
+            .field("backward", &self.backward)
+            .field("read_pos", &self.read_pos)
+            .finish()
+    }
+}
+
+impl RingBuffer {
+    /// Map a ring for `counter`: `mmap(fd, (1 + pages) * page_size)`. [`RingMode::Consume`]
+    /// unless the event is `write_backward` (then always overwrite/read-only).
+    pub fn map(counter: &Counter, size: RingSize) -> Result<RingBuffer> {
+        let mode = if counter.attr().raw().has(sys::attr_flags::WRITE_BACKWARD) {
+            RingMode::Overwrite
+        } else {
+            RingMode::Consume
+        };
+        Self::map_with(counter, size, mode)
+    }
+
+    /// Map with an explicit mode.
+    pub fn map_with(counter: &Counter, size: RingSize, mode: RingMode) -> Result<RingBuffer> {
+        let err = |e: io::Error| counter.make_error(Op::Mmap, e);
+        let ps = page_size();
+        let pages = size.data_pages().ok_or_else(|| {
+            err(io::Error::from_raw_os_error(libc::EINVAL)).with_detail(format!(
+                "the data area must be a power-of-two number of pages ({size:?} is not)"
+            ))
+        })?;
+        let backward = counter.attr().raw().has(sys::attr_flags::WRITE_BACKWARD);
+        let len = (pages + 1)
+            .checked_mul(ps)
+            .ok_or_else(|| err(io::Error::from_raw_os_error(libc::ENOMEM)))?;
+        let prot = match mode {
+            RingMode::Consume => libc::PROT_READ | libc::PROT_WRITE,
+            RingMode::Overwrite => libc::PROT_READ,
+        };
+        let map = Mapping::new(counter.as_fd(), len, prot, 0).map_err(|e| {
+            let errno = e.raw_os_error().unwrap_or(0);
+            let e = err(e);
+            match errno {
+                libc::EPERM | libc::ENOMEM => e.with_detail(mlock_hint(len)),
+                libc::EINVAL => e.with_detail(
+                    "the kernel refused the ring: a per-task `inherit` event for any CPU \
+                     (cpu=-1) cannot be mmap'ed (open one event per CPU), the size must be \
+                     1 + 2^n pages, and an event redirected with SET_OUTPUT (or already \
+                     mapped) only maps with the size of the ring it writes to",
+                ),
+                libc::EBUSY => e.with_kind(ErrorKind::InvalidOperation).with_detail(
+                    "the event's output is redirected to another ring (SET_OUTPUT): read \
+                     that ring instead",
+                ),
+                _ => e,
+            }
+        })?;
+        let fd = counter.as_fd().try_clone_to_owned().map_err(err)?;
+        // SAFETY: the first page of a perf mmap is the user page; it lives as long as
+        // `map`, which the RingBuffer owns alongside `ctl`.
+        let ctl = unsafe { RingControl::new(map.ptr.cast()) };
+        // SAFETY: the user page is mapped; data_offset/data_size are set by the kernel at
+        // mmap time and not changed afterwards.
+        let (mut data_offset, mut data_size) = unsafe {
+            let p = map.ptr.cast::<perf_event_mmap_page>().as_ptr();
+            (
+                std::ptr::read_volatile(&raw const (*p).data_offset) as usize,
+                std::ptr::read_volatile(&raw const (*p).data_size) as usize,
+            )
+        };
+        if data_offset == 0 || data_size != pages * ps || data_offset + data_size > len {
+            // Kernels before 4.1 leave these zero.
+            data_offset = ps;
+            data_size = pages * ps;
+        }
+        let read_pos = if mode == RingMode::Consume {
+            ctl.tail()
+        } else {
+            ctl.head()
+        };
+        Ok(RingBuffer {
+            map,
+            ctl,
+            fd,
+            name: counter.name().to_string(),
+            pid: counter_target(counter).0,
+            cpu: counter_target(counter).1,
+            data_offset,
+            data_size,
+            mode,
+            backward,
+            read_pos: if backward { 0 } else { read_pos },
+            aux: None,
+        })
+    }
+
+    fn err(&self, op: Op, e: io::Error) -> Error {
+        Error::new(op, e, self.name.clone(), self.pid, self.cpu)
+    }
+
+    /// The head/tail handshake of this ring.
+    pub fn control(&self) -> &RingControl {
+        &self.ctl
+    }
+
+    /// Size of the data area in bytes (a power of two).
+    pub fn data_size(&self) -> usize {
+        self.data_size
+    }
+
+    /// Whether the event writes backwards (`write_backward`).
+    pub fn is_backward(&self) -> bool {
+        self.backward
+    }
+
+    /// The mapping mode.
+    pub fn mode(&self) -> RingMode {
+        self.mode
+    }
+
+    /// The user page, read through volatile loads (the kernel updates it).
+    pub fn user_page_ptr(&self) -> NonNull<perf_event_mmap_page> {
+        self.map.ptr.cast()
+    }
+
+    /// Bytes between the read position and the kernel's head.
+    pub fn pending_bytes(&self) -> u64 {
+        self.ctl.head().wrapping_sub(self.read_pos)
+    }
+
+    /// Publish everything handed out so far as consumed (`data_tail`). Done
+    /// automatically at the start of every [`records`](Self::records) call.
+    pub fn consume(&mut self) {
+        if self.mode == RingMode::Consume && !self.backward {
+            self.ctl.set_tail(self.read_pos);
+        }
+    }
+
+    /// The records written since the last call, oldest first, without copying.
+    ///
+    /// First publishes the tail for everything the previous walk handed out (the borrow
+    /// checker guarantees its records are gone). The walk snapshots `data_head`; records
+    /// written meanwhile come with the next call. In overwrite mode, if the kernel lapped
+    /// the read position the walk yields one [`RingError::Overrun`] and restarts at the
+    /// head. For `write_backward` rings use [`records_backward`](Self::records_backward).
+    pub fn records(&mut self) -> RingWalk<'_> {
+        self.consume();
+        let head = self.ctl.head();
+        let data_size = self.data_size as u64;
+        let behind = head.wrapping_sub(self.read_pos);
+        let start = self.read_pos;
+        self.read_pos = head;
+        let backward = self.backward;
+        let data = data_area(&self.map, self.data_offset, self.data_size);
+        let inner = if backward {
+            RingRecords::failing(
+                data,
+                head,
+                RingError::BadPositions {
+                    head,
+                    tail: start,
+                    data_size,
+                },
+            )
+        } else if behind > data_size {
+            RingRecords::failing(data, head, RingError::Overrun { behind, data_size })
+        } else {
+            match RingRecords::new(data, start, head) {
+                Ok(w) => w,
+                Err(e) => RingRecords::failing(data, head, e),
+            }
+        };
+        // The walk stops at `head`; read_pos is set to where it actually ended when it
+        // is dropped.
+        RingWalk {
+            inner,
+            read_pos: &mut self.read_pos,
+        }
+    }
+
+    /// Walk every pending record through `f`, then publish the tail. Returns the number
+    /// of records; stops at the first [`RingError`].
+    pub fn drain(
+        &mut self,
+        mut f: impl FnMut(RawRecord<'_>),
+    ) -> std::result::Result<usize, RingError> {
+        let mut n = 0;
+        {
+            let walk = self.records();
+            for r in walk {
+                f(r?);
+                n += 1;
+            }
+        }
+        self.consume();
+        Ok(n)
+    }
+
+    /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: stop (`true`) or resume the kernel's writes.
+    pub fn pause(&self, pause: bool) -> Result<()> {
+        // SAFETY: integer-argument ioctl on our live fd.
+        let r = unsafe {
+            sys::ioctl::ioctl_arg(
+                self.fd.as_raw_fd(),
+                sys::PERF_EVENT_IOC_PAUSE_OUTPUT,
+                libc::c_ulong::from(pause),
+            )
+        };
+        if r < 0 {
+            return Err(self.err(
+                Op::Ioctl("PERF_EVENT_IOC_PAUSE_OUTPUT"),
+                io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The records of a `write_backward` ring written since the last call, newest
+    /// first. Pause output ([`pause`](Self::pause)) around the walk so the kernel does
+    /// not overwrite what is being read.
+    pub fn records_backward(&mut self) -> BackwardRecords<'_> {
+        let head = self.ctl.head();
+        let end = self.read_pos;
+        self.read_pos = head;
+        let data = data_area(&self.map, self.data_offset, self.data_size);
+        // Cannot fail: data_size is a power of two >= one page.
+        BackwardRecords::new(data, head, end).unwrap_or(BackwardRecords {
+            data,
+            head,
+            pos: head,
+            end: head,
+            done: true,
+        })
+    }
+
+    /// Map the AUX area: write `aux_offset` (just after the data area) and `aux_size`
+    /// into the user page, then `mmap(fd, aux_size, aux_offset)`. Needs a consume-mode
+    /// (writable) ring and a PMU with an AUX area (Intel PT, ARM SPE/CoreSight...).
+    pub fn map_aux(&mut self, size: RingSize) -> Result<&AuxArea> {
+        let ps = page_size();
+        let pages = size.data_pages().ok_or_else(|| {
+            self.err(Op::Mmap, io::Error::from_raw_os_error(libc::EINVAL))
+                .with_detail("the AUX area must be a power-of-two number of pages")
+        })?;
+        if self.mode != RingMode::Consume {
+            return Err(self
+                .err(Op::Mmap, io::Error::from_raw_os_error(libc::EACCES))
+                .with_detail("the AUX area needs a writable (consume-mode) ring"));
+        }
+        let aux_size = (pages * ps) as u64;
+        let aux_offset = (self.data_offset + self.data_size) as u64;
+        let page = self.user_page_ptr().as_ptr();
+        // SAFETY: the user page is mapped writable (consume mode) for our lifetime.
+        unsafe {
+            std::ptr::write_volatile(&raw mut (*page).aux_offset, aux_offset);
+            std::ptr::write_volatile(&raw mut (*page).aux_size, aux_size);
+        }
+        let map = Mapping::new(
+            self.fd.as_fd(),
+            aux_size as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            aux_offset,
+        )
+        .map_err(|e| {
+            let errno = e.raw_os_error().unwrap_or(0);
+            let e = self.err(Op::Mmap, e);
+            match errno {
+                libc::EOPNOTSUPP => e.with_kind(ErrorKind::NotSupported).with_detail(
+                    "this event's PMU has no AUX area (only PMUs such as intel_pt, \
+                     arm_spe or cs_etm have one; software events never do)",
+                ),
+                libc::EINVAL => e.with_detail(format!(
+                    "the kernel rejected aux_offset {aux_offset:#x} / aux_size {aux_size:#x}"
+                )),
+                libc::EPERM | libc::ENOMEM => e.with_detail(mlock_hint(aux_size as usize)),
+                _ => e,
+            }
+        })?;
+        Ok(self.aux.insert(AuxArea {
+            map,
+            offset: aux_offset,
+        }))
+    }
+
+    /// `aux_offset` and `aux_size` as the user page holds them.
+    pub fn aux_request(&self) -> (u64, u64) {
+        let page = self.user_page_ptr().as_ptr();
+        // SAFETY: the user page is mapped for our lifetime.
+        unsafe {
+            (
+                std::ptr::read_volatile(&raw const (*page).aux_offset),
+                std::ptr::read_volatile(&raw const (*page).aux_size),
+            )
+        }
+    }
+}
+
+impl AsFd for RingBuffer {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// The (pid, cpu) a counter was opened for, as its errors report them.
+pub(crate) fn counter_target(c: &Counter) -> (i32, i32) {
+    let e = c.make_error(Op::Other(String::new()), io::Error::from_raw_os_error(0));
+    (e.pid(), e.cpu())
+}
+
+/// A walk over a ring's pending records ([`RingBuffer::records`]). When dropped early,
+/// the read position moves only past the records handed out, so the rest come again.
+#[derive(Debug)]
+pub struct RingWalk<'a> {
+    inner: RingRecords<'a>,
+    read_pos: &'a mut u64,
+}
+
+impl<'a> RingWalk<'a> {
+    /// Bytes not walked yet.
+    pub fn remaining(&self) -> u64 {
+        self.inner.remaining()
+    }
+}
+
+impl<'a> Iterator for RingWalk<'a> {
+    type Item = Result<RawRecord<'a>, RingError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next()
+    }
+}
+
+impl Drop for RingWalk<'_> {
+    fn drop(&mut self) {
+        if self.inner.pending.is_none() {
+            *self.read_pos = self.inner.position();
+        }
+        if self.inner.failed && self.inner.remaining() != 0 {
+            // A corrupt record: skip to the head rather than loop on it.
+            *self.read_pos = self.inner.head();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(buf: &mut [u8], pos: u64, type_: u32, size: u16, fill: u8) {
+        let n = buf.len();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&type_.to_ne_bytes());
+        bytes.extend_from_slice(&0u16.to_ne_bytes());
+        bytes.extend_from_slice(&size.to_ne_bytes());
+        bytes.resize(size as usize, fill);
+        for (i, b) in bytes.iter().enumerate() {
+            buf[(pos as usize + i) & (n - 1)] = *b;
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        let ps = page_size();
+        assert_eq!(RingSize::Pages(4).data_pages(), Some(4));
+        assert_eq!(RingSize::Pages(3).data_pages(), None);
+        assert_eq!(RingSize::Bytes(1).data_pages(), Some(1));
+        assert_eq!(RingSize::Bytes(3 * ps).data_pages(), Some(4));
+    }
+
+    #[test]
+    fn forward_walk_splits_at_the_end() {
+        let mut buf = vec![0u8; 64];
+        // Positions far beyond the buffer length: only the mask matters.
+        let base = 64 * 1000 + 32;
+        rec(&mut buf, base, 9, 16, 0xaa);
+        rec(&mut buf, base + 16, 3, 24, 0xbb);
+        rec(&mut buf, base + 40, 4, 8, 0);
+        let recs: Vec<_> = RingRecords::new(&buf, base, base + 48)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[0].data, RawData::Single(&[0xaa; 8][..]));
+        match recs[1].data {
+            RawData::Split(a, b) => {
+                assert_eq!(a, &[0xbb; 8][..]);
+                assert_eq!(b, &[0xbb; 8][..]);
+            }
+            other => panic!("expected split, got {other:?}"),
+        }
+        assert_eq!(recs[2].type_, 4);
+        assert!(recs[2].data.is_empty());
+    }
+}

@@ -1,0 +1,618 @@
+//! The ring buffer against synthetic buffers (wrap-around) and the real kernel
+//! (software events: context switches, page faults), records decoded with
+//! perfkit-records.
+
+use perfkit::sys;
+use perfkit::{
+    Attr, BackwardRecords, Counter, DrainEnd, Drainer, ErrorKind, PausedChild, RingBuffer,
+    RingError, RingMode, RingRecords, RingSize, Sampler, SideBand, Software, Target, open_per_cpu,
+    page_size,
+};
+use perfkit_records::{CallchainContext, Endian, RawData, Record, RecordParser};
+use std::ffi::OsString;
+use std::time::Duration;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+    };
+}
+
+fn gettid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::gettid() }
+}
+
+fn getpid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::getpid() }
+}
+
+/// Fault in `pages` fresh anonymous pages (a private mmap, so malloc's reuse of
+/// already-touched memory cannot hide the faults): exactly `pages` page faults.
+fn touch_fresh_pages(pages: usize) {
+    let ps = page_size();
+    // SAFETY: a new private anonymous mapping, written only inside its bounds, then
+    // unmapped.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            pages * ps,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        for i in 0..pages {
+            std::ptr::write_volatile(p.cast::<u8>().add(i * ps), 1);
+        }
+        libc::munmap(p, pages * ps);
+    }
+}
+
+/// Write a record (header + body) into `buf` at ring position `pos`, wrapping.
+fn put(buf: &mut [u8], pos: u64, type_: u32, misc: u16, body: &[u8]) -> u64 {
+    let n = buf.len();
+    let size = 8 + body.len();
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&type_.to_ne_bytes());
+    bytes.extend_from_slice(&misc.to_ne_bytes());
+    bytes.extend_from_slice(&(size as u16).to_ne_bytes());
+    bytes.extend_from_slice(body);
+    for (i, b) in bytes.iter().enumerate() {
+        buf[(pos.wrapping_add(i as u64) as usize) & (n - 1)] = *b;
+    }
+    pos.wrapping_add(size as u64)
+}
+
+fn sample_body(ip: u64, pid: u32, tid: u32) -> Vec<u8> {
+    let mut b = ip.to_ne_bytes().to_vec();
+    b.extend_from_slice(&pid.to_ne_bytes());
+    b.extend_from_slice(&tid.to_ne_bytes());
+    b
+}
+
+#[test]
+fn synthetic_wrap_yields_split_records_that_parse() {
+    let mut attr = sys::perf_event_attr::new();
+    attr.sample_type = sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID;
+    let parser = RecordParser::new(&attr, Endian::NATIVE);
+    let mut buf = vec![0u8; 128];
+    // Tail 16 bytes before the end of the buffer, positions from a long-running ring:
+    // the first record's header fits, its body straddles the end.
+    let tail: u64 = (1 << 40) + 112;
+    let mut head = tail;
+    head = put(
+        &mut buf,
+        head,
+        sys::PERF_RECORD_SAMPLE,
+        2,
+        &sample_body(0x1000, 1, 2),
+    );
+    // Then records that straddle the end on the next lap.
+    let mut expected = vec![(0x1000u64, 1i32, 2i32)];
+    for k in 0..8u64 {
+        let ip = 0x2000 + k;
+        head = put(
+            &mut buf,
+            head,
+            sys::PERF_RECORD_SAMPLE,
+            2,
+            &sample_body(ip, 3, 4),
+        );
+        expected.push((ip, 3, 4));
+        if head - tail > 100 {
+            break;
+        }
+    }
+    let mut splits = 0;
+    let mut scratch = Vec::new();
+    let mut got = Vec::new();
+    for r in RingRecords::new(&buf, tail, head).expect("positions") {
+        let raw = r.expect("record");
+        if let RawData::Split(a, b) = raw.data {
+            splits += 1;
+            assert_eq!(a.len() + b.len(), 16);
+        }
+        let p = parser.parse_raw(&raw, &mut scratch).expect("parses");
+        let Record::Sample(s) = p.record else {
+            panic!("not a sample: {:?}", p.record)
+        };
+        got.push((s.ip.unwrap(), s.pid.unwrap(), s.tid.unwrap()));
+    }
+    assert_eq!(got, expected);
+    assert!(splits >= 1, "a record must straddle the end");
+
+    // Every start offset around the end (a header just before the end and a body at 0,
+    // bodies split anywhere): each record comes back intact.
+    let mut splits = 0;
+    for start in (0..128u64).step_by(8) {
+        let mut buf = vec![0u8; 128];
+        let t = 128 * 7 + start;
+        let h = put(&mut buf, t, 9, 0, &[7u8; 40]);
+        let h = put(&mut buf, h, 10, 0, &[9u8; 24]);
+        let recs: Vec<_> = RingRecords::new(&buf, t, h)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(recs.len(), 2);
+        splits += recs
+            .iter()
+            .filter(|r| matches!(r.data, RawData::Split(..)))
+            .count();
+        let mut s = Vec::new();
+        assert_eq!(recs[0].data.contiguous(&mut s), &[7u8; 40][..]);
+        assert_eq!(recs[1].data.contiguous(&mut s), &[9u8; 24][..]);
+    }
+    assert!(splits >= 5, "{splits} split bodies");
+}
+
+#[test]
+fn synthetic_errors_are_typed() {
+    let mut buf = vec![0u8; 64];
+    // head - tail beyond the buffer.
+    assert!(matches!(
+        RingRecords::new(&buf, 0, 65),
+        Err(RingError::BadPositions { .. })
+    ));
+    // Not a power of two.
+    assert!(RingRecords::new(&buf[..48], 0, 8).is_err());
+    // A header claiming more than is there.
+    put(&mut buf, 0, 9, 0, &[0; 8]);
+    let mut w = RingRecords::new(&buf, 0, 8).unwrap();
+    match w.next() {
+        Some(Err(RingError::BadRecord {
+            position: 0,
+            size: 16,
+            available: 8,
+        })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(w.next().is_none(), "a walk ends after an error");
+    // A zero-size header.
+    let buf = vec![0u8; 64];
+    let e = RingRecords::new(&buf, 0, 16).unwrap().next().unwrap();
+    assert!(matches!(e, Err(RingError::BadRecord { size: 0, .. })));
+    assert!(e.unwrap_err().to_string().contains("header size 0"));
+}
+
+#[test]
+fn synthetic_backward_newest_first_and_stops_at_overwritten() {
+    // The kernel writes downwards from 0: positions are negative (wrapping).
+    let mut buf = vec![0u8; 64];
+    let mut head = 0u64;
+    let mut sizes = Vec::new();
+    for k in 0..5u8 {
+        let body = vec![k; 8 + 8 * (k as usize % 2)];
+        let size = 8 + body.len() as u64;
+        head = head.wrapping_sub(size);
+        put(&mut buf, head, 9, 0, &body);
+        sizes.push((k, size));
+    }
+    // 5 records of 16/24 bytes = 96 bytes > 64: the oldest ones are overwritten.
+    let got: Vec<u8> = BackwardRecords::new(&buf, head, 0)
+        .unwrap()
+        .map(|r| {
+            let r = r.unwrap();
+            let mut s = Vec::new();
+            r.data.contiguous(&mut s)[0]
+        })
+        .collect();
+    // Newest is k=4 (16 bytes), then k=3 (24), then k=2 (16): 56 bytes; k=1 (24) would
+    // reach 80 > 64.
+    assert_eq!(got, vec![4, 3, 2]);
+    // A partially filled ring stops at the zero header.
+    let mut buf = vec![0u8; 64];
+    let h = 0u64.wrapping_sub(16);
+    put(&mut buf, h, 9, 0, &[1; 8]);
+    assert_eq!(BackwardRecords::new(&buf, h, 0).unwrap().count(), 1);
+    // Only what is newer than the previous read's head.
+    let h2 = h.wrapping_sub(16);
+    put(&mut buf, h2, 9, 0, &[2; 8]);
+    let v: Vec<_> = BackwardRecords::new(&buf, h2, h).unwrap().collect();
+    assert_eq!(v.len(), 1);
+}
+
+fn switch_attr() -> Attr {
+    Attr::new(Software::ContextSwitches)
+        .sample_period(1)
+        .sample_type(
+            sys::PERF_SAMPLE_IP
+                | sys::PERF_SAMPLE_TID
+                | sys::PERF_SAMPLE_TIME
+                | sys::PERF_SAMPLE_CALLCHAIN
+                | sys::PERF_SAMPLE_ID,
+        )
+        .read_format(sys::PERF_FORMAT_ID | sys::PERF_FORMAT_LOST)
+}
+
+fn sleep_switches(n: usize) {
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+#[test]
+fn context_switch_samples_with_kernel_and_user_callchains() {
+    require_root!();
+    let attr = switch_attr();
+    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).expect("open");
+    let id = s.counter().id().expect("id");
+    s.enable().unwrap();
+    sleep_switches(20);
+    s.disable().unwrap();
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    let mut scratch = Vec::new();
+    let (mut samples, mut kernel, mut user) = (0, 0, 0);
+    let mut last_time = 0;
+    let tid = gettid();
+    let n = s
+        .ring()
+        .drain(|raw| {
+            let p = parser.parse_raw(&raw, &mut scratch).expect("parse");
+            let Record::Sample(smp) = p.record else {
+                return;
+            };
+            samples += 1;
+            assert_eq!(smp.pid, Some(getpid()));
+            assert_eq!(smp.tid, Some(tid));
+            assert_eq!(smp.id, Some(id));
+            let t = smp.time.unwrap();
+            assert!(t >= last_time, "time goes forward");
+            last_time = t;
+            let cc = smp.callchain.expect("callchain");
+            let frames: Vec<_> = cc.frames().collect();
+            assert!(!frames.is_empty());
+            if frames
+                .iter()
+                .any(|f| f.context == Some(CallchainContext::Kernel))
+            {
+                kernel += 1;
+            }
+            if frames
+                .iter()
+                .any(|f| f.context == Some(CallchainContext::User) && f.ip < (1 << 47))
+            {
+                user += 1;
+            }
+        })
+        .expect("drain");
+    assert!(n >= 20, "{n} records");
+    assert!(samples >= 20, "one sample per switch, got {samples}");
+    assert_eq!(kernel, samples, "every switch sample has kernel frames");
+    assert_eq!(user, samples, "and user frames");
+    // Consumed: nothing pending, tail published at the head.
+    assert_eq!(s.ring_ref().pending_bytes(), 0);
+    assert_eq!(s.ring_ref().control().tail(), s.ring_ref().control().head());
+    // The count agrees with the samples.
+    let c = s.counter().read().unwrap();
+    assert_eq!(c.value, samples as u64);
+    assert_eq!(c.lost, Some(0));
+}
+
+#[test]
+fn ring_size_rules_and_mmap_errors() {
+    require_root!();
+    let attr = switch_attr();
+    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    // 3 data pages: rejected before the kernel, with the kernel's errno.
+    let e = RingBuffer::map(&c, RingSize::Pages(3)).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert!(e.detail().unwrap().contains("power-of-two"), "{e}");
+    // The kernel agrees: 1+3 pages is EINVAL.
+    let ps = page_size();
+    // SAFETY: a fresh mapping request; unmapped below if it succeeds.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4 * ps,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&c)),
+            0,
+        )
+    };
+    assert_eq!(p, libc::MAP_FAILED);
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::EINVAL)
+    );
+    // Bytes round up to a power of two of pages.
+    let r = RingBuffer::map(&c, RingSize::Bytes(3 * ps)).unwrap();
+    assert_eq!(r.data_size(), 4 * ps);
+    drop(r);
+
+    // A per-task inherit event on any CPU cannot be mmap'ed: explained.
+    let inh = Counter::open(&attr.inherit(true), &Target::this_process()).unwrap();
+    let e = RingBuffer::map(&inh, RingSize::Pages(1)).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert!(e.detail().unwrap().contains("one event per CPU"), "{e}");
+}
+
+#[test]
+fn aux_area_request_is_made_and_refusal_explained() {
+    require_root!();
+    let attr = switch_attr();
+    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(2)).unwrap();
+    let e = s.ring().map_aux(RingSize::Pages(4)).unwrap_err();
+    let ps = page_size() as u64;
+    // The request went into the user page: after the 1 + 2 pages of the ring.
+    assert_eq!(s.ring_ref().aux_request(), (3 * ps, 4 * ps));
+    eprintln!("AUX refusal: {e}");
+    assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
+    assert_eq!(e.kind(), ErrorKind::NotSupported);
+    assert!(e.detail().unwrap().contains("no AUX area"), "{e}");
+    // A read-only ring cannot take an AUX area at all.
+    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let mut ro = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
+    assert!(ro.map_aux(RingSize::Pages(1)).is_err());
+}
+
+#[test]
+fn set_output_shares_one_ring() {
+    require_root!();
+    let base = Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_IDENTIFIER | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_IP);
+    let sw = Attr::new(Software::ContextSwitches)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_IDENTIFIER | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_IP);
+    let t = Target::this_process();
+    let mut s = Sampler::open(&base, &t, RingSize::Pages(16)).unwrap();
+    let other = Counter::open(&sw, &t).unwrap();
+    let (id_pf, id_cs) = (s.counter().id().unwrap(), other.id().unwrap());
+    s.add_output(other).unwrap();
+    // A redirected event's own mmap is refused (EBUSY), explained.
+    // (EBUSY with the shared ring's size, EINVAL with another size.)
+    let e = RingBuffer::map(&s.members()[0], RingSize::Pages(16)).unwrap_err();
+    assert_eq!(e.errno(), libc::EBUSY);
+    assert_eq!(e.kind(), ErrorKind::InvalidOperation);
+    assert!(e.detail().unwrap().contains("redirected"), "{e}");
+    let e = RingBuffer::map(&s.members()[0], RingSize::Pages(1)).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert!(e.detail().unwrap().contains("redirected"), "{e}");
+    // A per-CPU event cannot share a per-task ring.
+    let cpu_ev = Counter::open(&sw, &Target::cpu(0)).unwrap();
+    let e = s.add_output(cpu_ev).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL);
+
+    s.enable().unwrap();
+    touch_fresh_pages(64);
+    sleep_switches(5);
+    s.disable().unwrap();
+
+    let parsers = [
+        (vec![id_pf], *s.counter().attr().raw()),
+        (vec![id_cs], *s.members()[0].attr().raw()),
+    ];
+    let multi = perfkit_records::MultiParser::new(
+        Endian::NATIVE,
+        parsers.iter().map(|(ids, a)| (ids.as_slice(), a)),
+    )
+    .unwrap();
+    let mut scratch = Vec::new();
+    let (mut pf, mut cs) = (0u64, 0u64);
+    s.ring()
+        .drain(|raw| {
+            let (_, p) = multi.parse_raw(&raw, &mut scratch).expect("parse");
+            if let Record::Sample(smp) = p.record {
+                match smp.identifier {
+                    Some(i) if i == id_pf => pf += 1,
+                    Some(i) if i == id_cs => cs += 1,
+                    other => panic!("unknown id {other:?}"),
+                }
+                assert_eq!(smp.tid, Some(gettid()));
+            }
+        })
+        .unwrap();
+    assert!(pf >= 64, "{pf} page-fault samples");
+    assert!(cs >= 5, "{cs} switch samples");
+    assert_eq!(pf, s.counter().read().unwrap().value);
+    assert_eq!(cs, s.members()[0].read().unwrap().value);
+}
+
+#[test]
+fn lost_records_add_up_to_the_kernels_lost_count() {
+    require_root!();
+    let attr = Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME)
+        .read_format(sys::PERF_FORMAT_LOST | sys::PERF_FORMAT_ID)
+        .sample_id_all(true);
+    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+
+    let touch = touch_fresh_pages;
+    s.enable().unwrap();
+    touch(3000);
+    // The kernel reports losses in a LOST record once there is room again.
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    let mut scratch = Vec::new();
+    let (mut lost, mut samples, mut lost_records) = (0u64, 0u64, 0);
+    let mut count = |raw: perfkit_records::RawRecord<'_>| {
+        let p = parser.parse_raw(&raw, &mut scratch).expect("parse");
+        match p.record {
+            Record::Lost(l) => {
+                lost += l.lost;
+                lost_records += 1;
+            }
+            Record::Sample(_) => samples += 1,
+            _ => {}
+        }
+    };
+    s.ring().drain(&mut count).unwrap();
+    touch(4);
+    s.disable().unwrap();
+    s.ring().drain(&mut count).unwrap();
+    let c = s.counter().read().unwrap();
+    eprintln!(
+        "page faults {} samples {samples} lost {lost} in {lost_records} LOST records",
+        c.value
+    );
+    assert!(lost_records >= 1);
+    assert!(lost > 1000, "{lost}");
+    assert_eq!(Some(lost), c.lost, "LOST records sum to PERF_FORMAT_LOST");
+    assert_eq!(
+        samples + lost,
+        c.value,
+        "every overflow is a sample or lost"
+    );
+}
+
+#[test]
+fn backward_ring_reads_newest_first() {
+    require_root!();
+    let attr = Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TIME)
+        .write_backward(true);
+    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    assert!(s.ring_ref().is_backward());
+    assert_eq!(s.ring_ref().mode(), RingMode::Overwrite);
+    let ps = page_size();
+    s.enable().unwrap();
+    touch_fresh_pages(1000);
+    s.disable().unwrap();
+    s.ring().pause(true).unwrap();
+    let head = s.ring_ref().control().head();
+    // The head went down from 0.
+    assert!((head as i64) < 0, "head {head:#x}");
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    let mut scratch = Vec::new();
+    let mut times = Vec::new();
+    for r in s.ring().records_backward() {
+        let raw = r.unwrap();
+        let p = parser.parse_raw(&raw, &mut scratch).unwrap();
+        if let Record::Sample(smp) = p.record {
+            times.push(smp.time.unwrap());
+        }
+    }
+    s.ring().pause(false).unwrap();
+    // 1000 faults of 24-byte samples overflow a 4 KiB ring: we see the newest ~170.
+    let per = 24;
+    assert!(
+        times.len() >= ps / per - 2 && times.len() <= ps / per,
+        "{} samples",
+        times.len()
+    );
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {times:?}"
+    );
+    // Nothing new since: an empty walk.
+    assert_eq!(s.ring().records_backward().count(), 0);
+}
+
+#[test]
+fn overwrite_forward_ring_reports_overrun() {
+    require_root!();
+    let attr = Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_IP);
+    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let mut r = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
+    c.enable().unwrap();
+
+    touch_fresh_pages(2000);
+    c.disable().unwrap();
+    let first: Vec<_> = r.records().collect();
+    assert!(
+        matches!(first[..], [Err(RingError::Overrun { .. })]),
+        "{first:?}"
+    );
+    // Read-only: the tail was never written.
+    assert_eq!(r.control().tail(), 0);
+    // Next read resumes at the head: nothing pending.
+    assert_eq!(r.records().count(), 0);
+}
+
+#[test]
+fn drainer_follows_a_child_on_every_cpu_until_it_exits() {
+    require_root!();
+    let child = PausedChild::spawn(
+        "/bin/sh".as_ref(),
+        &[
+            OsString::from("-c"),
+            OsString::from("for i in 1 2 3 4 5 6 7 8; do /bin/sleep 0.01; done"),
+        ],
+    )
+    .expect("spawn");
+    let pid = child.pid();
+    let attr = SideBand::TASK.apply(
+        Attr::new(Software::ContextSwitches)
+            .sample_period(1)
+            .sample_type(sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_CPU | sys::PERF_SAMPLE_TIME)
+            .inherit(true)
+            .disabled(true)
+            .enable_on_exec(true)
+            .wakeup_events(1),
+    );
+    let mut samplers = open_per_cpu(&attr, pid, RingSize::Pages(4)).expect("per cpu");
+    let mut rings: Vec<&mut RingBuffer> = samplers.iter_mut().map(Sampler::ring).collect();
+    let shared: Vec<&RingBuffer> = rings.iter().map(|r| &**r).collect();
+    let mut d = Drainer::new(&shared).unwrap();
+    child.start().expect("start");
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    let mut scratch = Vec::new();
+    let mut pids = std::collections::BTreeSet::new();
+    let mut exits = 0;
+    let mut per_cpu = vec![0u32; rings.len()];
+    let end = d
+        .run(&mut rings, Some(Duration::from_secs(10)), |i, raw| {
+            let p = parser.parse_raw(&raw, &mut scratch).unwrap();
+            match p.record {
+                Record::Sample(s) => {
+                    assert_eq!(s.cpu, Some(i as u32), "ring {i} holds CPU {i}'s samples");
+                    pids.insert(s.pid.unwrap());
+                    per_cpu[i] += 1;
+                }
+                Record::Exit(t) if t.pid == pid => exits += 1,
+                _ => {}
+            }
+        })
+        .expect("drain");
+    let status = perfkit::wait(pid).unwrap();
+    assert_eq!(status.shell_code(), 0);
+    assert_eq!(end, DrainEnd::AllHungUp, "every ring hangs up at exit");
+    assert!(pids.contains(&pid), "{pids:?}");
+    assert!(pids.len() >= 9, "the shell and its 8 sleeps: {pids:?}");
+    assert!(exits >= 1, "EXIT of the shell");
+    assert!(per_cpu.iter().sum::<u32>() >= 16, "{per_cpu:?}");
+}
+
+#[test]
+fn drainer_stops_from_another_thread() {
+    require_root!();
+    let attr = Attr::new(Software::ContextSwitches)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_TID)
+        .disabled(false)
+        .wakeup_events(1);
+    let mut samplers = open_per_cpu(&attr, -1, RingSize::Pages(8)).expect("per cpu");
+    let mut rings: Vec<&mut RingBuffer> = samplers.iter_mut().map(Sampler::ring).collect();
+    let shared: Vec<&RingBuffer> = rings.iter().map(|r| &**r).collect();
+    let mut d = Drainer::new(&shared).unwrap();
+    let stop = d.stopper();
+    let stop2 = stop.clone();
+    let t = std::thread::spawn(move || {
+        sleep_switches(20);
+        stop2.stop();
+    });
+    let mut n = 0u64;
+    let end = d.run(&mut rings, None, |_, _| n += 1).expect("drain");
+    t.join().unwrap();
+    assert_eq!(end, DrainEnd::Stopped);
+    assert!(stop.is_stopped());
+    assert!(
+        n >= 20,
+        "the stopping thread's own switches were sampled: {n}"
+    );
+}
