@@ -60,7 +60,7 @@ mod sampler;
 mod userpage;
 
 pub use notify::{
-    AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, siginfo_fd, siginfo_perf,
+    AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, si_code, siginfo_fd, siginfo_perf,
 };
 pub use ring::{
     AuxArea, BackwardRecords, RingBuffer, RingControl, RingError, RingMode, RingRecords, RingSize,

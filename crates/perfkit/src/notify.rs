@@ -20,6 +20,16 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// `si_code` values of the signals perf sends (include/uapi/asm-generic/siginfo.h).
+pub mod si_code {
+    /// SIGIO for a wakeup (data to read).
+    pub const POLL_IN: i32 = 1;
+    /// SIGIO for a hangup: the task exited or a REFRESH limit ran out.
+    pub const POLL_HUP: i32 = 6;
+    /// SIGTRAP from a `sigtrap` event.
+    pub const TRAP_PERF: i32 = 6;
+}
+
 /// The poll bits of one fd.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PollEvents {
@@ -336,7 +346,6 @@ pub fn siginfo_fd(info: &libc::siginfo_t) -> i32 {
 /// `TRAP_PERF` (6).
 #[cfg(target_pointer_width = "64")]
 pub fn siginfo_perf(info: &libc::siginfo_t) -> Option<(u64, u32)> {
-    const TRAP_PERF: i32 = 6;
-    (info.si_signo == libc::SIGTRAP && info.si_code == TRAP_PERF)
+    (info.si_signo == libc::SIGTRAP && info.si_code == si_code::TRAP_PERF)
         .then(|| (siginfo_word::<u64>(info, 24), siginfo_word::<u32>(info, 32)))
 }

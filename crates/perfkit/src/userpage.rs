@@ -340,7 +340,18 @@ pub unsafe fn read_snapshot(
 
 enum PageStore {
     Mapped(Mapping),
-    Owned(Box<perf_event_mmap_page>),
+    /// From `Box::into_raw`, freed in `Drop`: a raw pointer so that writers through
+    /// [`UserPage::as_ptr`] (a test playing the kernel) do not alias a `Box`.
+    Owned(NonNull<perf_event_mmap_page>),
+}
+
+impl Drop for PageStore {
+    fn drop(&mut self) {
+        if let PageStore::Owned(p) = self {
+            // SAFETY: p came from Box::into_raw in UserPage::synthetic and is freed once.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+        }
+    }
 }
 
 /// A user page: one page mapped read-only from a counting event, or a page built in
@@ -370,7 +381,25 @@ impl UserPage {
     /// A page in memory with the given contents.
     pub fn synthetic(page: perf_event_mmap_page) -> UserPage {
         UserPage {
-            store: PageStore::Owned(Box::new(page)),
+            store: PageStore::Owned(NonNull::from(Box::leak(Box::new(page)))),
+        }
+    }
+
+    /// An all-zero page in memory (fill it through [`page_mut`](Self::page_mut)).
+    pub fn zeroed() -> UserPage {
+        // SAFETY: perf_event_mmap_page consists of integers and integer arrays only, for
+        // which all-zero bytes are a valid value.
+        let page: perf_event_mmap_page = unsafe { std::mem::zeroed() };
+        Self::synthetic(page)
+    }
+
+    /// The contents of an in-memory page, to edit; `None` for a kernel mapping.
+    pub fn page_mut(&mut self) -> Option<&mut perf_event_mmap_page> {
+        match &mut self.store {
+            PageStore::Mapped(_) => None,
+            // SAFETY: the allocation is ours, alive while self is, and &mut self makes
+            // this the only reference handed out.
+            PageStore::Owned(p) => Some(unsafe { p.as_mut() }),
         }
     }
 
@@ -378,7 +407,7 @@ impl UserPage {
     pub fn as_ptr(&self) -> NonNull<perf_event_mmap_page> {
         match &self.store {
             PageStore::Mapped(m) => m.ptr.cast(),
-            PageStore::Owned(b) => NonNull::from(&**b),
+            PageStore::Owned(p) => *p,
         }
     }
 
