@@ -99,7 +99,7 @@ pub struct Builder {
     symbolizer: Symbolizer,
     maps: HashMap<i32, ProcessMaps>,
     kernel_maps: ProcessMaps,
-    memo: HashMap<(i32, u64, u64, bool), u32>,
+    memo: HashMap<(i32, u64, u64), u32>,
     unknown: HashMap<UnknownReason, u64>,
     chain: Vec<u32>,
 }
@@ -212,10 +212,9 @@ impl Builder {
                 let mut chain = std::mem::take(&mut self.chain);
                 chain.clear();
                 if callchain.is_empty() {
-                    chain.push(self.frame(pid, ip, kernel, false));
+                    chain.push(self.frame(pid, ip, kernel));
                 } else {
                     let mut in_kernel = kernel;
-                    let mut first = true;
                     for &addr in callchain {
                         if addr >= sys::PERF_CONTEXT_MAX {
                             in_kernel = matches!(
@@ -224,10 +223,9 @@ impl Builder {
                             );
                             continue;
                         }
-                        // Return addresses point after the call: look up addr - 1 so
-                        // the caller's line and inline frames are right.
-                        chain.push(self.frame(pid, addr, in_kernel, !first));
-                        first = false;
+                        // Return addresses are looked up as they are, as perf does, so
+                        // names and offsets agree with `perf report` and `perf script`.
+                        chain.push(self.frame(pid, addr, in_kernel));
                     }
                 }
                 // Stored leaf first; the prefix tree is built from the root.
@@ -245,25 +243,20 @@ impl Builder {
         }
     }
 
-    fn frame(&mut self, pid: i32, addr: u64, kernel: bool, is_return: bool) -> u32 {
+    fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
         let kernel = kernel || perfkit_symbols::is_kernel_address(addr);
         let generation = if kernel {
             self.kernel_maps.generation()
         } else {
             self.maps.get(&pid).map_or(0, ProcessMaps::generation)
         };
-        let key = (if kernel { -1 } else { pid }, addr, generation, is_return);
+        let key = (if kernel { -1 } else { pid }, addr, generation);
         if let Some(&f) = self.memo.get(&key) {
             return f;
         }
-        let lookup = if is_return {
-            addr.saturating_sub(1)
-        } else {
-            addr
-        };
         let mut map_offset = None;
         let sym = if kernel {
-            self.symbolizer.symbolize_kernel(lookup)
+            self.symbolizer.symbolize_kernel(addr)
         } else {
             let empty = ProcessMaps::new();
             let maps = self.maps.get(&pid).unwrap_or(&empty);
@@ -271,7 +264,7 @@ impl Builder {
                 .find(addr)
                 .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
                 .map(|m| m.file_offset(addr));
-            self.symbolizer.symbolize(pid.max(0) as u32, maps, lookup)
+            self.symbolizer.symbolize(pid.max(0) as u32, maps, addr)
         };
         if let Some(r) = sym.unknown_reason
             && sym.symbol.is_none()
@@ -288,7 +281,7 @@ impl Builder {
             func,
             addr,
             map_offset,
-            sym_offset: sym.symbol.as_ref().map(|s| s.offset + u64::from(is_return)),
+            sym_offset: sym.symbol.as_ref().map(|s| s.offset),
             srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
         });
         self.memo.insert(key, frame);

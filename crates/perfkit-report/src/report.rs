@@ -613,7 +613,7 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     for (si, s) in sections.iter().enumerate() {
         let _ = writeln!(
             out,
-            "# Samples: {}  of event '{}'",
+            "# Samples: {} of event '{}'",
             human(s.samples),
             s.event
         );
@@ -691,13 +691,14 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out
 }
 
+/// perf's sample count: `591 ` (unit column blank), `1K`, `2M`.
 fn human(n: u64) -> String {
     if n >= 1_000_000 {
         format!("{}M", n / 1_000_000)
     } else if n >= 1000 {
         format!("{}K", n / 1000)
     } else {
-        n.to_string()
+        format!("{n} ")
     }
 }
 

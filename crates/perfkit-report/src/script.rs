@@ -164,7 +164,7 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
             }
             out.push('\n');
         } else if let Some(&f) = frames.first() {
-            let _ = write!(out, " {}", frame_text(p, f, fields, false));
+            let _ = write!(out, "  {}", frame_text(p, f, fields, false));
         }
     }
     out.push('\n');

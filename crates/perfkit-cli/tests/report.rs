@@ -1,0 +1,317 @@
+//! `perfkit report` and `perfkit script` on files recorded here by `perf record`: the same
+//! sample counts, the same top symbols (within 0.5 percentage points), the same script
+//! lines, and exports that parse back with the hot functions in them.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+fn perfkit() -> Command {
+    Command::cargo_bin("perfkit").expect("perfkit binary")
+}
+
+fn have_perf() -> bool {
+    std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    fp: PathBuf,
+    plain: PathBuf,
+    threads: PathBuf,
+}
+
+/// Record the fixtures once: the C workload with frame pointers, perf record -g, plain, and
+/// a two-thread run.
+fn fixture() -> Option<&'static Fixture> {
+    static F: OnceLock<Option<Fixture>> = OnceLock::new();
+    F.get_or_init(|| {
+        if !have_perf() {
+            return None;
+        }
+        let dir = tempfile::tempdir().ok()?;
+        let w = dir.path().join("workload");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/workload.c");
+        let ok = std::process::Command::new("cc")
+            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+            .arg(&w)
+            .arg(src)
+            .status()
+            .ok()?
+            .success();
+        if !ok {
+            return None;
+        }
+        let rec = |name: &str, extra: &[&str], args: &[&str]| -> Option<PathBuf> {
+            let out = dir.path().join(name);
+            let st = std::process::Command::new("perf")
+                .args(["record", "-q", "-o"])
+                .arg(&out)
+                .args(extra)
+                .arg("--")
+                .arg(&w)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .ok()?;
+            st.success().then_some(out)
+        };
+        Some(Fixture {
+            fp: rec("fp.data", &["-g"], &["spin", "300"])?,
+            plain: rec("plain.data", &[], &["spin", "300"])?,
+            threads: rec("threads.data", &["-g"], &["threads", "2", "300"])?,
+            _dir: dir,
+        })
+    })
+    .as_ref()
+}
+
+macro_rules! need_fixture {
+    () => {
+        match fixture() {
+            Some(f) => f,
+            None => {
+                eprintln!("skipped: needs perf and a C compiler to record fixtures");
+                return;
+            }
+        }
+    };
+}
+
+fn stdout(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn perf_stdout(args: &[&str], file: &Path) -> String {
+    let out = std::process::Command::new("perf")
+        .args(args)
+        .arg("-i")
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// (percent, symbol) rows of a `--no-children` report.
+fn rows(text: &str) -> Vec<(f64, String)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && l.contains('%') && l.contains('['))
+        .filter_map(|l| {
+            let pct: f64 = l
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('%')
+                .parse()
+                .ok()?;
+            let sym = l.split("] ").nth(1)?.trim().to_string();
+            Some((pct, sym))
+        })
+        .collect()
+}
+
+fn samples_line(text: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with("# Samples:"))
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn report_matches_perf_report() {
+    let f = need_fixture!();
+    for file in [&f.fp, &f.plain, &f.threads] {
+        for children in [false, true] {
+            let mode = if children {
+                "--children"
+            } else {
+                "--no-children"
+            };
+            let ours = stdout(
+                perfkit()
+                    .args(["report", "--stdio", "-q", mode, "-i"])
+                    .arg(file),
+            );
+            let theirs = perf_stdout(&["report", "--stdio", mode], file);
+            assert_eq!(
+                samples_line(&ours),
+                samples_line(&theirs),
+                "{}",
+                file.display()
+            );
+            let (a, b) = (rows(&ours), rows(&theirs));
+            assert!(!a.is_empty(), "{ours}");
+            // The top five symbols agree within half a percentage point.
+            for (pct, sym) in b.iter().take(5) {
+                if *pct < 1.0 {
+                    continue;
+                }
+                let mine = a.iter().find(|(_, s)| s == sym).map(|r| r.0);
+                let mine = mine.unwrap_or_else(|| panic!("{sym} missing in:\n{ours}"));
+                assert!(
+                    (mine - pct).abs() <= 0.5,
+                    "{sym}: perfkit {mine}% vs perf {pct}% ({mode}, {})",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn script_matches_perf_script() {
+    let f = need_fixture!();
+    for file in [&f.fp, &f.plain, &f.threads] {
+        let ours = stdout(perfkit().args(["script", "-q", "-i"]).arg(file));
+        let theirs = perf_stdout(&["script"], file);
+        let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+        assert_eq!(a.len(), b.len(), "line counts for {}", file.display());
+        let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+        // Identical but for rare symbol-resolution differences (vDSO aliases, ...).
+        assert!(
+            same as f64 >= 0.99 * b.len() as f64,
+            "{same} of {} lines identical for {}",
+            b.len(),
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn script_json_and_fields() {
+    let f = need_fixture!();
+    let text = stdout(perfkit().args(["script", "-q", "--json", "-i"]).arg(&f.fp));
+    let n = perf_stdout(&["script", "-F", "ip"], &f.plain)
+        .lines()
+        .count();
+    let objs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert!(!objs.is_empty() && n > 0);
+    assert!(objs.iter().any(|o| o["sym"] == "spin"));
+    for o in &objs {
+        assert_eq!(o["type"], "sample");
+        assert!(o["callchain"].is_array());
+        assert!(o["pid"].as_i64().unwrap() > 0);
+    }
+    let text = stdout(
+        perfkit()
+            .args(["script", "-q", "-F", "comm,tid,sym", "-i"])
+            .arg(&f.plain),
+    );
+    let line = text.lines().find(|l| l.contains("spin")).unwrap();
+    assert!(line.trim_start().starts_with("workload"), "{line}");
+    assert!(!line.contains("cpu-clock"), "event not asked for: {line}");
+}
+
+#[test]
+fn exports_parse_back_with_hot_functions() {
+    let f = need_fixture!();
+    let dir = tempfile::tempdir().unwrap();
+    for fmt in ["folded", "flamegraph", "firefox", "speedscope", "pprof"] {
+        let out = dir.path().join(format!("out.{fmt}"));
+        perfkit()
+            .args(["report", "-q", "--format", fmt, "-o"])
+            .arg(&out)
+            .arg("-i")
+            .arg(&f.fp)
+            .assert()
+            .success();
+        let bytes = std::fs::read(&out).unwrap();
+        match fmt {
+            "folded" => {
+                let t = String::from_utf8(bytes).unwrap();
+                assert!(
+                    t.lines()
+                        .any(|l| l.starts_with("workload;") && l.contains(";main;spin ")),
+                    "{t}"
+                );
+            }
+            "flamegraph" => {
+                let t = String::from_utf8(bytes).unwrap();
+                assert!(t.contains("<svg") && t.contains("spin"));
+            }
+            "firefox" => {
+                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                let t = &v["threads"][0];
+                assert!(t["samples"]["length"].as_u64().unwrap() > 100);
+                assert!(
+                    t["stringArray"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|s| s == "spin")
+                );
+            }
+            "speedscope" => {
+                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(
+                    v["$schema"],
+                    "https://www.speedscope.app/file-format-schema.json"
+                );
+                let frames = v["shared"]["frames"].as_array().unwrap();
+                assert!(frames.iter().any(|f| f["name"] == "spin"));
+            }
+            "pprof" => {
+                use prost::Message;
+                use std::io::Read;
+                let mut raw = Vec::new();
+                flate2::read::GzDecoder::new(&bytes[..])
+                    .read_to_end(&mut raw)
+                    .unwrap();
+                let p = perfkit_report::export::pprof::PprofProfile::decode(&raw[..]).unwrap();
+                assert!(p.string_table.iter().any(|s| s == "spin"));
+                let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+                assert!(total > 100);
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn truncated_file_reports_what_was_read_then_fails() {
+    let f = need_fixture!();
+    let bytes = std::fs::read(&f.plain).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.data");
+    // Cut in the middle of the data section.
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let out = perfkit()
+        .args(["report", "--stdio", "-q", "--no-children", "-i"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_ne!(out.status.code(), Some(0));
+    assert!(o.contains("spin"), "the readable part is reported: {o}");
+    assert!(e.contains("byte"), "the error names the offset: {e}");
+    // A missing file and a non-perf file.
+    let out = perfkit()
+        .args(["report", "-i", "/nonexistent/perf.data"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("perfkit record"));
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, b"definitely not a profile").unwrap();
+    let out = perfkit()
+        .args(["report", "-i"])
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a perf.data file"));
+}
