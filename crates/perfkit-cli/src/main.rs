@@ -6,11 +6,9 @@
 #![forbid(unsafe_code)]
 
 mod events;
+mod perfdata_out;
 mod profile_load;
-#[allow(
-    dead_code,
-    reason = "the record command that uses it lands with the ring buffer and perf.data writer"
-)]
+mod record;
 mod record_args;
 mod report;
 mod stat;
@@ -31,6 +29,8 @@ struct Cli {
 enum Cmd {
     /// Count events for a command, processes, threads, CPUs or cgroups (like `perf stat`).
     Stat(stat::StatArgs),
+    /// Sample a command, processes or CPUs into perf.data (like `perf record`).
+    Record(record_args::RecordArgs),
     /// Show a recorded profile (like `perf report --stdio`), or export it.
     Report(report::ReportArgs),
     /// Print every sample of a recorded profile (like `perf script`).
@@ -67,6 +67,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Stat(args) => stat::run(args),
+        Cmd::Record(args) => record::run(args),
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
     };

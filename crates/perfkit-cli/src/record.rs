@@ -1,0 +1,444 @@
+//! `perfkit record`: sample a command, processes or CPUs into a perf.data file.
+//!
+//! One ring buffer per CPU (a per-task `inherit` event cannot be mmap'ed with cpu=-1), every
+//! other event of that CPU redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`; one thread
+//! drains all rings with epoll and writes a FINISHED_ROUND after each pass, as perf does.
+
+use crate::events::{self, EventSpec};
+use crate::exit_error;
+use crate::perfdata_out::{self, FileEvent, PerfDataWriter};
+use crate::record_args::{RecordArgs, sampling_attr};
+use crate::topology;
+use anyhow::{Context, Result, anyhow, bail};
+use perfkit::sys;
+use perfkit::{
+    Attr, Counter, ExitStatus, PausedChild, Poller, Ready, RingBuffer, RingSize, Target,
+};
+use perfkit_records::{Endian, MultiParser};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+struct Opened {
+    rings: Vec<RingBuffer>,
+    counters: Vec<Counter>,
+    ids: Vec<Vec<u64>>,
+}
+
+/// Open every event for every (cpu, task): the first counter of each CPU owns the ring.
+fn open_all(
+    attrs: &[sys::perf_event_attr],
+    names: &[String],
+    cpus: &[u32],
+    tasks: &[i32],
+    pages: usize,
+) -> Result<Opened> {
+    let mut rings = Vec::new();
+    let mut counters = Vec::new();
+    let mut ids = vec![Vec::new(); attrs.len()];
+    for &cpu in cpus {
+        let mut owner: Option<usize> = None;
+        for (ei, a) in attrs.iter().enumerate() {
+            for &task in tasks {
+                let target = if task == -1 {
+                    Target::cpu(cpu)
+                } else {
+                    Target::pid_on_cpu(task, cpu)
+                };
+                let mut c = Counter::open(&Attr::from_raw(*a), &target).map_err(|e| {
+                    let hint = e
+                        .hint()
+                        .map(|h| format!("\n  hint: {h}"))
+                        .unwrap_or_default();
+                    anyhow!("{e}{hint}")
+                })?;
+                c.set_name(names[ei].clone());
+                ids[ei].push(c.id()?);
+                match owner {
+                    None => {
+                        let ring = RingBuffer::map(&c, RingSize::Pages(pages))
+                            .map_err(|e| anyhow!("{e}"))?;
+                        rings.push(ring);
+                        owner = Some(counters.len());
+                    }
+                    Some(o) => c
+                        .set_output(Some(&counters[o]))
+                        .map_err(|e| anyhow!("{e}"))?,
+                }
+                counters.push(c);
+            }
+        }
+    }
+    Ok(Opened {
+        rings,
+        counters,
+        ids,
+    })
+}
+
+/// COMM and MMAP2 records for existing threads (for -p, -t, -a), as perf synthesizes them.
+fn synthesize_tasks(
+    w: &mut PerfDataWriter,
+    attr: &sys::perf_event_attr,
+    id: u64,
+    pids: &[i32],
+) -> Result<()> {
+    for &pid in pids {
+        let Ok(tids) = perfkit::threads_of(pid) else {
+            continue;
+        };
+        for tid in tids {
+            let comm =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+            let mut b = Vec::new();
+            b.extend_from_slice(&(pid as u32).to_ne_bytes());
+            b.extend_from_slice(&(tid as u32).to_ne_bytes());
+            b.extend_from_slice(comm.trim_end().as_bytes());
+            b.push(0);
+            let trailer = perfdata_out::sample_id_trailer(attr, pid, tid, id);
+            w.write_record(&[&perfdata_out::record(
+                sys::PERF_RECORD_COMM,
+                0,
+                &b,
+                &trailer,
+            )])?;
+        }
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            continue;
+        };
+        for line in maps.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 6 || !f[1].contains('x') {
+                continue;
+            }
+            let Some((s, e)) = f[0].split_once('-') else {
+                continue;
+            };
+            let (Ok(s), Ok(e), Ok(off)) = (
+                u64::from_str_radix(s, 16),
+                u64::from_str_radix(e, 16),
+                u64::from_str_radix(f[2], 16),
+            ) else {
+                continue;
+            };
+            let (maj, min) = f[3].split_once(':').unwrap_or(("0", "0"));
+            let mut b = Vec::new();
+            b.extend_from_slice(&(pid as u32).to_ne_bytes());
+            b.extend_from_slice(&(pid as u32).to_ne_bytes());
+            for v in [s, e - s, off] {
+                b.extend_from_slice(&v.to_ne_bytes());
+            }
+            b.extend_from_slice(&u32::from_str_radix(maj, 16).unwrap_or(0).to_ne_bytes());
+            b.extend_from_slice(&u32::from_str_radix(min, 16).unwrap_or(0).to_ne_bytes());
+            b.extend_from_slice(&f[4].parse::<u64>().unwrap_or(0).to_ne_bytes());
+            b.extend_from_slice(&0u64.to_ne_bytes()); // ino_generation
+            b.extend_from_slice(&(libc::PROT_READ | libc::PROT_EXEC).to_ne_bytes());
+            b.extend_from_slice(&(libc::MAP_PRIVATE).to_ne_bytes());
+            b.extend_from_slice(f[5..].join(" ").as_bytes());
+            b.push(0);
+            let trailer = perfdata_out::sample_id_trailer(attr, pid, pid, id);
+            w.write_record(&[&perfdata_out::record(
+                sys::PERF_RECORD_MMAP2,
+                sys::PERF_RECORD_MISC_USER,
+                &b,
+                &trailer,
+            )])?;
+        }
+    }
+    Ok(())
+}
+
+fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Run `perfkit record`.
+pub fn run(args: RecordArgs) -> Result<u8> {
+    if args.output.as_os_str() == "-" {
+        bail!("-o -: pipe output is not available in this version; write to a file");
+    }
+    if args.compress.is_some() {
+        bail!("-z: compressed output is not available in this version");
+    }
+    if args.switch_output.is_some() {
+        bail!("--switch-output is not available in this version");
+    }
+    let call_graph = args.call_graph()?;
+    let sampling = args.sampling()?;
+    let pages = args.ring_pages()?;
+    let mut specs: Vec<EventSpec> = if args.events.is_empty() {
+        let cycles = events::parse(&["cycles".to_string()])?;
+        let probe = Attr::from_raw(cycles[0].attr)
+            .exclude_kernel(true)
+            .sample_period(1_000_000);
+        if Counter::open(&probe, &Target::this_process()).is_ok() {
+            cycles
+        } else {
+            if !args.quiet {
+                eprintln!(
+                    "perfkit: no hardware counters on this machine (cycles is not supported): \
+                     sampling cpu-clock instead"
+                );
+            }
+            events::parse(&["cpu-clock".to_string()])?
+        }
+    } else {
+        events::parse(&args.events).context("-e")?
+    };
+    let several = specs.len() > 1;
+    let system_wide = args.all_cpus || args.cpu.is_some();
+    let cpus = match &args.cpu {
+        Some(list) => topology::parse_cpu_list(list).context("-C")?,
+        None => topology::online_cpus(),
+    };
+    let mut attached: Vec<i32> = Vec::new();
+    for (flag, list) in [("-p", &args.pid), ("-t", &args.tid)] {
+        if let Some(list) = list {
+            for p in list.split(',').filter(|s| !s.is_empty()) {
+                let id: i32 = p
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(|| anyhow!("{flag} {list}: `{p}` is not a process id"))?;
+                if flag == "-p" {
+                    attached.extend(
+                        perfkit::threads_of(id)
+                            .map_err(|_| anyhow!("{flag} {id}: no such process"))?,
+                    );
+                } else {
+                    if !std::path::Path::new(&format!("/proc/{id}")).exists() {
+                        bail!("-t {id}: no such thread");
+                    }
+                    attached.push(id);
+                }
+            }
+        }
+    }
+    if args.command.is_empty() && attached.is_empty() && !system_wide {
+        bail!(
+            "nothing to record: give a command (`perfkit record -- COMMAND`), -p PID, -t TID, -a or -C CPUS"
+        );
+    }
+    let child = match args.command.split_first() {
+        Some((prog, rest)) => {
+            Some(PausedChild::spawn(prog, rest).map_err(|e| exit_error(e.exit_code() as u8, e))?)
+        }
+        None => None,
+    };
+    let tasks: Vec<i32> = if system_wide {
+        vec![-1]
+    } else if let Some(c) = &child {
+        vec![c.pid()]
+    } else {
+        attached.clone()
+    };
+    let inherit = !args.no_inherit && !system_wide;
+    let attrs: Vec<sys::perf_event_attr> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut a = sampling_attr(
+                s,
+                sampling,
+                call_graph,
+                several,
+                args.sample_cpu || system_wide,
+                inherit,
+                i == 0,
+            );
+            if child.is_some() && !system_wide {
+                a.set(sys::attr_flags::ENABLE_ON_EXEC, true);
+            }
+            a
+        })
+        .collect();
+    if args.verbose > 0 {
+        for a in &attrs {
+            eprintln!("{}", events::describe_attr(a));
+        }
+    }
+    let names: Vec<String> = specs
+        .iter_mut()
+        .map(|s| std::mem::take(&mut s.name))
+        .collect();
+    let mut opened = open_all(&attrs, &names, &cpus, &tasks, pages)?;
+    let file_events: Vec<FileEvent> = attrs
+        .iter()
+        .zip(&names)
+        .zip(&opened.ids)
+        .map(|((a, n), ids)| FileEvent {
+            attr: *a,
+            name: n.clone(),
+            ids: ids.clone(),
+        })
+        .collect();
+    let parser = MultiParser::new(
+        Endian::NATIVE,
+        attrs
+            .iter()
+            .zip(&opened.ids)
+            .map(|(a, ids)| (ids.as_slice(), a)),
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    let mut w = PerfDataWriter::create(&args.output, file_events)?;
+    let first_id = opened.ids[0].first().copied().unwrap_or(0);
+    if let Some(k) = perfdata_out::kernel_mmap(&attrs[0], first_id) {
+        w.write_record(&[&k])?;
+    }
+    let pids: Vec<i32> = if system_wide {
+        all_pids()
+    } else {
+        let mut p: Vec<i32> = args
+            .pid
+            .iter()
+            .flat_map(|l| l.split(','))
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+        if let Some(t) = &args.tid {
+            p.extend(t.split(',').filter_map(|s| s.trim().parse::<i32>().ok()));
+        }
+        p
+    };
+    synthesize_tasks(&mut w, &attrs[0], first_id, &pids)?;
+    w.write_record(&[&perfdata_out::record(
+        sys::PERF_RECORD_FINISHED_INIT,
+        0,
+        &[],
+        &[],
+    )])?;
+
+    // Stop on the command's exit, or on SIGINT/SIGTERM when there is no command.
+    let mut poller = Poller::new().context("epoll")?;
+    for (i, r) in opened.rings.iter().enumerate() {
+        poller.add(r.as_fd(), i as u64).context("epoll")?;
+    }
+    let stopper = poller.stopper();
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])?;
+    let sig_handle = signals.handle();
+    {
+        let (stopper, child_pid) = (stopper.clone(), child_pid.clone());
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                let pid = child_pid.load(Ordering::SeqCst);
+                if pid > 0 {
+                    let _ = perfkit::kill(pid, sig);
+                } else {
+                    stopper.stop();
+                }
+            }
+        });
+    }
+    if child.is_none() || system_wide {
+        for c in &opened.counters {
+            c.enable().map_err(|e| anyhow!("{e}"))?;
+        }
+    }
+    if let Some(c) = child {
+        let pid = c.start().map_err(|e| exit_error(e.exit_code() as u8, e))?;
+        child_pid.store(pid, Ordering::SeqCst);
+        let (stopper, status) = (stopper.clone(), status.clone());
+        std::thread::spawn(move || {
+            if let Ok(st) = perfkit::wait(pid)
+                && let Ok(mut s) = status.lock()
+            {
+                *s = Some(st);
+            }
+            stopper.stop();
+        });
+    }
+
+    let (mut samples, mut lost, mut throttled, mut wakeups) = (0u64, 0u64, 0u64, 0u64);
+    let mut scratch = Vec::new();
+    let mut drain = |rings: &mut [RingBuffer], w: &mut PerfDataWriter| -> Result<u64> {
+        let mut n = 0;
+        for r in rings.iter_mut() {
+            let mut err = None;
+            r.drain(|rec| {
+                if err.is_some() {
+                    return;
+                }
+                let size = rec.data.len() + 8;
+                let mut hdr = [0u8; 8];
+                hdr[..4].copy_from_slice(&rec.type_.to_ne_bytes());
+                hdr[4..6].copy_from_slice(&rec.misc.to_ne_bytes());
+                hdr[6..].copy_from_slice(&(size as u16).to_ne_bytes());
+                let res = match rec.data {
+                    perfkit_records::RawData::Single(a) => w.write_record(&[&hdr, a]),
+                    perfkit_records::RawData::Split(a, b) => w.write_record(&[&hdr, a, b]),
+                };
+                if let Err(e) = res {
+                    err = Some(e);
+                    return;
+                }
+                n += 1;
+                match rec.type_ {
+                    sys::PERF_RECORD_SAMPLE => {
+                        samples += 1;
+                        let body = rec.data.contiguous(&mut scratch);
+                        if let Ok((_, p)) = parser.parse(rec.type_, rec.misc, body)
+                            && let Some(t) = p.time()
+                        {
+                            w.saw_time(t);
+                        }
+                    }
+                    sys::PERF_RECORD_LOST => {
+                        lost += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                    }
+                    sys::PERF_RECORD_THROTTLE => throttled += 1,
+                    _ => {}
+                }
+            })
+            .map_err(|e| anyhow!("reading the ring buffer: {e}"))?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        if n > 0 {
+            w.finish_round()?;
+        }
+        Ok(n)
+    };
+    loop {
+        match poller.wait(Some(Duration::from_millis(100))) {
+            Ok(Ready::Stopped) => break,
+            Ok(Ready::Events(_)) => wakeups += 1,
+            Ok(Ready::Timeout) => {}
+            Err(e) => return Err(anyhow!("epoll_wait: {e}")),
+        }
+        drain(&mut opened.rings, &mut w)?;
+    }
+    for c in &opened.counters {
+        let _ = c.disable();
+    }
+    drain(&mut opened.rings, &mut w)?;
+    sig_handle.close();
+    let cmdline: Vec<String> = std::env::args().collect();
+    let bytes = w.finish(&cmdline)?;
+    if !args.quiet {
+        eprintln!(
+            "[ perfkit record: woken up {wakeups} times to write data ]\n\
+             [ perfkit record: wrote {samples} samples to {} ({:.3} MB); {lost} lost, {throttled} throttled ]",
+            args.output.display(),
+            bytes as f64 / 1e6
+        );
+        if lost > 0 {
+            eprintln!(
+                "perfkit: {lost} samples were lost: use a bigger ring (-m) or a lower frequency (-F)"
+            );
+        }
+    }
+    let st = status.lock().ok().and_then(|s| *s);
+    Ok(st.map_or(0, |s| s.shell_code().clamp(0, 255) as u8))
+}
