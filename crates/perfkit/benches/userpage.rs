@@ -35,6 +35,9 @@ fn bench(c: &mut Criterion) {
         let mut buf = [0u64; 4];
         b.iter(|| black_box(bare_read(fd, &mut buf)))
     });
+    g.bench_function("Counter::read", |b| {
+        b.iter(|| black_box(m.counter().read().expect("read")))
+    });
     g.bench_function("SelfMonitor::read", |b| {
         b.iter(|| black_box(m.read().expect("read")))
     });

@@ -616,3 +616,59 @@ fn drainer_stops_from_another_thread() {
         "the stopping thread's own switches were sampled: {n}"
     );
 }
+
+/// Drop CAP_IPC_LOCK from the calling thread's effective set (capabilities are
+/// per-thread), so the perf mlock limits apply to it even as root.
+fn drop_ipc_lock_in_this_thread() -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut header = [VERSION_3, 0u32]; // version, pid 0 = this thread
+    let mut data = [0u32; 6]; // 2 x {effective, permitted, inheritable}
+    // SAFETY: capget/capset with a valid header and a 2-element data array.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, header.as_mut_ptr(), data.as_mut_ptr()) != 0 {
+            return false;
+        }
+        data[0] &= !(1 << CAP_IPC_LOCK);
+        header[1] = 0;
+        libc::syscall(libc::SYS_capset, header.as_mut_ptr(), data.as_ptr()) == 0
+    }
+}
+
+#[test]
+fn mmap_over_the_mlock_limit_explains_the_limits() {
+    require_root!();
+    let paranoid = perfkit::read_paranoid().unwrap_or(2);
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid rlimit to fill.
+    unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
+    if paranoid < 0 || rl.rlim_cur == libc::RLIM_INFINITY {
+        eprintln!("skipped: paranoid {paranoid} or unlimited RLIMIT_MEMLOCK: no limit applies");
+        return;
+    }
+    let err = std::thread::spawn(|| {
+        assert!(drop_ipc_lock_in_this_thread(), "capset");
+        let attr = switch_attr();
+        let c = Counter::open(&attr, &Target::this_process()).unwrap();
+        // Far beyond perf_event_mlock_kb per CPU + RLIMIT_MEMLOCK.
+        RingBuffer::map(&c, RingSize::Bytes(256 << 20)).map(|_| ())
+    })
+    .join()
+    .unwrap()
+    .expect_err("a 256 MiB ring without CAP_IPC_LOCK");
+    eprintln!("{err}");
+    assert_eq!(err.errno(), libc::EPERM);
+    let d = err.detail().unwrap();
+    assert!(
+        d.contains("perf_event_mlock_kb") && d.contains("RLIMIT_MEMLOCK"),
+        "{d}"
+    );
+    let kib = ((256 << 20) + page_size()) / 1024;
+    assert!(
+        d.contains(&format!("{kib} KiB")),
+        "the ring's size with its user page: {d}"
+    );
+}
