@@ -386,7 +386,11 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
     let events = file
         .names
         .iter()
-        .map(|n| EventDesc { name: n.clone() })
+        .zip(&file.attrs)
+        .map(|(n, (a, _))| EventDesc {
+            name: n.clone(),
+            callchain: a.sample_type & sys::PERF_SAMPLE_CALLCHAIN != 0,
+        })
         .collect();
     let mut builder = Builder::new(events, sym_opts);
     for (k, v) in &file.meta {

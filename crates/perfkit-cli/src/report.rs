@@ -324,18 +324,21 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         fields = Field::defaults(profile.samples.iter().any(|s| s.cpu.is_some()));
     }
     write_out(&None, |w| {
-        let mut line = String::new();
+        let mut text = String::with_capacity(1 << 16);
+        let mut sw = script::ScriptWriter::new(&profile, &fields);
         for s in &profile.samples {
-            line.clear();
             if args.json {
-                line.push_str(&script::sample_json(&profile, s).to_string());
-                line.push('\n');
+                text.push_str(&script::sample_json(&profile, s).to_string());
+                text.push('\n');
             } else {
-                script::sample_text(&profile, s, &fields, &mut line);
+                sw.sample(s, &mut text);
             }
-            w.write_all(line.as_bytes())?;
+            if text.len() > 1 << 15 {
+                w.write_all(text.as_bytes())?;
+                text.clear();
+            }
         }
-        Ok(())
+        w.write_all(text.as_bytes())
     })?;
     diag.exit_code()
 }

@@ -6,7 +6,7 @@
 use crate::{EventDesc, Frame, Func, Profile, Sample, Switch, ThreadId};
 use perfkit_symbols::{Mapping, Options, ProcessMaps, Symbolizer, UnknownReason};
 use perfkit_sys as sys;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 /// One record, as the builder needs it.
@@ -112,10 +112,10 @@ impl Builder {
         Builder {
             profile,
             symbolizer: Symbolizer::new(opts),
-            maps: HashMap::new(),
+            maps: HashMap::default(),
             kernel_maps: ProcessMaps::new(),
-            memo: HashMap::new(),
-            unknown: HashMap::new(),
+            memo: HashMap::default(),
+            unknown: HashMap::default(),
             chain: Vec::new(),
         }
     }
@@ -329,6 +329,7 @@ mod tests {
         let mut b = Builder::new(
             vec![EventDesc {
                 name: "cpu-clock".into(),
+                callchain: true,
             }],
             Options::default(),
         );

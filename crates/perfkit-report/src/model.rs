@@ -1,6 +1,6 @@
 //! The profile model.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Index of a [`Func`] in [`Profile::funcs`].
 pub type FuncId = u32;
@@ -111,6 +111,9 @@ pub struct Switch {
 pub struct EventDesc {
     /// Its name (`cpu-clock`, `cycles:u`, ...).
     pub name: String,
+    /// Whether its samples carry callchains (`PERF_SAMPLE_CALLCHAIN`): `script` prints
+    /// them on their own lines even when a chain has one frame, as perf does.
+    pub callchain: bool,
 }
 
 /// Why some samples have no symbols, counted for the report header.
@@ -251,6 +254,7 @@ pub(crate) mod testing {
         let mut p = Profile::default();
         p.events.push(EventDesc {
             name: "cpu-clock".into(),
+            callchain: true,
         });
         let f = |p: &mut Profile, name: &str, addr: u64, kernel: bool| {
             let func = p.func(Func {

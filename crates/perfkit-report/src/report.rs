@@ -7,7 +7,7 @@
 //! which is why it is seven times slower than its self mode).
 
 use crate::{FrameId, Profile, Sample, StackId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
 /// A `--sort` key.
@@ -233,7 +233,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
-        let mut agg: Agg = HashMap::new();
+        let mut agg: Agg = HashMap::default();
         let (mut total, mut count) = (0u64, 0u64);
         for s in p.samples.iter().filter(|s| s.event as usize == ei) {
             if !opts.filter.keep(p, s) {
@@ -260,7 +260,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             continue;
         }
         let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
-        let mut rows: HashMap<Vec<String>, Row> = HashMap::new();
+        let mut rows: HashMap<Vec<String>, Row> = HashMap::default();
         let mut seen: Vec<Vec<String>> = Vec::new();
         for (ai, &((thread, stack, cpu, name_idx), (period, n))) in agg.iter().enumerate() {
             let t = &p.threads[thread as usize];

@@ -109,11 +109,61 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
     s
 }
 
-/// One sample in perf script's text layout (callchains on the following lines).
-pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
+/// Renders samples, formatting each distinct frame once (a profile's callchains repeat
+/// the same frames over and over; formatting them is most of `script`'s work otherwise).
+pub struct ScriptWriter<'p> {
+    profile: &'p Profile,
+    fields: Vec<Field>,
+    chain_lines: Vec<Option<Box<str>>>,
+}
+
+impl<'p> ScriptWriter<'p> {
+    /// A writer of `fields` for samples of `profile`.
+    pub fn new(profile: &'p Profile, fields: &[Field]) -> Self {
+        ScriptWriter {
+            profile,
+            fields: fields.to_vec(),
+            chain_lines: vec![None; profile.frames.len()],
+        }
+    }
+
+    /// Append one sample's text to `out`.
+    pub fn sample(&mut self, s: &Sample, out: &mut String) {
+        let (p, fields) = (self.profile, &self.fields);
+        if !has_chain(p, s) {
+            return sample_text(p, s, fields, out);
+        }
+        sample_head(p, s, fields, true, out);
+        if !wants_frames(fields) {
+            out.push('\n');
+            return;
+        }
+        out.push(' ');
+        for f in p.stack_frames(s.stack) {
+            let line = self.chain_lines[f as usize]
+                .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
+            out.push_str("\n\t");
+            out.push_str(line);
+        }
+        out.push_str("\n\n");
+    }
+}
+
+/// Whether the sample's event recorded callchains (then perf prints them on their own
+/// lines, however short).
+fn has_chain(p: &Profile, s: &Sample) -> bool {
+    p.events.get(s.event as usize).is_some_and(|e| e.callchain) && s.stack.is_some()
+}
+
+fn wants_frames(fields: &[Field]) -> bool {
+    fields
+        .iter()
+        .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline))
+}
+
+/// The columns before the frames: comm, tid, cpu, time, period, event.
+fn sample_head(p: &Profile, s: &Sample, fields: &[Field], chain: bool, out: &mut String) {
     let t = &p.threads[s.thread as usize];
-    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
-    let chain = frames.len() > 1;
     if fields.contains(&Field::Comm) {
         // perf pads the command to 16 columns, except before a callchain.
         if chain && fields.contains(&Field::Ip) {
@@ -152,11 +202,15 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
             .map_or("", |e| e.name.as_str());
         let _ = write!(out, " {ev}:");
     }
-    let wants_frames = fields
-        .iter()
-        .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline));
-    if wants_frames {
-        if frames.len() > 1 {
+}
+
+/// One sample in perf script's text layout (callchains on the following lines).
+pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
+    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+    let chain = has_chain(p, s);
+    sample_head(p, s, fields, chain, out);
+    if wants_frames(fields) {
+        if chain {
             out.push(' ');
             for &f in &frames {
                 out.push_str("\n\t");

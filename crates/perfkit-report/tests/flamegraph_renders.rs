@@ -20,6 +20,7 @@ fn profile() -> Profile {
     let mut p = Profile::default();
     p.events.push(EventDesc {
         name: "cpu-clock".into(),
+        callchain: true,
     });
     let frame = |p: &mut Profile, name: &str, addr| {
         let func = p.func(Func {
