@@ -280,7 +280,7 @@ fn context_switch_samples_with_kernel_and_user_callchains() {
             }
             if frames
                 .iter()
-                .any(|f| f.context == Some(CallchainContext::User) && f.ip < (1 << 47))
+                .any(|f| f.context == Some(CallchainContext::User) && f.ip < (1 << 63))
             {
                 user += 1;
             }
