@@ -265,7 +265,10 @@ fn open_file(path: &Path) -> Result<PerfFile> {
 
 /// Records of the data section in file order: (offset, type, misc, body). Stops with an
 /// error at the first malformed header.
-fn walk(file: &PerfFile, mut f: impl FnMut(usize, u32, u16, &[u8]) -> Result<()>) -> Result<()> {
+fn walk<'f>(
+    file: &'f PerfFile,
+    mut f: impl FnMut(usize, u32, u16, &'f [u8]) -> Result<()>,
+) -> Result<()> {
     let mut off = file.data.start;
     while off < file.data.end {
         let (Ok(w0), Ok(w1)) = (u32_at(&file.bytes, off), u32_at(&file.bytes, off + 4)) else {
@@ -393,6 +396,8 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         })
         .collect();
     let mut builder = Builder::new(events, sym_opts);
+    // Almost every profile has kernel samples; reading kallsyms overlaps the file parse.
+    builder.prefetch_kernel_symbols();
     for (k, v) in &file.meta {
         builder.meta(k.clone(), v.clone());
     }
@@ -406,21 +411,18 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         }),
         ..Diagnostics::default()
     };
-    // One round at a time: collect, sort by time (stable), feed.
-    let mut round: Vec<(u64, usize, usize, u32, u16)> = Vec::new();
+    // One round at a time: collect parsed records, sort by time (stable), feed.
+    let mut round: Vec<(u64, usize, ParsedRecord<'_>)> = Vec::new();
     let mut last_time = 0u64;
     let mut chain = Vec::new();
     let total = file.data.len().max(1);
     let show = opts.progress && std::io::stderr().is_terminal() && total > 16 << 20;
     let mut shown = 0;
     let mut skipped: std::collections::BTreeMap<u32, u64> = Default::default();
-    let mut flush = |round: &mut Vec<(u64, usize, usize, u32, u16)>, b: &mut Builder| {
+    let mut flush = |round: &mut Vec<(u64, usize, ParsedRecord<'_>)>, b: &mut Builder| {
         round.sort_by_key(|r| r.0);
-        for &(_, off, size, type_, misc) in round.iter() {
-            let body = &file.bytes[off + 8..off + size];
-            if let Ok((i, rec)) = parser.parse(type_, misc, body) {
-                feed(b, i, &rec, &mut chain);
-            }
+        for (_, i, rec) in round.iter() {
+            feed(b, *i, rec, &mut chain);
         }
         round.clear();
     };
@@ -441,13 +443,12 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
                 *skipped.entry(type_).or_default() += 1;
             }
         } else {
-            let time = match parser.parse(type_, misc, body) {
-                Ok((_, rec)) => rec.time(),
-                Err(e) => bail!("record at byte {off}: {e}"),
-            };
-            let t = time.unwrap_or(last_time);
+            let (i, rec) = parser
+                .parse(type_, misc, body)
+                .map_err(|e| anyhow!("record at byte {off}: {e}"))?;
+            let t = rec.time().unwrap_or(last_time);
             last_time = t;
-            round.push((t, off, body.len() + 8, type_, misc));
+            round.push((t, i, rec));
         }
         if show && off * 100 / total >= shown + 5 {
             shown = off * 100 / total;

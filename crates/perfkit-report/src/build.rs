@@ -102,6 +102,10 @@ pub struct Builder {
     memo: HashMap<(i32, u64, u64), u32>,
     unknown: HashMap<UnknownReason, u64>,
     chain: Vec<u32>,
+    /// Kernel frames whose symbols are looked up in `finish`, when kallsyms (loaded on
+    /// another thread meanwhile) is ready.
+    pending_kernel: Vec<u32>,
+    pending_func: Option<u32>,
 }
 
 impl Builder {
@@ -117,7 +121,14 @@ impl Builder {
             memo: HashMap::default(),
             unknown: HashMap::default(),
             chain: Vec::new(),
+            pending_kernel: Vec::new(),
+            pending_func: None,
         }
+    }
+
+    /// Start loading kernel symbols in the background (when the file has kernel samples).
+    pub fn prefetch_kernel_symbols(&mut self) {
+        self.symbolizer.prefetch_kernel();
     }
 
     /// Add header facts (`--header`).
@@ -254,17 +265,37 @@ impl Builder {
         if let Some(&f) = self.memo.get(&key) {
             return f;
         }
-        let mut map_offset = None;
-        let sym = if kernel {
-            self.symbolizer.symbolize_kernel(addr)
-        } else {
+        if kernel {
+            // Interned now by address, named in `finish`.
+            let func = *self.pending_func.get_or_insert_with(|| {
+                self.profile.func(Func {
+                    name: "[kernel address]".into(),
+                    dso: "[kernel.kallsyms]".into(),
+                    kernel: true,
+                })
+            });
+            let frame = self.profile.frame(Frame {
+                func,
+                addr,
+                map_offset: None,
+                sym_offset: None,
+                srcline: None,
+            });
+            self.pending_kernel.push(frame);
+            self.memo.insert(key, frame);
+            return frame;
+        }
+        let (sym, map_offset) = {
             let empty = ProcessMaps::new();
             let maps = self.maps.get(&pid).unwrap_or(&empty);
-            map_offset = maps
+            let map_offset = maps
                 .find(addr)
                 .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
                 .map(|m| m.file_offset(addr));
-            self.symbolizer.symbolize(pid.max(0) as u32, maps, addr)
+            (
+                self.symbolizer.symbolize(pid.max(0) as u32, maps, addr),
+                map_offset,
+            )
         };
         if let Some(r) = sym.unknown_reason
             && sym.symbol.is_none()
@@ -300,6 +331,25 @@ impl Builder {
 
     /// The profile.
     pub fn finish(mut self) -> Profile {
+        for &f in &self.pending_kernel {
+            let addr = self.profile.frames[f as usize].addr;
+            let sym = self.symbolizer.symbolize_kernel(addr);
+            if let Some(r) = sym.unknown_reason
+                && sym.symbol.is_none()
+            {
+                *self.unknown.entry(r).or_default() += 1;
+            }
+            let func = self.profile.func(Func {
+                name: sym.name().to_string(),
+                dso: sym.dso.to_string(),
+                kernel: true,
+            });
+            let frame = &mut self.profile.frames[f as usize];
+            frame.func = func;
+            frame.sym_offset = sym.symbol.as_ref().map(|s| s.offset);
+            frame.srcline = sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line));
+        }
+        self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self
             .unknown
             .iter()

@@ -224,6 +224,13 @@ impl Profile {
         }
     }
 
+    /// Drop the interning tables (after frames were edited in place, they are stale; a
+    /// finished profile interns nothing more).
+    pub fn forget_interning(&mut self) {
+        self.frame_ids = HashMap::default();
+        self.stack_ids = HashMap::default();
+    }
+
     /// The function of a frame.
     pub fn func_of(&self, frame: FrameId) -> &Func {
         &self.funcs[self.frames[frame as usize].func as usize]

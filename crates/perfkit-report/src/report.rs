@@ -6,7 +6,7 @@
 //! walk per distinct stack, not per sample (perf's children mode walks every sample's chain,
 //! which is why it is seven times slower than its self mode).
 
-use crate::{FrameId, Profile, Sample, StackId};
+use crate::{FrameId, FuncId, Profile, Sample, StackId};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
@@ -230,6 +230,12 @@ type Agg = HashMap<AggKey, (u64, u64)>;
 /// Build the sections of a report: one per event that has samples.
 pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     let mut sections = Vec::new();
+    let patterns: &[String] = if opts.sort.contains(&SortKey::Parent) {
+        &opts.parent_pattern
+    } else {
+        &[]
+    };
+    let mut ids = Ids::new(p, patterns);
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
@@ -260,35 +266,32 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             continue;
         }
         let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
-        let mut rows: HashMap<Vec<String>, Row> = HashMap::default();
-        let mut seen: Vec<Vec<String>> = Vec::new();
+        // Rows are keyed by interned ids; their text is formatted once, at the end.
+        let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
+        let mut seen: Vec<RowKey> = Vec::new();
+        let mut frames: Vec<FrameId> = Vec::new();
         for (ai, &((thread, stack, cpu, name_idx), (period, n))) in agg.iter().enumerate() {
             let t = &p.threads[thread as usize];
             let comm = t
                 .names
                 .get(name_idx as usize)
                 .map_or("[unknown]", |(_, n)| n.as_str());
-            let frames: Vec<FrameId> = p.stack_frames(stack).collect();
-            let parent = parent_of(p, &frames, &opts.parent_pattern);
-            let key_of = |f: Option<FrameId>| -> Vec<String> {
-                opts.sort
-                    .iter()
-                    .map(|k| format_key(p, *k, f, comm, t.pid, t.tid, cpu, parent.as_deref()))
-                    .collect()
+            let comm_id = ids.comm(comm);
+            frames.clear();
+            frames.extend(p.stack_frames(stack));
+            let parent = ids.parent_of(p, &frames);
+            let seed = |f: Option<FrameId>| Seed {
+                frame: f,
+                thread,
+                name_idx,
+                cpu,
+                parent,
             };
             let leaf = frames.first().copied();
-            let leaf_key = key_of(leaf);
-            let new_row = |keys: &Vec<String>, frame| Row {
-                keys: keys.clone(),
-                children: 0,
-                self_: 0,
-                samples: 0,
-                frame,
-                contrib: Vec::new(),
-            };
-            let r = rows
-                .entry(leaf_key.clone())
-                .or_insert_with(|| new_row(&leaf_key, leaf));
+            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent);
+            let (r, _) = rows
+                .entry(leaf_key)
+                .or_insert_with(|| (Row::new(leaf), seed(leaf)));
             r.self_ += period;
             r.samples += n;
             if !opts.children {
@@ -296,13 +299,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             } else {
                 seen.clear();
                 for (depth, &f) in frames.iter().enumerate() {
-                    let k = key_of(Some(f));
+                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
                     if seen.contains(&k) {
                         continue;
                     }
-                    let r = rows
-                        .entry(k.clone())
-                        .or_insert_with(|| new_row(&k, Some(f)));
+                    let (r, _) = rows
+                        .entry(k)
+                        .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
                     r.children += period;
                     r.contrib
                         .push((ai as u32, depth.min(u16::MAX as usize) as u16));
@@ -310,6 +313,23 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 }
             }
         }
+        let rows: HashMap<RowKey, Row> = rows
+            .into_iter()
+            .map(|(k, (mut row, seed))| {
+                let t = &p.threads[seed.thread as usize];
+                let comm = t
+                    .names
+                    .get(seed.name_idx as usize)
+                    .map_or("[unknown]", |(_, n)| n.as_str());
+                let parent = seed.parent.map(|f| p.funcs[f as usize].name.as_str());
+                row.keys = opts
+                    .sort
+                    .iter()
+                    .map(|k| format_key(p, *k, seed.frame, comm, t.pid, t.tid, seed.cpu, parent))
+                    .collect();
+                (k, row)
+            })
+            .collect();
         let mut rows: Vec<Row> = rows.into_values().collect();
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         rows.sort_by(|a, b| weight(b).cmp(&weight(a)).then_with(|| a.keys.cmp(&b.keys)));
@@ -349,17 +369,126 @@ fn section_pct(total: u64, v: u64) -> f64 {
     }
 }
 
-fn parent_of(p: &Profile, frames: &[FrameId], patterns: &[String]) -> Option<String> {
-    frames.iter().skip(1).find_map(|&f| {
-        let name = &p.func_of(f).name;
-        patterns
+/// A row's identity: one interned id per sort key (unused slots zero).
+type RowKey = [u64; 9];
+
+/// What a row's text is formatted from.
+#[derive(Clone, Copy)]
+struct Seed {
+    frame: Option<FrameId>,
+    thread: u32,
+    name_idx: u64,
+    cpu: Option<u32>,
+    parent: Option<FuncId>,
+}
+
+impl Row {
+    fn new(frame: Option<FrameId>) -> Row {
+        Row {
+            keys: Vec::new(),
+            children: 0,
+            self_: 0,
+            samples: 0,
+            frame,
+            contrib: Vec::new(),
+        }
+    }
+}
+
+/// Interned ids for the sort keys.
+struct Ids<'p> {
+    comms: HashMap<&'p str, u64>,
+    dso_of_func: Vec<u64>,
+    srclines: HashMap<(&'p str, u32), u64>,
+    parent_match: Vec<Option<bool>>,
+    patterns: &'p [String],
+}
+
+impl<'p> Ids<'p> {
+    fn new(p: &'p Profile, patterns: &'p [String]) -> Ids<'p> {
+        let mut dsos: HashMap<&str, u64> = HashMap::default();
+        let dso_of_func = p
+            .funcs
             .iter()
-            .any(|pat| match pat.strip_prefix('^') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name.contains(pat.as_str()),
+            .map(|f| {
+                let n = dsos.len() as u64;
+                *dsos.entry(f.dso.as_str()).or_insert(n)
             })
-            .then(|| name.clone())
-    })
+            .collect();
+        Ids {
+            comms: HashMap::default(),
+            dso_of_func,
+            srclines: HashMap::default(),
+            parent_match: vec![None; p.funcs.len()],
+            patterns,
+        }
+    }
+
+    fn comm(&mut self, name: &'p str) -> u64 {
+        let n = self.comms.len() as u64;
+        *self.comms.entry(name).or_insert(n)
+    }
+
+    /// The first caller (not the leaf) whose name matches the parent pattern.
+    fn parent_of(&mut self, p: &Profile, frames: &[FrameId]) -> Option<FuncId> {
+        if self.patterns.is_empty() {
+            return None;
+        }
+        frames.iter().skip(1).find_map(|&f| {
+            let func = p.frames[f as usize].func;
+            let hit = *self.parent_match[func as usize].get_or_insert_with(|| {
+                let name = &p.funcs[func as usize].name;
+                self.patterns.iter().any(|pat| match pat.strip_prefix('^') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => name.contains(pat.as_str()),
+                })
+            });
+            hit.then_some(func)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn key(
+        &mut self,
+        p: &'p Profile,
+        sort: &[SortKey],
+        frame: Option<FrameId>,
+        comm: u64,
+        t: &crate::Thread,
+        cpu: Option<u32>,
+        parent: Option<FuncId>,
+    ) -> RowKey {
+        let mut key = [0u64; 9];
+        let func = frame.map(|f| p.frames[f as usize].func);
+        for (slot, k) in key.iter_mut().zip(sort) {
+            *slot = match k {
+                SortKey::Comm => comm,
+                SortKey::Pid => t.pid as u32 as u64,
+                SortKey::Tid => t.tid as u32 as u64,
+                SortKey::Dso => func.map_or(u64::MAX, |f| self.dso_of_func[f as usize]),
+                SortKey::Sym => match (frame, func) {
+                    // Unknown symbols are told apart by address, as perf does.
+                    (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
+                        (1 << 63) | p.frames[fr as usize].addr
+                    }
+                    (_, Some(f)) => u64::from(f),
+                    _ => u64::MAX,
+                },
+                SortKey::Symoff => frame.map_or(u64::MAX, u64::from),
+                SortKey::Cpu => cpu.map_or(u64::MAX, u64::from),
+                SortKey::Srcline => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
+                {
+                    Some((file, line)) => {
+                        let n = self.srclines.len() as u64;
+                        *self.srclines.entry((file.as_str(), *line)).or_insert(n)
+                    }
+                    None => (1 << 63) | frame.map_or(0, u64::from),
+                },
+                SortKey::Parent => parent.map_or(u64::MAX, u64::from),
+            };
+        }
+        key
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

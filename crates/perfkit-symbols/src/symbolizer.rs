@@ -132,6 +132,7 @@ pub struct Symbolizer {
     /// path -> (build id, slot index) for each build id seen with that path.
     index: FxMap<String, Vec<BuildIdSlot>>,
     kernel: KernelState,
+    kernel_prefetch: Option<std::thread::JoinHandle<Result<Kallsyms, crate::Error>>>,
     kernel_dso: Arc<str>,
     module_dsos: HashMap<Arc<str>, Arc<str>>,
     unknown_dso: Arc<str>,
@@ -157,6 +158,7 @@ impl Symbolizer {
             slots: Vec::new(),
             index: FxMap::default(),
             kernel: KernelState::NotLoaded,
+            kernel_prefetch: None,
             kernel_dso: Arc::from("[kernel.kallsyms]"),
             module_dsos: HashMap::new(),
             unknown_dso: Arc::from("[unknown]"),
@@ -275,11 +277,25 @@ impl Symbolizer {
         }
     }
 
+    /// Start reading and parsing the kernel symbol table on another thread, so it is
+    /// ready when the first kernel address comes (reading `/proc/kallsyms` costs tens of
+    /// milliseconds of kernel time; a report can overlap it with parsing its file).
+    pub fn prefetch_kernel(&mut self) {
+        if matches!(self.kernel, KernelState::NotLoaded) && self.kernel_prefetch.is_none() {
+            let path = self.opts.kallsyms.clone();
+            self.kernel_prefetch = Some(std::thread::spawn(move || Kallsyms::from_file(&path)));
+        }
+    }
+
     fn load_kernel(&mut self) {
         if !matches!(self.kernel, KernelState::NotLoaded) {
             return;
         }
-        self.kernel = match Kallsyms::from_file(&self.opts.kallsyms) {
+        let loaded = match self.kernel_prefetch.take().map(|h| h.join()) {
+            Some(Ok(result)) => result,
+            _ => Kallsyms::from_file(&self.opts.kallsyms),
+        };
+        self.kernel = match loaded {
             Ok(k) if k.hidden() => {
                 self.diagnostics.push(crate::kallsyms::kernel_hidden_hint());
                 KernelState::Hidden
