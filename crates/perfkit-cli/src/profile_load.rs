@@ -411,18 +411,28 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         }),
         ..Diagnostics::default()
     };
-    // One round at a time: collect parsed records, sort by time (stable), feed.
-    let mut round: Vec<(u64, usize, ParsedRecord<'_>)> = Vec::new();
+    // One round at a time: collect (time, record offset) — 16 bytes a record, whatever
+    // its size — sort by time (stable), then parse again and feed. Buffering parsed
+    // records instead would cost hundreds of bytes a record for a whole round.
+    let mut round: Vec<(u64, usize)> = Vec::new();
     let mut last_time = 0u64;
     let mut chain = Vec::new();
     let total = file.data.len().max(1);
     let show = opts.progress && std::io::stderr().is_terminal() && total > 16 << 20;
     let mut shown = 0;
     let mut skipped: std::collections::BTreeMap<u32, u64> = Default::default();
-    let mut flush = |round: &mut Vec<(u64, usize, ParsedRecord<'_>)>, b: &mut Builder| {
+    let bytes = &file.bytes;
+    let mut flush = |round: &mut Vec<(u64, usize)>, b: &mut Builder| {
         round.sort_by_key(|r| r.0);
-        for (_, i, rec) in round.iter() {
-            feed(b, *i, rec, &mut chain);
+        for &(_, off) in round.iter() {
+            let (Ok(w0), Ok(w1)) = (u32_at(bytes, off), u32_at(bytes, off + 4)) else {
+                continue;
+            };
+            let size = (w1 >> 16) as usize;
+            let body = &bytes[off + 8..off + size];
+            if let Ok((i, rec)) = parser.parse(w0, (w1 & 0xffff) as u16, body) {
+                feed(b, i, &rec, &mut chain);
+            }
         }
         round.clear();
     };
@@ -443,12 +453,12 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
                 *skipped.entry(type_).or_default() += 1;
             }
         } else {
-            let (i, rec) = parser
+            let (_, rec) = parser
                 .parse(type_, misc, body)
                 .map_err(|e| anyhow!("record at byte {off}: {e}"))?;
             let t = rec.time().unwrap_or(last_time);
             last_time = t;
-            round.push((t, i, rec));
+            round.push((t, off));
         }
         if show && off * 100 / total >= shown + 5 {
             shown = off * 100 / total;

@@ -30,92 +30,129 @@ pub struct Kallsyms {
     hidden: bool,
 }
 
-/// Size given to the last symbol of the table (kallsyms has no sizes; perf does the same).
-const LAST_SYMBOL_SIZE: u64 = 4096;
+/// The table being built from kallsyms lines.
+#[derive(Default)]
+struct Parse {
+    symbols: Vec<(u8, KernelSymbol)>,
+    modules: std::collections::HashMap<String, Arc<str>>,
+    any_nonzero: bool,
+    total: usize,
+}
 
-impl Kallsyms {
-    /// Read and parse a kallsyms file.
-    pub fn from_file(path: &Path) -> Result<Kallsyms, Error> {
-        let text = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        Ok(Kallsyms::parse(
-            &String::from_utf8_lossy(&text),
-            &path.display().to_string(),
-        )?)
+impl Parse {
+    fn line(&mut self, line: &str, number: usize, source: &str) -> Result<(), ParseError> {
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        let err = |message: &str| ParseError {
+            source: source.to_owned(),
+            line: number,
+            message: format!("{message}: {:?}", line.trim_end()),
+        };
+        let mut fields = line.split_whitespace();
+        let addr = fields
+            .next()
+            .and_then(parse_hex)
+            .ok_or_else(|| err("bad address"))?;
+        let ty = fields
+            .next()
+            .filter(|t| t.len() == 1)
+            .and_then(|t| t.chars().next())
+            .ok_or_else(|| err("bad symbol type"))?;
+        let name = fields.next().ok_or_else(|| err("missing symbol name"))?;
+        let module = match fields.next() {
+            Some(m) => Some(
+                m.strip_prefix('[')
+                    .and_then(|m| m.strip_suffix(']'))
+                    .ok_or_else(|| err("bad module field"))?,
+            ),
+            None => None,
+        };
+        self.total += 1;
+        self.any_nonzero |= addr != 0;
+        if !matches!(ty, 't' | 'T' | 'w' | 'W') {
+            return Ok(());
+        }
+        let rank = match ty {
+            'T' => 0u8,
+            'W' => 1,
+            't' => 2,
+            _ => 3,
+        };
+        let module = module.map(|m| {
+            self.modules
+                .entry(m.to_string())
+                .or_insert_with(|| Arc::from(m))
+                .clone()
+        });
+        self.symbols.push((
+            rank,
+            KernelSymbol {
+                start: addr,
+                size: 0,
+                name: Arc::from(name),
+                module,
+            },
+        ));
+        Ok(())
     }
 
-    /// Parse kallsyms text: lines `ADDRESS TYPE NAME [\t[MODULE]]`.
-    pub fn parse(text: &str, source: &str) -> Result<Kallsyms, ParseError> {
-        let mut symbols = Vec::new();
-        let mut any_nonzero = false;
-        let mut total = 0usize;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let err = |message: &str| ParseError {
-                source: source.to_owned(),
-                line: i + 1,
-                message: format!("{message}: {line:?}"),
-            };
-            let mut fields = line.split_whitespace();
-            let addr = fields
-                .next()
-                .and_then(parse_hex)
-                .ok_or_else(|| err("bad address"))?;
-            let ty = fields
-                .next()
-                .filter(|t| t.len() == 1)
-                .and_then(|t| t.chars().next())
-                .ok_or_else(|| err("bad symbol type"))?;
-            let name = fields.next().ok_or_else(|| err("missing symbol name"))?;
-            let module = match fields.next() {
-                Some(m) => Some(
-                    m.strip_prefix('[')
-                        .and_then(|m| m.strip_suffix(']'))
-                        .ok_or_else(|| err("bad module field"))?,
-                ),
-                None => None,
-            };
-            total += 1;
-            any_nonzero |= addr != 0;
-            if !matches!(ty, 't' | 'T' | 'w' | 'W') {
-                continue;
-            }
-            let rank = match ty {
-                'T' => 0u8,
-                'W' => 1,
-                't' => 2,
-                _ => 3,
-            };
-            symbols.push((
-                rank,
-                KernelSymbol {
-                    start: addr,
-                    size: 0,
-                    name: Arc::from(name),
-                    module: module.map(Arc::from),
-                },
-            ));
-        }
-        let hidden = total > 0 && !any_nonzero;
+    fn finish(mut self) -> Kallsyms {
+        let hidden = self.total > 0 && !self.any_nonzero;
         if hidden {
-            symbols.clear();
+            self.symbols.clear();
         }
         // Aliases share an address (`_text`/`startup_64`): keep one, preferring global
         // functions, then the first listed.
-        symbols.sort_by_key(|(rank, s)| (s.start, *rank));
-        symbols.dedup_by_key(|(_, s)| s.start);
-        let mut symbols: Vec<KernelSymbol> = symbols.into_iter().map(|(_, s)| s).collect();
+        self.symbols.sort_by_key(|(rank, s)| (s.start, *rank));
+        self.symbols.dedup_by_key(|(_, s)| s.start);
+        let mut symbols: Vec<KernelSymbol> = self.symbols.into_iter().map(|(_, s)| s).collect();
         for i in 0..symbols.len() {
             symbols[i].size = match symbols.get(i + 1) {
                 Some(next) => next.start - symbols[i].start,
                 None => LAST_SYMBOL_SIZE,
             };
         }
-        Ok(Kallsyms { symbols, hidden })
+        Kallsyms { symbols, hidden }
+    }
+}
+
+/// Size given to the last symbol of the table (kallsyms has no sizes; perf does the same).
+const LAST_SYMBOL_SIZE: u64 = 4096;
+
+impl Kallsyms {
+    /// Read and parse a kallsyms file, line by line (`/proc/kallsyms` is several
+    /// megabytes of text; it is never held whole).
+    pub fn from_file(path: &Path) -> Result<Kallsyms, Error> {
+        use std::io::BufRead;
+        let io_err = |source| Error::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let source = path.display().to_string();
+        let mut p = Parse::default();
+        let mut line = Vec::new();
+        let mut n = 0;
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+                break;
+            }
+            n += 1;
+            p.line(&String::from_utf8_lossy(&line), n, &source)?;
+        }
+        Ok(p.finish())
+    }
+
+    /// Parse kallsyms text: lines `ADDRESS TYPE NAME [\t[MODULE]]`.
+    pub fn parse(text: &str, source: &str) -> Result<Kallsyms, ParseError> {
+        let mut p = Parse::default();
+        for (i, line) in text.lines().enumerate() {
+            p.line(line, i + 1, source)?;
+        }
+        Ok(p.finish())
     }
 
     /// Are the addresses hidden (all zero)?
