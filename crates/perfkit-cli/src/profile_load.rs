@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use perfkit::sys::{self, perf_event_attr};
 use perfkit_records::{Endian, MultiParser, ParsedRecord, Record};
-use perfkit_report::build::{Builder, Input};
+use perfkit_report::build::{Builder, Input, UserStack};
 use perfkit_report::{EventDesc, Profile};
 use perfkit_symbols::{Mapping, Options};
 use std::io::{IsTerminal, Write};
@@ -293,7 +293,13 @@ fn walk<'f>(
     Ok(())
 }
 
-fn feed(b: &mut Builder, attr_index: usize, rec: &ParsedRecord<'_>, chain: &mut Vec<u64>) {
+fn feed(
+    b: &mut Builder,
+    attr_index: usize,
+    rec: &ParsedRecord<'_>,
+    chain: &mut Vec<u64>,
+    regs: &mut Vec<u64>,
+) {
     let time = rec.time().unwrap_or(0);
     let (pid, tid) = (
         rec.sample_id.pid.unwrap_or(-1),
@@ -305,6 +311,19 @@ fn feed(b: &mut Builder, attr_index: usize, rec: &ParsedRecord<'_>, chain: &mut 
             if let Some(c) = &s.callchain {
                 chain.extend(c.iter());
             }
+            regs.clear();
+            let user = match (&s.regs_user, &s.stack_user) {
+                (Some(r), Some(st)) => {
+                    regs.extend(r.iter().map(|(_, v)| v));
+                    Some(UserStack {
+                        abi: r.abi,
+                        mask: r.mask(),
+                        regs,
+                        stack: st.valid(),
+                    })
+                }
+                _ => None,
+            };
             b.push(Input::Sample {
                 event: attr_index as u32,
                 pid: s.pid.unwrap_or(-1),
@@ -315,6 +334,7 @@ fn feed(b: &mut Builder, attr_index: usize, rec: &ParsedRecord<'_>, chain: &mut 
                 ip: s.ip.unwrap_or(0),
                 kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
                 callchain: chain,
+                user,
             });
         }
         Record::Mmap(m) if !m.data => b.push(Input::Mmap {
@@ -417,6 +437,7 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
     let mut round: Vec<(u64, usize)> = Vec::new();
     let mut last_time = 0u64;
     let mut chain = Vec::new();
+    let mut regs = Vec::new();
     let total = file.data.len().max(1);
     let show = opts.progress && std::io::stderr().is_terminal() && total > 16 << 20;
     let mut shown = 0;
@@ -431,7 +452,7 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
             let size = (w1 >> 16) as usize;
             let body = &bytes[off + 8..off + size];
             if let Ok((i, rec)) = parser.parse(w0, (w1 & 0xffff) as u16, body) {
-                feed(b, i, &rec, &mut chain);
+                feed(b, i, &rec, &mut chain, &mut regs);
             }
         }
         round.clear();

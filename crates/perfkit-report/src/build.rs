@@ -32,6 +32,8 @@ pub enum Input<'a> {
         kernel: bool,
         /// The callchain as recorded, context markers included (empty if none).
         callchain: &'a [u64],
+        /// User registers and stack copy (`--call-graph dwarf`), unwound here.
+        user: Option<UserStack<'a>>,
     },
     /// `PERF_RECORD_MMAP` / `MMAP2` (executable mappings only are needed).
     Mmap {
@@ -93,6 +95,19 @@ pub enum Input<'a> {
     },
 }
 
+/// A sample's `PERF_SAMPLE_REGS_USER` and `PERF_SAMPLE_STACK_USER`.
+#[derive(Clone, Copy, Debug)]
+pub struct UserStack<'a> {
+    /// `PERF_SAMPLE_REGS_ABI_*`.
+    pub abi: u64,
+    /// `attr.sample_regs_user`.
+    pub mask: u64,
+    /// Register values in mask order.
+    pub regs: &'a [u64],
+    /// The valid part of the stack copy (cut to `dyn_size`).
+    pub stack: &'a [u8],
+}
+
 /// Turns [`Input`]s into a [`Profile`].
 pub struct Builder {
     profile: Profile,
@@ -106,6 +121,7 @@ pub struct Builder {
     /// another thread meanwhile) is ready.
     pending_kernel: Vec<u32>,
     pending_func: Option<u32>,
+    unwinder: Option<perfkit_symbols::unwind::Unwinder>,
 }
 
 impl Builder {
@@ -123,6 +139,7 @@ impl Builder {
             chain: Vec::new(),
             pending_kernel: Vec::new(),
             pending_func: None,
+            unwinder: None,
         }
     }
 
@@ -218,11 +235,31 @@ impl Builder {
                 ip,
                 kernel,
                 callchain,
+                user,
             } => {
                 let thread = self.thread(pid, tid, time);
                 let mut chain = std::mem::take(&mut self.chain);
                 chain.clear();
-                if callchain.is_empty() {
+                if let Some(u) = user.filter(|u| !u.stack.is_empty() && u.abi != 0) {
+                    // dwarf mode: the kernel's part of the chain, then the user stack
+                    // unwound from the registers and stack copy.
+                    let mut in_kernel = kernel;
+                    for &addr in callchain {
+                        if addr >= sys::PERF_CONTEXT_MAX {
+                            in_kernel = matches!(
+                                addr,
+                                sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
+                            );
+                            continue;
+                        }
+                        if in_kernel {
+                            chain.push(self.frame(pid, addr, true));
+                        }
+                    }
+                    for addr in self.unwind(pid, &u) {
+                        chain.push(self.frame(pid, addr, false));
+                    }
+                } else if callchain.is_empty() {
                     chain.push(self.frame(pid, ip, kernel));
                 } else {
                     let mut in_kernel = kernel;
@@ -252,6 +289,35 @@ impl Builder {
                 });
             }
         }
+    }
+
+    /// Unwind a dwarf-mode sample's user stack; counts incomplete walks.
+    fn unwind(&mut self, pid: i32, u: &UserStack<'_>) -> Vec<u64> {
+        let Some(arch) = perfkit_symbols::unwind::Arch::native() else {
+            return Vec::new();
+        };
+        let empty = ProcessMaps::new();
+        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let regs = perfkit_symbols::unwind::UserRegs {
+            abi: u.abi,
+            mask: u.mask,
+            values: u.regs,
+        };
+        let out = self
+            .unwinder
+            .get_or_insert_with(perfkit_symbols::unwind::Unwinder::new)
+            .unwind(
+                &mut self.symbolizer,
+                arch,
+                pid.max(0) as u32,
+                maps,
+                &regs,
+                u.stack,
+            );
+        if !out.is_complete() {
+            self.profile.incomplete_stacks += 1;
+        }
+        out.frames
     }
 
     fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
@@ -410,6 +476,7 @@ mod tests {
                 ip,
                 kernel: false,
                 callchain: &chain,
+                user: None,
             });
         }
         b.push(Input::Lost { count: 4 });
