@@ -1,0 +1,290 @@
+//! Feature sections (perf's header.c `write_*`/`process_*` pairs): the ones with meaning are
+//! parsed into [`Features`], the others kept as raw bytes.
+
+use crate::feature as f;
+use perfkit_records::Endian;
+
+/// A bounds-checked reader over a feature section.
+pub(crate) struct Cursor<'a> {
+    b: &'a [u8],
+    pos: usize,
+    e: Endian,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(b: &'a [u8], e: Endian) -> Self {
+        Cursor { b, pos: 0, e }
+    }
+    pub(crate) fn u32(&mut self) -> Option<u32> {
+        let s = self.b.get(self.pos..self.pos + 4)?;
+        self.pos += 4;
+        let a: [u8; 4] = s.try_into().ok()?;
+        Some(match self.e {
+            Endian::Little => u32::from_le_bytes(a),
+            Endian::Big => u32::from_be_bytes(a),
+        })
+    }
+    pub(crate) fn u64(&mut self) -> Option<u64> {
+        let s = self.b.get(self.pos..self.pos + 8)?;
+        self.pos += 8;
+        let a: [u8; 8] = s.try_into().ok()?;
+        Some(match self.e {
+            Endian::Little => u64::from_le_bytes(a),
+            Endian::Big => u64::from_be_bytes(a),
+        })
+    }
+    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+    /// perf's string: u32 length (padding included), NUL-padded bytes.
+    pub(crate) fn string(&mut self) -> Option<String> {
+        let len = self.u32()? as usize;
+        let s = self.bytes(len)?;
+        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+        Some(String::from_utf8_lossy(&s[..end]).into_owned())
+    }
+    pub(crate) fn strings(&mut self) -> Option<Vec<String>> {
+        let n = self.u32()? as usize;
+        // Each string takes at least 4 bytes: a bound on what the section can hold.
+        if n > self.b.len() / 4 {
+            return None;
+        }
+        (0..n).map(|_| self.string()).collect()
+    }
+    pub(crate) fn remaining(&self) -> usize {
+        self.b.len().saturating_sub(self.pos)
+    }
+}
+
+/// One `HEADER_BUILD_ID` entry: a file and its build id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildIdEntry {
+    /// Process id (-1 for the kernel).
+    pub pid: i32,
+    /// cpumode bits of the header misc.
+    pub misc: u16,
+    /// The build id (up to 20 bytes).
+    pub build_id: Vec<u8>,
+    /// The file.
+    pub filename: String,
+}
+
+/// `HEADER_CPU_TOPOLOGY`: sibling lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuTopology {
+    /// CPU lists of each core's siblings (package level).
+    pub core_siblings: Vec<String>,
+    /// CPU lists of each thread's siblings (core level).
+    pub thread_siblings: Vec<String>,
+}
+
+/// `HEADER_COMPRESSED`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompressedInfo {
+    /// Format version.
+    pub version: u32,
+    /// 1 = zstd.
+    pub kind: u32,
+    /// Compression level.
+    pub level: u32,
+    /// Compression ratio.
+    pub ratio: u32,
+    /// The ring buffer size the data was compressed from (bounds a decompressed chunk).
+    pub mmap_len: u32,
+}
+
+/// The feature sections of a file.
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    /// `HEADER_HOSTNAME`
+    pub hostname: Option<String>,
+    /// `HEADER_OSRELEASE`
+    pub osrelease: Option<String>,
+    /// `HEADER_VERSION`: the tool that wrote the file.
+    pub version: Option<String>,
+    /// `HEADER_ARCH`
+    pub arch: Option<String>,
+    /// `HEADER_NRCPUS`: (online, available).
+    pub nrcpus: Option<(u32, u32)>,
+    /// `HEADER_CPUDESC`
+    pub cpudesc: Option<String>,
+    /// `HEADER_CPUID`
+    pub cpuid: Option<String>,
+    /// `HEADER_TOTAL_MEM` in kB.
+    pub total_mem_kb: Option<u64>,
+    /// `HEADER_CMDLINE`
+    pub cmdline: Vec<String>,
+    /// `HEADER_EVENT_DESC`: (name, ids) per event, in attr order.
+    pub event_desc: Vec<(String, Vec<u64>)>,
+    /// `HEADER_BUILD_ID`
+    pub build_ids: Vec<BuildIdEntry>,
+    /// `HEADER_SAMPLE_TIME`: first and last sample time.
+    pub sample_time: Option<(u64, u64)>,
+    /// `HEADER_CPU_TOPOLOGY`
+    pub cpu_topology: Option<CpuTopology>,
+    /// `HEADER_NUMA_TOPOLOGY`: (node, total kB, free kB, cpu list).
+    pub numa: Vec<(u32, u64, u64, String)>,
+    /// `HEADER_PMU_MAPPINGS`: (type, name).
+    pub pmu_mappings: Vec<(u32, String)>,
+    /// `HEADER_GROUP_DESC`: (name, leader index, number of members).
+    pub group_desc: Vec<(String, u32, u32)>,
+    /// `HEADER_CLOCKID`: the clock of timestamps.
+    pub clockid: Option<u64>,
+    /// `HEADER_CLOCK_DATA`: (version, clockid, wall-clock ns, perf clock ns).
+    pub clock_data: Option<(u32, u32, u64, u64)>,
+    /// `HEADER_COMPRESSED`
+    pub compressed: Option<CompressedInfo>,
+    /// `HEADER_TRACING_DATA` (tracepoint formats), raw.
+    pub tracing_data: Option<Vec<u8>>,
+    /// Every other section, raw: (feature bit, bytes).
+    pub raw: Vec<(usize, Vec<u8>)>,
+    /// Sections that did not parse: (feature bit, reason). The rest of the file is read.
+    pub unparsed: Vec<(usize, String)>,
+}
+
+impl Features {
+    /// Parse one section. Malformed sections are recorded in `unparsed`, never fatal.
+    pub(crate) fn add(&mut self, bit: usize, b: &[u8], e: Endian) {
+        let mut c = Cursor::new(b, e);
+        let ok = match bit {
+            f::HOSTNAME => c.string().map(|s| self.hostname = Some(s)),
+            f::OSRELEASE => c.string().map(|s| self.osrelease = Some(s)),
+            f::VERSION => c.string().map(|s| self.version = Some(s)),
+            f::ARCH => c.string().map(|s| self.arch = Some(s)),
+            f::CPUDESC => c.string().map(|s| self.cpudesc = Some(s)),
+            f::CPUID => c.string().map(|s| self.cpuid = Some(s)),
+            f::NRCPUS => (|| {
+                self.nrcpus = Some((c.u32()?, c.u32()?));
+                Some(())
+            })(),
+            f::TOTAL_MEM => c.u64().map(|v| self.total_mem_kb = Some(v)),
+            f::CMDLINE => c.strings().map(|v| self.cmdline = v),
+            f::EVENT_DESC => self.event_desc(&mut c),
+            f::BUILD_ID => self.build_id(b, e),
+            f::SAMPLE_TIME => (|| {
+                self.sample_time = Some((c.u64()?, c.u64()?));
+                Some(())
+            })(),
+            f::CPU_TOPOLOGY => (|| {
+                let core_siblings = c.strings()?;
+                let thread_siblings = c.strings()?;
+                self.cpu_topology = Some(CpuTopology {
+                    core_siblings,
+                    thread_siblings,
+                });
+                Some(())
+            })(),
+            f::NUMA_TOPOLOGY => (|| {
+                let n = c.u32()? as usize;
+                for _ in 0..n.min(b.len() / 24) {
+                    let node = c.u32()?;
+                    let (total, free) = (c.u64()?, c.u64()?);
+                    self.numa.push((node, total, free, c.string()?));
+                }
+                Some(())
+            })(),
+            f::PMU_MAPPINGS => (|| {
+                let n = c.u32()? as usize;
+                for _ in 0..n.min(b.len() / 8) {
+                    let ty = c.u32()?;
+                    self.pmu_mappings.push((ty, c.string()?));
+                }
+                Some(())
+            })(),
+            f::GROUP_DESC => (|| {
+                let n = c.u32()? as usize;
+                for _ in 0..n.min(b.len() / 12) {
+                    let name = c.string()?;
+                    let (leader, nr) = (c.u32()?, c.u32()?);
+                    self.group_desc.push((name, leader, nr));
+                }
+                Some(())
+            })(),
+            f::CLOCKID => c.u64().map(|v| self.clockid = Some(v)),
+            f::CLOCK_DATA => (|| {
+                let v = c.u32()?;
+                let id = c.u32()?;
+                self.clock_data = Some((v, id, c.u64()?, c.u64()?));
+                Some(())
+            })(),
+            f::COMPRESSED => (|| {
+                self.compressed = Some(CompressedInfo {
+                    version: c.u32()?,
+                    kind: c.u32()?,
+                    level: c.u32()?,
+                    ratio: c.u32()?,
+                    mmap_len: c.u32()?,
+                });
+                Some(())
+            })(),
+            f::TRACING_DATA => {
+                self.tracing_data = Some(b.to_vec());
+                Some(())
+            }
+            _ => {
+                self.raw.push((bit, b.to_vec()));
+                Some(())
+            }
+        };
+        if ok.is_none() {
+            self.unparsed.push((
+                bit,
+                format!("section of {} bytes is truncated or malformed", b.len()),
+            ));
+        }
+    }
+
+    fn event_desc(&mut self, c: &mut Cursor<'_>) -> Option<()> {
+        let n = c.u32()? as usize;
+        let attr_size = c.u32()? as usize;
+        for _ in 0..n.min(c.remaining() / attr_size.max(1)) {
+            c.bytes(attr_size)?;
+            let nr_ids = c.u32()? as usize;
+            let name = c.string()?;
+            if nr_ids > c.remaining() / 8 {
+                return None;
+            }
+            let ids = (0..nr_ids).map(|_| c.u64()).collect::<Option<Vec<u64>>>()?;
+            self.event_desc.push((name, ids));
+        }
+        Some(())
+    }
+
+    /// `struct build_id_event { header; pid; build_id[24]; filename[] }` records.
+    fn build_id(&mut self, b: &[u8], e: Endian) -> Option<()> {
+        let mut off = 0;
+        while off + 8 <= b.len() {
+            let mut c = Cursor::new(&b[off..], e);
+            let _type = c.u32()?;
+            let misc_size = c.u32()?;
+            let (misc, size) = match e {
+                Endian::Little => ((misc_size & 0xffff) as u16, (misc_size >> 16) as usize),
+                Endian::Big => ((misc_size >> 16) as u16, (misc_size & 0xffff) as usize),
+            };
+            if size < 8 + 4 + 24 || off + size > b.len() {
+                return None;
+            }
+            let pid = c.u32()? as i32;
+            let id = c.bytes(24)?;
+            // perf 5.x+ stores the id's length in the byte after 20 bytes of id when
+            // PERF_RECORD_MISC_BUILD_ID_SIZE (1 << 15) is set.
+            let len = if misc & (1 << 15) != 0 {
+                usize::from(id[20]).min(20)
+            } else {
+                20
+            };
+            let name = c.bytes(size - 8 - 4 - 24)?;
+            let end = name.iter().position(|&x| x == 0).unwrap_or(name.len());
+            self.build_ids.push(BuildIdEntry {
+                pid,
+                misc,
+                build_id: id[..len].to_vec(),
+                filename: String::from_utf8_lossy(&name[..end]).into_owned(),
+            });
+            off += size;
+        }
+        Some(())
+    }
+}

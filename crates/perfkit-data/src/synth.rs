@@ -1,0 +1,1 @@
+//! Records perf synthesizes before the first sample.

@@ -1,0 +1,1 @@
+//! [`PerfDataWriter`]: perf.data files perf 6.1 opens.
