@@ -1,10 +1,36 @@
 //! [`PerfData`]: the reader.
+//!
+//! # Streaming
+//!
+//! Opening a file reads only its header, attrs (with ids) and feature sections, with
+//! positioned reads (`pread`) checked against the file's length before anything is
+//! allocated. The data section is then read front to back through one fixed 256 KiB
+//! buffer. Records are put in time order the way perf's `ordered_events` does it: kernel
+//! records with a timestamp are queued; at each `FINISHED_ROUND` the queue is flushed up
+//! to the largest timestamp seen before the *previous* round (a pass over the ring buffers
+//! can still hold older records from a CPU that was read late), and everything is flushed
+//! at the end. Records without a timestamp (time 0, such as perf's synthesized COMM/MMAP)
+//! and perf's own records go out at once. So memory is bounded by two rounds, not by the
+//! file; a file without rounds is flushed whole whenever the queue passes
+//! [`MAX_QUEUED_BYTES`].
+//!
+//! Pipe mode (`perf record -o -`) from a non-seekable stream is read once: the header
+//! records (HEADER_ATTR, HEADER_FEATURE, EVENT_UPDATE, TRACING_DATA, ...) up to the first
+//! kernel record are read at open, the rest when the records are walked.
+//!
+//! No `mmap` (and so no `memmap2`): a file being written or truncated under a mapping
+//! kills the reader with SIGBUS, and this crate forbids `unsafe`; a copy through a
+//! 256 KiB buffer costs little next to decoding.
 
 use crate::error::ReadError;
 use crate::features::{Cursor, Features};
-use perfkit_records::{Endian, MultiParser, ParsedRecord};
+use perfkit_records::{Endian, MultiParser, ParsedRecord, RawData};
 use perfkit_sys::{self as sys, perf_event_attr};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// One event of the file: its attr (in native form), the ids of its instances, its name.
 #[derive(Clone, Debug)]
@@ -30,7 +56,10 @@ pub enum Item<'a> {
         /// The record.
         record: ParsedRecord<'a>,
     },
-    /// One of perf's own records (type 64 and up), raw.
+    /// One of perf's own records (type 64 and up), raw. HEADER_ATTR and HEADER_FEATURE
+    /// (pipe mode) are not delivered: they are in [`PerfData::attrs`] and
+    /// [`PerfData::features`]; COMPRESSED records are delivered decompressed, as the
+    /// records they hold; FINISHED_ROUND is used for ordering, then delivered.
     User {
         /// `PERF_RECORD_*` type.
         type_: u32,
@@ -38,12 +67,61 @@ pub enum Item<'a> {
         misc: u16,
         /// The body after the 8-byte header.
         body: &'a [u8],
+        /// Bytes that follow the record outside its size: the trace of `AUXTRACE`, the
+        /// tracing data of `HEADER_TRACING_DATA` (empty when larger than
+        /// [`MAX_PAYLOAD`]).
+        payload: &'a [u8],
     },
 }
 
-/// A perf.data file, read into memory once; records are decoded on demand.
+/// Largest payload (after AUXTRACE or HEADER_TRACING_DATA records) handed to a callback;
+/// larger ones are skipped.
+pub const MAX_PAYLOAD: u64 = 64 << 20;
+
+/// Records queued for time ordering beyond this many bytes are flushed whatever their
+/// time (only files without FINISHED_ROUND records get there).
+pub const MAX_QUEUED_BYTES: usize = 256 << 20;
+
+enum Source {
+    Memory(Vec<u8>),
+    File(File, u64),
+    /// A non-seekable pipe-mode stream: the bytes read at open, then the rest (read once).
+    Stream {
+        prefix: Vec<u8>,
+        rest: Mutex<Option<Box<dyn Read + Send>>>,
+    },
+}
+
+impl Source {
+    /// `len` bytes at `off`, checked against the source's length before allocating.
+    fn read_at(&self, off: u64, len: u64, what: &str) -> Result<Vec<u8>, ReadError> {
+        let total = match self {
+            Source::Memory(b) => b.len() as u64,
+            Source::File(_, n) => *n,
+            Source::Stream { prefix, .. } => prefix.len() as u64,
+        };
+        let end = off.checked_add(len).filter(|&e| e <= total).ok_or_else(|| {
+            ReadError::at(
+                off,
+                format!("{what} ({len} bytes at {off}) runs past the end of the file ({total} bytes)"),
+            )
+        })?;
+        match self {
+            Source::Memory(b) => Ok(b[off as usize..end as usize].to_vec()),
+            Source::Stream { prefix, .. } => Ok(prefix[off as usize..end as usize].to_vec()),
+            Source::File(f, _) => {
+                let mut v = vec![0u8; len as usize];
+                f.read_exact_at(&mut v, off)
+                    .map_err(|e| ReadError::at(off, format!("reading {what}: {e}")))?;
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// A perf.data file: header, attrs and features read; records read when walked.
 pub struct PerfData {
-    bytes: Vec<u8>,
+    source: Source,
     /// Byte order of the file.
     pub endian: Endian,
     /// Pipe mode (`perf record -o -`).
@@ -52,13 +130,14 @@ pub struct PerfData {
     pub attrs: Vec<EventAttr>,
     /// The feature sections.
     pub features: Features,
-    data: std::ops::Range<usize>,
+    data: std::ops::Range<u64>,
     /// Things read but not understood (unknown feature bits, an unsupported compression).
     pub warnings: Vec<String>,
 }
 
 const HEADER_SIZE: usize = 104;
 const PIPE_HEADER_SIZE: usize = 16;
+const BUF_SIZE: usize = 256 << 10;
 
 fn rd32(b: &[u8], off: usize, e: Endian) -> Result<u32, ReadError> {
     Cursor::new(b.get(off..).unwrap_or(&[]), e)
@@ -119,68 +198,324 @@ pub(crate) fn attr_from(b: &[u8], e: Endian) -> perf_event_attr {
     a
 }
 
+
 /// Bytes of payload that follow some of perf's records outside their header size.
-fn trailing_payload(type_: u32, body: &[u8], e: Endian) -> usize {
+fn trailing_payload(type_: u32, body: &[u8], e: Endian) -> u64 {
     match type_ {
-        sys::PERF_RECORD_AUXTRACE => rd64(body, 0, e).unwrap_or(0) as usize,
+        sys::PERF_RECORD_AUXTRACE => rd64(body, 0, e).unwrap_or(0),
         sys::PERF_RECORD_HEADER_TRACING_DATA => {
-            (rd32(body, 0, e).unwrap_or(0) as usize).next_multiple_of(8)
+            u64::from(rd32(body, 0, e).unwrap_or(0)).next_multiple_of(8)
         }
         _ => 0,
     }
 }
 
-impl PerfData {
-    /// Read a file (`-` = standard input).
-    pub fn open(path: &Path) -> Result<PerfData, ReadError> {
-        let bytes = if path.as_os_str() == "-" {
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
-                .map_err(|e| ReadError::at(0, format!("reading standard input: {e}")))?;
-            v
-        } else {
-            std::fs::read(path).map_err(|e| ReadError::at(0, format!("cannot read: {e}")))?
+enum Input<'s> {
+    Slice(&'s [u8]),
+    File(&'s File),
+    Stream {
+        prefix: &'s [u8],
+        rest: Box<dyn Read + Send>,
+    },
+}
+
+/// Sequential reader of records through a fixed buffer.
+struct Feeder<'s> {
+    input: Input<'s>,
+    /// Absolute offset of the next byte to fetch.
+    next: u64,
+    /// Absolute end (`u64::MAX`: a stream, until end of file).
+    end: u64,
+    buf: Vec<u8>,
+    lo: usize,
+    hi: usize,
+    /// Absolute offset of `buf[0]`.
+    base: u64,
+    e: Endian,
+    /// Copy of every byte fetched (pipe header scan of a stream).
+    tee: Option<Vec<u8>>,
+}
+
+/// A record header as read by a [`Feeder`].
+#[derive(Clone, Copy)]
+struct Hdr {
+    off: u64,
+    type_: u32,
+    misc: u16,
+    size: usize,
+}
+
+impl<'s> Feeder<'s> {
+    fn new(input: Input<'s>, start: u64, end: u64, e: Endian) -> Self {
+        Feeder {
+            input,
+            next: start,
+            end,
+            buf: vec![0; BUF_SIZE],
+            lo: 0,
+            hi: 0,
+            base: start,
+            e,
+            tee: None,
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        self.base + self.lo as u64
+    }
+
+    fn fetch(&mut self) -> std::io::Result<usize> {
+        let room = self.buf.len() - self.hi;
+        let want = (room as u64).min(self.end.saturating_sub(self.next)) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let dst = &mut self.buf[self.hi..self.hi + want];
+        let n = match &mut self.input {
+            Input::Slice(s) => {
+                let src = usize::try_from(self.next)
+                    .ok()
+                    .and_then(|at| s.get(at..))
+                    .unwrap_or(&[]);
+                let n = src.len().min(want);
+                dst[..n].copy_from_slice(&src[..n]);
+                n
+            }
+            Input::File(f) => loop {
+                match f.read_at(dst, self.next) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    r => break r?,
+                }
+            },
+            Input::Stream { prefix, rest } => {
+                if let Some(p) = usize::try_from(self.next)
+                    .ok()
+                    .and_then(|at| prefix.get(at..))
+                    .filter(|p| !p.is_empty())
+                {
+                    let n = p.len().min(want);
+                    dst[..n].copy_from_slice(&p[..n]);
+                    n
+                } else {
+                    loop {
+                        match rest.read(dst) {
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            r => break r?,
+                        }
+                    }
+                }
+            }
         };
-        PerfData::from_bytes(bytes)
+        if let Some(t) = &mut self.tee {
+            t.extend_from_slice(&dst[..n]);
+        }
+        self.hi += n;
+        self.next += n as u64;
+        Ok(n)
+    }
+
+    /// Make `need` (at most the buffer size) bytes available; returns how many are.
+    fn ensure(&mut self, need: usize) -> Result<usize, ReadError> {
+        while self.hi - self.lo < need {
+            if self.buf.len() - self.lo < need {
+                self.buf.copy_within(self.lo..self.hi, 0);
+                self.base += self.lo as u64;
+                self.hi -= self.lo;
+                self.lo = 0;
+            }
+            let n = self.fetch().map_err(|e| {
+                ReadError::at(self.base + self.hi as u64, format!("read error: {e}"))
+            })?;
+            if n == 0 {
+                break;
+            }
+        }
+        Ok(self.hi - self.lo)
+    }
+
+    /// The next record's header; its bytes are then [`Self::bytes`] until [`Self::consume`].
+    fn peek(&mut self) -> Result<Option<Hdr>, ReadError> {
+        let avail = self.ensure(8)?;
+        let off = self.offset();
+        if avail == 0 {
+            return Ok(None);
+        }
+        if avail < 8 {
+            return Err(ReadError::at(
+                off,
+                format!("truncated record header ({avail} of 8 bytes): the file was cut short"),
+            ));
+        }
+        let b = &self.buf[self.lo..];
+        let (Ok(type_), Ok(w1)) = (rd32(b, 0, self.e), rd32(b, 4, self.e)) else {
+            return Err(ReadError::at(off, "truncated record header"));
+        };
+        let (misc, size) = split_misc_size(w1, self.e);
+        if size < 8 {
+            return Err(ReadError::at(
+                off,
+                format!("record of type {type_} has an impossible size {size}"),
+            ));
+        }
+        let avail = self.ensure(size)?;
+        if avail < size {
+            return Err(ReadError::at(
+                off,
+                format!(
+                    "record of type {type_} and {size} bytes runs past the end of the data ({avail} bytes left): it was cut short"
+                ),
+            ));
+        }
+        Ok(Some(Hdr {
+            off,
+            type_,
+            misc,
+            size,
+        }))
+    }
+
+    fn bytes(&self, size: usize) -> &[u8] {
+        &self.buf[self.lo..self.lo + size]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.lo += n;
+    }
+
+    /// Read (into `out`, if given) or skip `n` bytes.
+    fn payload(&mut self, n: u64, mut out: Option<&mut Vec<u8>>) -> Result<(), ReadError> {
+        let at = self.offset();
+        let mut left = n;
+        while left > 0 {
+            let avail = self.ensure(1)?;
+            if avail == 0 {
+                return Err(ReadError::at(
+                    at,
+                    format!("payload of {n} bytes runs past the end of the data"),
+                ));
+            }
+            let k = (avail as u64).min(left) as usize;
+            if let Some(o) = out.as_deref_mut() {
+                o.extend_from_slice(&self.buf[self.lo..self.lo + k]);
+            }
+            self.lo += k;
+            left -= k as u64;
+        }
+        Ok(())
+    }
+}
+
+fn detect_endian(magic: &[u8]) -> Result<Endian, ReadError> {
+    // The magic is the u64 "PERFILE2" written in the writer's byte order: these bytes in
+    // this order mean a little-endian writer, reversed a big-endian one.
+    match magic {
+        b"PERFILE2" => Ok(Endian::Little),
+        b"2ELIFREP" => Ok(Endian::Big),
+        b"PERFFILE" => Err(ReadError::at(
+            0,
+            "a perf.data file in the obsolete version-1 format",
+        )),
+        _ => Err(ReadError::at(
+            0,
+            format!(
+                "not a perf.data file (magic {:?})",
+                String::from_utf8_lossy(magic)
+            ),
+        )),
+    }
+}
+
+fn is_pipe_header_record(type_: u32) -> bool {
+    type_ >= sys::PERF_RECORD_USER_TYPE_START
+        && !matches!(
+            type_,
+            sys::PERF_RECORD_FINISHED_ROUND
+                | sys::PERF_RECORD_COMPRESSED
+                | sys::PERF_RECORD_COMPRESSED2
+                | sys::PERF_RECORD_FINISHED_INIT
+                | sys::PERF_RECORD_AUXTRACE
+        )
+}
+
+/// Largest prefix of header records read at open from a pipe-mode stream.
+const MAX_PIPE_PREFIX: u64 = 256 << 20;
+
+impl PerfData {
+    /// Open a file (`-` = standard input). Only the header, attrs and features are read
+    /// now; records are read by [`walk`](Self::walk) and [`for_each`](Self::for_each).
+    pub fn open(path: &Path) -> Result<PerfData, ReadError> {
+        if path.as_os_str() == "-" {
+            return PerfData::from_reader(Box::new(std::io::stdin()));
+        }
+        let file = File::open(path).map_err(|e| ReadError::at(0, format!("cannot open: {e}")))?;
+        let len = file
+            .metadata()
+            .map_err(|e| ReadError::at(0, format!("cannot stat: {e}")))?
+            .len();
+        PerfData::from_source(Source::File(file, len))
     }
 
     /// Parse the header, attrs and features of a file held in memory.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<PerfData, ReadError> {
-        let magic = bytes
+        PerfData::from_source(Source::Memory(bytes))
+    }
+
+    /// Read from a stream (a pipe): pipe mode is read as it comes, once; a file-mode
+    /// stream is read into memory first (its features come after the data).
+    pub fn from_reader(mut r: Box<dyn Read + Send>) -> Result<PerfData, ReadError> {
+        let mut head = Vec::new();
+        (&mut r)
+            .take(PIPE_HEADER_SIZE as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| ReadError::at(0, format!("reading: {e}")))?;
+        let magic = head
             .get(..8)
-            .ok_or_else(|| ReadError::at(0, "empty file, or shorter than a header"))?;
-        let endian = match magic {
-            b"PERFILE2" => Endian::Little,
-            b"2ELIFREP" => Endian::Big,
-            b"PERFFILE" => {
-                return Err(ReadError::at(
-                    0,
-                    "a perf.data file in the obsolete version-1 format",
-                ));
-            }
-            _ => {
-                return Err(ReadError::at(
-                    0,
-                    format!(
-                        "not a perf.data file (magic {:?})",
-                        String::from_utf8_lossy(magic)
-                    ),
-                ));
-            }
-        };
-        // The magic is written as a u64 in the writer's byte order: "PERFILE2" read as
-        // bytes means the writer was little-endian.
-        let endian = if cfg!(target_endian = "little") {
-            endian
-        } else {
-            match endian {
-                Endian::Little => Endian::Big,
-                Endian::Big => Endian::Little,
-            }
-        };
-        let hsize = rd64(&bytes, 8, endian)? as usize;
+            .ok_or_else(|| ReadError::at(0, "empty input, or shorter than a header"))?;
+        let e = detect_endian(magic)?;
+        if rd64(&head, 8, e)? as usize != PIPE_HEADER_SIZE {
+            r.read_to_end(&mut head)
+                .map_err(|e| ReadError::at(head.len() as u64, format!("reading: {e}")))?;
+            return PerfData::from_bytes(head);
+        }
+        // Scan the header records, keeping every byte read for the data walk.
+        let mut f = Feeder::new(
+            Input::Stream {
+                prefix: &[],
+                rest: r,
+            },
+            PIPE_HEADER_SIZE as u64,
+            u64::MAX,
+            e,
+        );
+        f.tee = Some(head);
         let mut me = PerfData {
-            bytes,
+            source: Source::Memory(Vec::new()),
+            endian: e,
+            pipe: true,
+            attrs: Vec::new(),
+            features: Features::default(),
+            data: PIPE_HEADER_SIZE as u64..u64::MAX,
+            warnings: Vec::new(),
+        };
+        me.scan_pipe_header(&mut f);
+        let prefix = f.tee.take().unwrap_or_default();
+        let Input::Stream { rest, .. } = f.input else {
+            return Err(ReadError::at(0, "internal: stream input expected"));
+        };
+        me.source = Source::Stream {
+            prefix,
+            rest: Mutex::new(Some(rest)),
+        };
+        me.finish_open()?;
+        Ok(me)
+    }
+
+    fn from_source(source: Source) -> Result<PerfData, ReadError> {
+        let head = source.read_at(0, PIPE_HEADER_SIZE as u64, "the file header")?;
+        let endian = detect_endian(&head[..8])?;
+        let hsize = rd64(&head, 8, endian)? as usize;
+        let mut me = PerfData {
+            source,
             endian,
             pipe: hsize == PIPE_HEADER_SIZE,
             attrs: Vec::new(),
@@ -189,8 +524,22 @@ impl PerfData {
             warnings: Vec::new(),
         };
         if me.pipe {
-            me.data = PIPE_HEADER_SIZE..me.bytes.len();
-            me.scan_pipe_header_records()?;
+            me.data = PIPE_HEADER_SIZE as u64..me.source_len();
+            let input = me.input()?;
+            let mut f = Feeder::new(input, me.data.start, me.data.end, endian);
+            let mut tmp = PerfData {
+                source: Source::Memory(Vec::new()),
+                endian,
+                pipe: true,
+                attrs: Vec::new(),
+                features: Features::default(),
+                data: 0..0,
+                warnings: Vec::new(),
+            };
+            tmp.scan_pipe_header(&mut f);
+            me.attrs = tmp.attrs;
+            me.features = tmp.features;
+            me.warnings = tmp.warnings;
         } else {
             if hsize < HEADER_SIZE {
                 return Err(ReadError::at(
@@ -200,38 +549,70 @@ impl PerfData {
             }
             me.read_file_header()?;
         }
-        me.apply_names();
-        if me.attrs.is_empty() {
-            return Err(ReadError::at(0, "the file describes no events"));
-        }
+        me.finish_open()?;
         Ok(me)
     }
 
+    fn finish_open(&mut self) -> Result<(), ReadError> {
+        self.apply_names();
+        if self.attrs.is_empty() {
+            return Err(ReadError::at(0, "the file describes no events"));
+        }
+        Ok(())
+    }
+
+    fn source_len(&self) -> u64 {
+        match &self.source {
+            Source::Memory(b) => b.len() as u64,
+            Source::File(_, n) => *n,
+            Source::Stream { .. } => u64::MAX,
+        }
+    }
+
+    fn input(&self) -> Result<Input<'_>, ReadError> {
+        Ok(match &self.source {
+            Source::Memory(b) => Input::Slice(b),
+            Source::File(f, _) => Input::File(f),
+            Source::Stream { prefix, rest } => {
+                let rest = rest
+                    .lock()
+                    .ok()
+                    .and_then(|mut g| g.take())
+                    .ok_or_else(|| {
+                        ReadError::at(
+                            PIPE_HEADER_SIZE as u64,
+                            "a pipe-mode stream can be read only once",
+                        )
+                    })?;
+                Input::Stream { prefix, rest }
+            }
+        })
+    }
+
     fn read_file_header(&mut self) -> Result<(), ReadError> {
-        let (b, e) = (&self.bytes, self.endian);
-        let attr_size = rd64(b, 16, e)? as usize;
-        let (attrs_off, attrs_len) = (rd64(b, 24, e)? as usize, rd64(b, 32, e)? as usize);
-        let (data_off, data_len) = (rd64(b, 40, e)? as usize, rd64(b, 48, e)? as usize);
-        if attr_size < 16 + sys::PERF_ATTR_SIZE_VER0 as usize {
+        let e = self.endian;
+        let b = self.source.read_at(0, HEADER_SIZE as u64, "the file header")?;
+        let attr_size = rd64(&b, 16, e)?;
+        let (attrs_off, attrs_len) = (rd64(&b, 24, e)?, rd64(&b, 32, e)?);
+        let (data_off, mut data_len) = (rd64(&b, 40, e)?, rd64(&b, 48, e)?);
+        if attr_size < 16 + u64::from(sys::PERF_ATTR_SIZE_VER0) || attr_size > 4096 {
             return Err(ReadError::at(
                 16,
-                format!("attr_size {attr_size} is too small"),
+                format!("attr_size {attr_size} is impossible"),
             ));
         }
+        let attrs_raw = self.source.read_at(attrs_off, attrs_len, "the attrs section")?;
+        let total = self.source_len();
         let mut attrs = Vec::new();
-        for i in 0..attrs_len / attr_size {
-            let at = attrs_off + i * attr_size;
-            let raw = b.get(at..at + attr_size - 16).ok_or_else(|| {
-                ReadError::at(at as u64, format!("attr {i} runs past the end of the file"))
-            })?;
-            let attr = attr_from(raw, e);
-            let ids_off = rd64(b, at + attr_size - 16, e)? as usize;
-            let ids_len = rd64(b, at + attr_size - 8, e)? as usize;
-            let ids_bytes = b
-                .get(ids_off..ids_off.saturating_add(ids_len))
-                .ok_or_else(|| {
-                    ReadError::at(ids_off as u64, format!("ids of attr {i} run past the end"))
-                })?;
+        for (i, raw) in attrs_raw.chunks_exact(attr_size as usize).enumerate() {
+            let at = attrs_off + i as u64 * attr_size;
+            let n = raw.len();
+            let attr = attr_from(&raw[..n - 16], e);
+            let ids_off = rd64(raw, n - 16, e)?;
+            let ids_len = rd64(raw, n - 8, e)?;
+            let ids_bytes = self
+                .source
+                .read_at(ids_off, ids_len, &format!("the ids of attr {i} (at {at})"))?;
             let ids = ids_bytes
                 .chunks_exact(8)
                 .filter_map(|c| Cursor::new(c, e).u64())
@@ -242,34 +623,49 @@ impl PerfData {
                 name: String::new(),
             });
         }
-        let data_end = data_off.saturating_add(data_len);
-        if data_end > b.len() {
-            self.warnings.push(format!(
-                "the data section should end at byte {data_end} but the file has {} bytes: it was cut short",
-                b.len()
-            ));
-        }
-        self.data = data_off.min(b.len())..data_end.min(b.len());
-        // Feature index after the data: {offset, size} per set bit, ascending.
         let bits: Vec<usize> = (0..256usize)
             .filter(|bit| {
                 b.get(72 + bit / 8)
                     .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
             })
             .collect();
+        if data_len == 0 && bits.is_empty() && total > data_off {
+            // A writer that died before its first header update: the data runs to the
+            // end of the file.
+            self.warnings.push(
+                "the header gives no data size (the recording was not finished): reading to the end of the file"
+                    .into(),
+            );
+            data_len = total - data_off;
+        }
+        let data_end = data_off.saturating_add(data_len);
+        if data_end > total {
+            self.warnings.push(format!(
+                "the data section should end at byte {data_end} but the file has {total} bytes: it was cut short"
+            ));
+        }
+        self.data = data_off.min(total)..data_end.min(total);
+        // Feature index after the data: {offset, size} per set bit, ascending.
         let mut features = Features::default();
-        for (i, &bit) in bits.iter().enumerate() {
-            let idx = data_end + i * 16;
-            let (Ok(off), Ok(size)) = (rd64(b, idx, e), rd64(b, idx + 8, e)) else {
-                self.warnings
-                    .push("the feature sections are missing (the file was not finished)".into());
-                break;
-            };
-            match b.get(off as usize..(off as usize).saturating_add(size as usize)) {
-                Some(sec) => features.add(bit, sec, e),
-                None => features
-                    .unparsed
-                    .push((bit, format!("section at byte {off} runs past the end"))),
+        let index = self
+            .source
+            .read_at(data_end, 16 * bits.len() as u64, "the feature index");
+        match index {
+            Err(_) if !bits.is_empty() => self
+                .warnings
+                .push("the feature sections are missing (the file was not finished)".into()),
+            Err(_) => {}
+            Ok(index) => {
+                for (i, &bit) in bits.iter().enumerate() {
+                    let (Ok(off), Ok(size)) = (rd64(&index, i * 16, e), rd64(&index, i * 16 + 8, e))
+                    else {
+                        break;
+                    };
+                    match self.source.read_at(off, size, "a feature section") {
+                        Ok(sec) => features.add(bit, &sec, e),
+                        Err(err) => features.unparsed.push((bit, err.to_string())),
+                    }
+                }
             }
         }
         self.features = features;
@@ -277,13 +673,25 @@ impl PerfData {
         Ok(())
     }
 
-    /// Pipe mode: attrs and features come as HEADER_ATTR / HEADER_FEATURE records.
-    fn scan_pipe_header_records(&mut self) -> Result<(), ReadError> {
+    /// Pipe mode: attrs and features come as HEADER_ATTR / HEADER_FEATURE records before
+    /// the first kernel record; EVENT_UPDATE records name the events.
+    fn scan_pipe_header(&mut self, f: &mut Feeder<'_>) {
         let e = self.endian;
-        let mut attrs = Vec::new();
-        let mut features = Features::default();
-        let r = self.walk(|_, type_, _, body| {
-            match type_ {
+        let mut names = Vec::new();
+        loop {
+            let h = match f.peek() {
+                Ok(Some(h)) if is_pipe_header_record(h.type_) => h,
+                Ok(_) => break,
+                Err(err) => {
+                    self.warnings.push(format!("the stream is cut short {err}"));
+                    break;
+                }
+            };
+            if h.off > MAX_PIPE_PREFIX {
+                break;
+            }
+            let body = &f.bytes(h.size)[8..];
+            match h.type_ {
                 sys::PERF_RECORD_HEADER_ATTR => {
                     let size = rd32(body, 4, e).unwrap_or(0) as usize;
                     let size = if size == 0 {
@@ -298,7 +706,7 @@ impl PerfData {
                         .chunks_exact(8)
                         .filter_map(|c| Cursor::new(c, e).u64())
                         .collect();
-                    attrs.push(EventAttr {
+                    self.attrs.push(EventAttr {
                         attr,
                         ids,
                         name: String::new(),
@@ -306,51 +714,51 @@ impl PerfData {
                 }
                 sys::PERF_RECORD_HEADER_FEATURE => {
                     if let Ok(bit) = rd64(body, 0, e) {
-                        features.add(bit as usize, &body[8..], e);
+                        self.features.add(bit as usize, &body[8..], e);
+                    }
+                }
+                // EVENT_UPDATE: u64 type (0 unit, 1 scale, 2 name, 3 cpus), u64 id, payload.
+                sys::PERF_RECORD_EVENT_UPDATE => {
+                    if rd64(body, 0, e).ok() == Some(2)
+                        && let Ok(id) = rd64(body, 8, e)
+                    {
+                        let s = &body[16.min(body.len())..];
+                        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+                        names.push((id, String::from_utf8_lossy(&s[..end]).into_owned()));
                     }
                 }
                 _ => {}
             }
-            Ok(())
-        });
-        self.attrs = attrs;
-        self.features = features;
-        if let Err(err) = r {
-            self.warnings.push(format!("the stream is cut short {err}"));
-        }
-        Ok(())
-    }
-
-    fn apply_names(&mut self) {
-        for (i, a) in self.attrs.iter_mut().enumerate() {
-            a.name = self
-                .features
-                .event_desc
-                .get(i)
-                .map(|(n, _)| n.clone())
-                .unwrap_or_default();
-        }
-        // EVENT_UPDATE records (pipe mode) carry names too: type 0 = unit, 1 = scale,
-        // 2 = name, 3 = cpus; then u64 id and the payload.
-        let e = self.endian;
-        let mut names = Vec::new();
-        let _ = self.walk(|_, type_, _, body| {
-            if type_ == sys::PERF_RECORD_EVENT_UPDATE
-                && rd64(body, 0, e).ok() == Some(2)
-                && let Ok(id) = rd64(body, 8, e)
-            {
-                let s = &body[16.min(body.len())..];
-                let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-                names.push((id, String::from_utf8_lossy(&s[..end]).into_owned()));
+            let extra = trailing_payload(h.type_, body, e);
+            let is_tracing = h.type_ == sys::PERF_RECORD_HEADER_TRACING_DATA;
+            f.consume(h.size);
+            let mut tracing = Vec::new();
+            let keep = is_tracing && extra <= MAX_PAYLOAD;
+            if let Err(err) = f.payload(extra, keep.then_some(&mut tracing)) {
+                self.warnings.push(format!("the stream is cut short {err}"));
+                break;
             }
-            Ok(())
-        });
+            if keep {
+                self.features.tracing_data = Some(tracing);
+            }
+        }
         for (id, name) in names {
             if let Some(a) = self.attrs.iter_mut().find(|a| a.ids.contains(&id)) {
                 a.name = name;
             }
         }
-        for a in &mut self.attrs {
+    }
+
+    fn apply_names(&mut self) {
+        for (i, a) in self.attrs.iter_mut().enumerate() {
+            if a.name.is_empty() {
+                a.name = self
+                    .features
+                    .event_desc
+                    .get(i)
+                    .map(|(n, _)| n.clone())
+                    .unwrap_or_default();
+            }
             if a.name.is_empty() {
                 a.name = fallback_name(&a.attr);
             }
@@ -366,24 +774,37 @@ impl PerfData {
         .map_err(|e| ReadError::at(0, format!("the events cannot be told apart: {e}")))
     }
 
-    /// Size of the data section.
+    /// Size of the data section (0 for a stream, whose size is not known).
     pub fn data_len(&self) -> usize {
-        self.data.len()
+        if matches!(self.source, Source::Stream { .. }) {
+            0
+        } else {
+            (self.data.end - self.data.start) as usize
+        }
     }
 
     /// Every record of the data section in file order (compressed records as they are):
     /// `(offset, type, misc, body)`. Stops with an error at the first malformed record.
-    pub fn walk<'f>(
-        &'f self,
-        mut f: impl FnMut(usize, u32, u16, &'f [u8]) -> Result<(), ReadError>,
+    pub fn walk(
+        &self,
+        mut f: impl FnMut(usize, u32, u16, &[u8]) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        walk_bytes(&self.bytes, self.data.clone(), self.endian, 0, &mut f)
+        let e = self.endian;
+        let mut feed = Feeder::new(self.input()?, self.data.start, self.data.end, e);
+        while let Some(h) = feed.peek()? {
+            let body = &feed.bytes(h.size)[8..];
+            f(h.off as usize, h.type_, h.misc, body)?;
+            let extra = trailing_payload(h.type_, body, e);
+            feed.consume(h.size);
+            feed.payload(extra, None)?;
+        }
+        Ok(())
     }
 
-    /// Every record in time order, decompressed, decoded: buffered one round (up to each
-    /// `FINISHED_ROUND`) at a time and sorted by timestamp, as perf does. Records that
-    /// fail to decode end the walk with an error after everything before them was
-    /// delivered. `progress` is called with the bytes done so far.
+    /// Every record in time order, decompressed, decoded, as perf delivers them (see the
+    /// module docs). A record that fails to decode ends the walk with an error after
+    /// everything before it was delivered. `progress` is called with the bytes of the
+    /// data section done so far.
     pub fn for_each(
         &self,
         mut f: impl FnMut(Item<'_>),
@@ -391,115 +812,325 @@ impl PerfData {
     ) -> Result<(), ReadError> {
         let parser = self.parser()?;
         let e = self.endian;
-        // (time, chunk, offset): chunk usize::MAX = the file, else a decompressed chunk.
-        let mut round: Vec<(u64, usize, usize)> = Vec::new();
-        let mut chunks: Vec<Vec<u8>> = Vec::new();
-        let mut last_time = 0u64;
+        let mut feed = Feeder::new(self.input()?, self.data.start, self.data.end, e);
+        let mut sink = Sink::new(&parser, e, self.attrs.iter().map(|a| &a.attr));
         let mut zstd = None::<zstd::stream::raw::Decoder<'static>>;
         let mut pending: Vec<u8> = Vec::new();
-        let flush = |round: &mut Vec<(u64, usize, usize)>,
-                     chunks: &mut Vec<Vec<u8>>,
-                     f: &mut dyn FnMut(Item<'_>)| {
-            round.sort_by_key(|r| r.0);
-            for &(_, chunk, off) in round.iter() {
-                let buf: &[u8] = if chunk == usize::MAX {
-                    &self.bytes
-                } else {
-                    &chunks[chunk]
-                };
-                let (Ok(type_), Ok(w1)) = (rd32(buf, off, e), rd32(buf, off + 4, e)) else {
-                    continue;
-                };
-                let (misc, size) = split_misc_size(w1, e);
-                let Some(body) = buf.get(off + 8..off + size) else {
-                    continue;
-                };
-                if type_ >= sys::PERF_RECORD_USER_TYPE_START {
-                    f(Item::User { type_, misc, body });
-                } else if let Ok((attr, record)) = parse_any(&parser, type_, misc, body) {
-                    f(Item::Event { attr, record });
+        let mut zbuf = Vec::new();
+        let mut payload = Vec::new();
+        let mut last_progress = 0u64;
+        let result = (|| -> Result<(), ReadError> {
+            while let Some(h) = feed.peek()? {
+                if h.off - last_progress >= 1 << 20 {
+                    last_progress = h.off;
+                    progress((h.off - self.data.start) as usize);
                 }
-            }
-            round.clear();
-            chunks.clear();
-        };
-        let mut classify = |buf: &[u8],
-                            off: usize,
-                            type_: u32,
-                            misc: u16,
-                            body: &[u8],
-                            chunk: usize,
-                            round: &mut Vec<(u64, usize, usize)>|
-         -> Result<(), ReadError> {
-            if type_ < sys::PERF_RECORD_USER_TYPE_START {
-                let (_, rec) = parse_any(&parser, type_, misc, body)
-                    .map_err(|err| ReadError::at(off as u64, format!("{err}")))?;
-                last_time = rec.time().unwrap_or(last_time);
-            }
-            let _ = buf;
-            round.push((last_time, chunk, off));
-            Ok(())
-        };
-        let result = self.walk(|off, type_, misc, body| {
-            progress(off - self.data.start);
-            match type_ {
-                sys::PERF_RECORD_FINISHED_ROUND => {
-                    flush(&mut round, &mut chunks, &mut f);
-                }
-                sys::PERF_RECORD_COMPRESSED | sys::PERF_RECORD_COMPRESSED2 => {
-                    let data = if type_ == sys::PERF_RECORD_COMPRESSED2 {
-                        let n = rd64(body, 0, e)? as usize;
-                        body.get(8..8 + n).ok_or_else(|| {
-                            ReadError::at(off as u64, "COMPRESSED2 data size runs past the record")
-                        })?
-                    } else {
-                        body
-                    };
-                    let dec = match &mut zstd {
-                        Some(d) => d,
-                        None => zstd
-                            .insert(zstd::stream::raw::Decoder::new().map_err(|err| {
-                                ReadError::at(off as u64, format!("zstd: {err}"))
-                            })?),
-                    };
-                    decompress(dec, data, &mut pending)
-                        .map_err(|err| ReadError::at(off as u64, format!("zstd: {err}")))?;
-                    // Complete records of the decompressed stream go into a chunk.
-                    let mut used = 0;
-                    let mut chunk_recs = Vec::new();
-                    while let (Ok(t), Ok(w1)) =
-                        (rd32(&pending, used, e), rd32(&pending, used + 4, e))
-                    {
-                        let (m, size) = split_misc_size(w1, e);
-                        if size < 8 {
-                            return Err(ReadError::at(
-                                off as u64,
-                                "a record in the compressed data has an impossible size",
-                            ));
-                        }
-                        if used + size > pending.len() {
-                            break;
-                        }
-                        chunk_recs.push((used, t, m, size));
-                        used += size;
+                let rec = feed.bytes(h.size);
+                let body = &rec[8..];
+                match h.type_ {
+                    sys::PERF_RECORD_COMPRESSED | sys::PERF_RECORD_COMPRESSED2 => {
+                        let data = if h.type_ == sys::PERF_RECORD_COMPRESSED2 {
+                            let n = rd64(body, 0, e)? as usize;
+                            body.get(8..8usize.saturating_add(n)).ok_or_else(|| {
+                                ReadError::at(h.off, "COMPRESSED2 data size runs past the record")
+                            })?
+                        } else {
+                            body
+                        };
+                        let dec = match &mut zstd {
+                            Some(d) => d,
+                            None => zstd.insert(zstd::stream::raw::Decoder::new().map_err(
+                                |err| ReadError::at(h.off, format!("zstd: {err}")),
+                            )?),
+                        };
+                        decompress(dec, data, &mut zbuf, |out| {
+                            pending.extend_from_slice(out);
+                            let used = sink.records_in(&pending, h.off, &mut f)?;
+                            pending.drain(..used);
+                            Ok(())
+                        })
+                        .map_err(|err| match err {
+                            Dec::Zstd(err) => ReadError::at(h.off, format!("zstd: {err}")),
+                            Dec::Read(err) => err,
+                        })?;
                     }
-                    let chunk: Vec<u8> = pending.drain(..used).collect();
-                    let ci = chunks.len();
-                    for (o, t, m, size) in chunk_recs {
-                        if t == sys::PERF_RECORD_FINISHED_ROUND {
+                    sys::PERF_RECORD_HEADER_ATTR | sys::PERF_RECORD_HEADER_FEATURE => {}
+                    _ => {
+                        let extra = trailing_payload(h.type_, body, e);
+                        if extra == 0 {
+                            sink.record(h.off, h.type_, h.misc, rec, &[], &mut f)?;
+                        } else {
+                            // The record is copied out: the payload read reuses the buffer.
+                            let rec = rec.to_vec();
+                            feed.consume(h.size);
+                            payload.clear();
+                            let keep = extra <= MAX_PAYLOAD;
+                            feed.payload(extra, keep.then_some(&mut payload))?;
+                            sink.record(h.off, h.type_, h.misc, &rec, &payload, &mut f)?;
                             continue;
                         }
-                        classify(&chunk, o, t, m, &chunk[o + 8..o + size], ci, &mut round)?;
                     }
-                    chunks.push(chunk);
                 }
-                sys::PERF_RECORD_HEADER_ATTR | sys::PERF_RECORD_HEADER_FEATURE => {}
-                _ => classify(&self.bytes, off, type_, misc, body, usize::MAX, &mut round)?,
+                feed.consume(h.size);
+            }
+            if !pending.is_empty() {
+                return Err(ReadError::at(
+                    feed.offset(),
+                    format!(
+                        "the compressed data ends inside a record ({} bytes left over)",
+                        pending.len()
+                    ),
+                ));
             }
             Ok(())
-        });
-        flush(&mut round, &mut chunks, &mut f);
+        })();
+        let flushed = sink.flush(u64::MAX, &mut f);
+        result.and(flushed)
+    }
+}
+
+/// perf's `ordered_events`: a queue of records with timestamps, in two arenas (the round
+/// being read and the one before it).
+struct Sink<'p> {
+    parser: &'p MultiParser,
+    e: Endian,
+    /// Per attr: offset of TIME in a sample, distance of TIME from the end of another
+    /// record's body (its `sample_id` trailer).
+    times: Vec<(Option<usize>, Option<usize>)>,
+    arenas: [Vec<u8>; 2],
+    cur: usize,
+    queue: Vec<Queued>,
+    next_flush: u64,
+    max_time: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Queued {
+    time: u64,
+    file_off: u64,
+    off: u32,
+    arena: u32,
+}
+
+/// Where TIME sits in this attr's records (perf's `evlist__parse_sample_timestamp`).
+fn time_positions(a: &perf_event_attr) -> (Option<usize>, Option<usize>) {
+    let st = a.sample_type;
+    let has = |bit: u64| usize::from(st & bit != 0);
+    if st & sys::PERF_SAMPLE_TIME == 0 {
+        return (None, None);
+    }
+    let sample = 8 * (has(sys::PERF_SAMPLE_IDENTIFIER) + has(sys::PERF_SAMPLE_IP) + has(sys::PERF_SAMPLE_TID));
+    let other = a.has(sys::attr_flags::SAMPLE_ID_ALL).then(|| {
+        8 * (1
+            + has(sys::PERF_SAMPLE_ID)
+            + has(sys::PERF_SAMPLE_STREAM_ID)
+            + has(sys::PERF_SAMPLE_CPU)
+            + has(sys::PERF_SAMPLE_IDENTIFIER))
+    });
+    (Some(sample), other)
+}
+
+impl<'p> Sink<'p> {
+    fn new<'a>(
+        parser: &'p MultiParser,
+        e: Endian,
+        attrs: impl Iterator<Item = &'a perf_event_attr>,
+    ) -> Self {
+        Sink {
+            parser,
+            e,
+            times: attrs.map(time_positions).collect(),
+            arenas: [Vec::new(), Vec::new()],
+            cur: 0,
+            queue: Vec::new(),
+            next_flush: 0,
+            max_time: 0,
+        }
+    }
+
+    /// The timestamp of a kernel record (None or 0: none).
+    fn time_of(&self, off: u64, type_: u32, body: &[u8]) -> Result<Option<u64>, ReadError> {
+        let idx = match self.parser.attr_index(type_, &RawData::Single(body)) {
+            Ok(i) => i,
+            Err(err) if type_ == sys::PERF_RECORD_SAMPLE => {
+                return Err(ReadError::at(off, err.to_string()));
+            }
+            // Non-sample records with an unknown id go to the first attr, as in perf.
+            Err(_) => 0,
+        };
+        let Some(&(in_sample, from_end)) = self.times.get(idx) else {
+            return Ok(None);
+        };
+        let at = if type_ == sys::PERF_RECORD_SAMPLE {
+            in_sample
+        } else {
+            from_end.and_then(|k| body.len().checked_sub(k))
+        };
+        Ok(at.and_then(|at| rd64(body, at, self.e).ok()))
+    }
+
+    fn deliver(
+        &self,
+        off: u64,
+        type_: u32,
+        misc: u16,
+        body: &[u8],
+        f: &mut dyn FnMut(Item<'_>),
+    ) -> Result<(), ReadError> {
+        let (attr, record) = parse_any(self.parser, type_, misc, body)
+            .map_err(|err| ReadError::at(off, err.to_string()))?;
+        f(Item::Event { attr, record });
+        Ok(())
+    }
+
+    /// One record (header included) at file offset `off`.
+    fn record(
+        &mut self,
+        off: u64,
+        type_: u32,
+        misc: u16,
+        rec: &[u8],
+        payload: &[u8],
+        f: &mut dyn FnMut(Item<'_>),
+    ) -> Result<(), ReadError> {
+        let body = &rec[8..];
+        if type_ >= sys::PERF_RECORD_USER_TYPE_START {
+            if type_ == sys::PERF_RECORD_FINISHED_ROUND {
+                self.round(f)?;
+            }
+            f(Item::User {
+                type_,
+                misc,
+                body,
+                payload,
+            });
+            return Ok(());
+        }
+        match self.time_of(off, type_, body)? {
+            None | Some(0) | Some(u64::MAX) => self.deliver(off, type_, misc, body, f),
+            Some(time) => {
+                if self.arenas[self.cur].len() + rec.len() > MAX_QUEUED_BYTES {
+                    self.flush(u64::MAX, f)?;
+                }
+                let arena = &mut self.arenas[self.cur];
+                self.queue.push(Queued {
+                    time,
+                    file_off: off,
+                    off: arena.len() as u32,
+                    arena: self.cur as u32,
+                });
+                arena.extend_from_slice(rec);
+                self.max_time = self.max_time.max(time);
+                Ok(())
+            }
+        }
+    }
+
+    /// The complete records at the start of `buf` (decompressed data of the record at
+    /// `off`); returns the bytes used.
+    fn records_in(
+        &mut self,
+        buf: &[u8],
+        off: u64,
+        f: &mut dyn FnMut(Item<'_>),
+    ) -> Result<usize, ReadError> {
+        let mut used = 0;
+        while let (Ok(t), Ok(w1)) = (rd32(buf, used, self.e), rd32(buf, used + 4, self.e)) {
+            let (m, size) = split_misc_size(w1, self.e);
+            if size < 8 {
+                return Err(ReadError::at(
+                    off,
+                    "a record in the compressed data has an impossible size",
+                ));
+            }
+            let Some(rec) = buf.get(used..used + size) else {
+                break;
+            };
+            if matches!(
+                t,
+                sys::PERF_RECORD_COMPRESSED
+                    | sys::PERF_RECORD_COMPRESSED2
+                    | sys::PERF_RECORD_AUXTRACE
+                    | sys::PERF_RECORD_HEADER_TRACING_DATA
+            ) {
+                return Err(ReadError::at(
+                    off,
+                    format!("record type {t} cannot be inside compressed data"),
+                ));
+            }
+            self.record(off, t, m, rec, &[], f)?;
+            used += size;
+        }
+        Ok(used)
+    }
+
+    /// FINISHED_ROUND: flush what is older than the previous round's newest record.
+    fn round(&mut self, f: &mut dyn FnMut(Item<'_>)) -> Result<(), ReadError> {
+        let limit = self.next_flush;
+        self.flush(limit, f)?;
+        self.next_flush = self.max_time;
+        // Every record of the other arena was at or below `limit`: it is free.
+        let other = 1 - self.cur;
+        if self.queue.iter().all(|q| q.arena as usize != other) {
+            self.arenas[other].clear();
+            self.cur = other;
+        }
+        Ok(())
+    }
+
+    /// Deliver queued records with time <= `limit`, oldest first.
+    fn flush(&mut self, limit: u64, f: &mut dyn FnMut(Item<'_>)) -> Result<(), ReadError> {
+        if !self.queue.is_sorted_by_key(|q| q.time) {
+            self.queue.sort_by_key(|q| q.time);
+        }
+        let n = self.queue.partition_point(|q| q.time <= limit);
+        let mut result = Ok(());
+        for q in &self.queue[..n] {
+            let arena = &self.arenas[q.arena as usize];
+            let rec = &arena[q.off as usize..];
+            let (Ok(type_), Ok(w1)) = (rd32(rec, 0, self.e), rd32(rec, 4, self.e)) else {
+                continue;
+            };
+            let (misc, size) = split_misc_size(w1, self.e);
+            let body = rec.get(8..size).unwrap_or(&[]);
+            if let Err(err) = self.deliver(q.file_off, type_, misc, body, f) {
+                result = Err(err);
+                break;
+            }
+        }
+        self.queue.drain(..n);
+        if self.queue.is_empty() {
+            self.arenas[0].clear();
+            self.arenas[1].clear();
+        }
         result
+    }
+}
+
+enum Dec {
+    Zstd(std::io::Error),
+    Read(ReadError),
+}
+
+/// Decompress `data`, handing the output to `out` piece by piece (so a small record that
+/// inflates hugely never sits in memory whole).
+fn decompress(
+    dec: &mut zstd::stream::raw::Decoder<'static>,
+    data: &[u8],
+    buf: &mut Vec<u8>,
+    mut out: impl FnMut(&[u8]) -> Result<(), ReadError>,
+) -> Result<(), Dec> {
+    use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+    let mut input = InBuffer::around(data);
+    buf.resize(1 << 17, 0);
+    loop {
+        let mut ob = OutBuffer::around(&mut buf[..]);
+        dec.run(&mut input, &mut ob).map_err(Dec::Zstd)?;
+        let n = ob.pos();
+        out(&buf[..n]).map_err(Dec::Read)?;
+        if input.pos == data.len() && n < buf.len() {
+            return Ok(());
+        }
     }
 }
 
@@ -523,30 +1154,6 @@ fn parse_any<'b>(
     }
 }
 
-fn decompress(
-    dec: &mut zstd::stream::raw::Decoder<'static>,
-    data: &[u8],
-    out: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-    let mut input = InBuffer::around(data);
-    let mut buf = vec![0u8; 1 << 17];
-    loop {
-        let mut ob = OutBuffer::around(&mut buf[..]);
-        dec.run(&mut input, &mut ob)?;
-        let n = ob.pos();
-        out.extend_from_slice(&buf[..n]);
-        if out.len() > 1 << 30 {
-            return Err(std::io::Error::other(
-                "decompressed data grows past 1 GiB without a complete record",
-            ));
-        }
-        if input.pos == data.len() && n < buf.len() {
-            return Ok(());
-        }
-    }
-}
-
 fn split_misc_size(w1: u32, e: Endian) -> (u16, usize) {
     // The header is {u32 type; u16 misc; u16 size}: read as one u32 in the file's order,
     // misc is the low half on little-endian files and the high half on big-endian ones.
@@ -554,37 +1161,6 @@ fn split_misc_size(w1: u32, e: Endian) -> (u16, usize) {
         Endian::Little => ((w1 & 0xffff) as u16, (w1 >> 16) as usize),
         Endian::Big => ((w1 >> 16) as u16, (w1 & 0xffff) as usize),
     }
-}
-
-fn walk_bytes<'f>(
-    b: &'f [u8],
-    range: std::ops::Range<usize>,
-    e: Endian,
-    _depth: usize,
-    f: &mut impl FnMut(usize, u32, u16, &'f [u8]) -> Result<(), ReadError>,
-) -> Result<(), ReadError> {
-    let mut off = range.start;
-    while off < range.end {
-        let (Ok(type_), Ok(w1)) = (rd32(b, off, e), rd32(b, off + 4, e)) else {
-            return Err(ReadError::at(off as u64, "truncated record header"));
-        };
-        let (misc, size) = split_misc_size(w1, e);
-        if size < 8 {
-            return Err(ReadError::at(
-                off as u64,
-                format!("record has an impossible size {size}"),
-            ));
-        }
-        let body = b.get(off + 8..off + size).ok_or_else(|| {
-            ReadError::at(
-                off as u64,
-                format!("record of {size} bytes runs past the end of the file: it was cut short"),
-            )
-        })?;
-        f(off, type_, misc, body)?;
-        off += size + trailing_payload(type_, body, e);
-    }
-    Ok(())
 }
 
 fn fallback_name(a: &perf_event_attr) -> String {
