@@ -91,6 +91,35 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     if args.switch_output.is_some() {
         bail!("--switch-output is not available in this version");
     }
+    // Signals first: Ctrl-C at any point ends the recording cleanly (and goes to the
+    // command once it runs), never killing perfkit mid-file.
+    let mut poller = Poller::new().context("epoll")?;
+    let stopper = poller.stopper();
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])?;
+    let sig_handle = signals.handle();
+    let early_signal = Arc::new(AtomicI32::new(0));
+    {
+        let (stopper, child_pid, early) =
+            (stopper.clone(), child_pid.clone(), early_signal.clone());
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                early
+                    .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+                    .ok();
+                let pid = child_pid.load(Ordering::SeqCst);
+                if pid > 0 {
+                    let _ = perfkit::kill(pid, sig);
+                } else {
+                    stopper.stop();
+                }
+            }
+        });
+    }
     let call_graph = args.call_graph()?;
     let sampling = args.sampling()?;
     let pages = args.ring_pages()?;
@@ -242,39 +271,25 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         w.write_record(&[&r])?;
     }
     w.write_record(&[&synth::finished_init()])?;
-
-    // Stop on the command's exit, or on SIGINT/SIGTERM when there is no command.
-    let mut poller = Poller::new().context("epoll")?;
     for (i, r) in opened.rings.iter().enumerate() {
         poller.add(r.as_fd(), i as u64).context("epoll")?;
     }
-    let stopper = poller.stopper();
-    let child_pid = Arc::new(AtomicI32::new(0));
-    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])?;
-    let sig_handle = signals.handle();
-    {
-        let (stopper, child_pid) = (stopper.clone(), child_pid.clone());
-        std::thread::spawn(move || {
-            for sig in signals.forever() {
-                let pid = child_pid.load(Ordering::SeqCst);
-                if pid > 0 {
-                    let _ = perfkit::kill(pid, sig);
-                } else {
-                    stopper.stop();
-                }
-            }
-        });
-    }
+
     if child.is_none() || system_wide {
         for c in &opened.counters {
             c.enable().map_err(|e| anyhow!("{e}"))?;
         }
     }
-    if let Some(c) = child {
+    if let Some(c) = child.filter(|_| {
+        // Interrupted before the command started: it never runs (dropping it ends it).
+        let sig = early_signal.load(Ordering::SeqCst);
+        if sig != 0
+            && let Ok(mut s) = status.lock()
+        {
+            *s = Some(ExitStatus::Signaled(sig));
+        }
+        sig == 0
+    }) {
         let pid = c.start().map_err(|e| exit_error(e.exit_code() as u8, e))?;
         child_pid.store(pid, Ordering::SeqCst);
         let (stopper, status) = (stopper.clone(), status.clone());
