@@ -6,7 +6,6 @@
 
 use crate::events::{self, EventSpec};
 use crate::exit_error;
-use crate::perfdata_out::{self, FileEvent, PerfDataWriter};
 use crate::record_args::{RecordArgs, sampling_attr};
 use crate::topology;
 use anyhow::{Context, Result, anyhow, bail};
@@ -14,6 +13,7 @@ use perfkit::sys;
 use perfkit::{
     Attr, Counter, ExitStatus, PausedChild, Poller, Ready, RingBuffer, RingSize, Target,
 };
+use perfkit_data::{FileEvent, PerfDataWriter, WriteOptions, synth};
 use perfkit_records::{Endian, MultiParser};
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -77,78 +77,6 @@ fn open_all(
     })
 }
 
-/// COMM and MMAP2 records for existing threads (for -p, -t, -a), as perf synthesizes them.
-fn synthesize_tasks(
-    w: &mut PerfDataWriter,
-    attr: &sys::perf_event_attr,
-    id: u64,
-    pids: &[i32],
-) -> Result<()> {
-    for &pid in pids {
-        let Ok(tids) = perfkit::threads_of(pid) else {
-            continue;
-        };
-        for tid in tids {
-            let comm =
-                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-            let mut b = Vec::new();
-            b.extend_from_slice(&(pid as u32).to_ne_bytes());
-            b.extend_from_slice(&(tid as u32).to_ne_bytes());
-            b.extend_from_slice(comm.trim_end().as_bytes());
-            b.push(0);
-            let trailer = perfdata_out::sample_id_trailer(attr, pid, tid, id);
-            w.write_record(&[&perfdata_out::record(
-                sys::PERF_RECORD_COMM,
-                0,
-                &b,
-                &trailer,
-            )])?;
-        }
-        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-            continue;
-        };
-        for line in maps.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 6 || !f[1].contains('x') {
-                continue;
-            }
-            let Some((s, e)) = f[0].split_once('-') else {
-                continue;
-            };
-            let (Ok(s), Ok(e), Ok(off)) = (
-                u64::from_str_radix(s, 16),
-                u64::from_str_radix(e, 16),
-                u64::from_str_radix(f[2], 16),
-            ) else {
-                continue;
-            };
-            let (maj, min) = f[3].split_once(':').unwrap_or(("0", "0"));
-            let mut b = Vec::new();
-            b.extend_from_slice(&(pid as u32).to_ne_bytes());
-            b.extend_from_slice(&(pid as u32).to_ne_bytes());
-            for v in [s, e - s, off] {
-                b.extend_from_slice(&v.to_ne_bytes());
-            }
-            b.extend_from_slice(&u32::from_str_radix(maj, 16).unwrap_or(0).to_ne_bytes());
-            b.extend_from_slice(&u32::from_str_radix(min, 16).unwrap_or(0).to_ne_bytes());
-            b.extend_from_slice(&f[4].parse::<u64>().unwrap_or(0).to_ne_bytes());
-            b.extend_from_slice(&0u64.to_ne_bytes()); // ino_generation
-            b.extend_from_slice(&(libc::PROT_READ | libc::PROT_EXEC).to_ne_bytes());
-            b.extend_from_slice(&(libc::MAP_PRIVATE).to_ne_bytes());
-            b.extend_from_slice(f[5..].join(" ").as_bytes());
-            b.push(0);
-            let trailer = perfdata_out::sample_id_trailer(attr, pid, pid, id);
-            w.write_record(&[&perfdata_out::record(
-                sys::PERF_RECORD_MMAP2,
-                sys::PERF_RECORD_MISC_USER,
-                &b,
-                &trailer,
-            )])?;
-        }
-    }
-    Ok(())
-}
-
 fn all_pids() -> Vec<i32> {
     std::fs::read_dir("/proc")
         .map(|d| {
@@ -160,14 +88,37 @@ fn all_pids() -> Vec<i32> {
 
 /// Run `perfkit record`.
 pub fn run(args: RecordArgs) -> Result<u8> {
-    if args.output.as_os_str() == "-" {
-        bail!("-o -: pipe output is not available in this version; write to a file");
-    }
-    if args.compress.is_some() {
-        bail!("-z: compressed output is not available in this version");
-    }
     if args.switch_output.is_some() {
         bail!("--switch-output is not available in this version");
+    }
+    // Signals first: Ctrl-C at any point ends the recording cleanly (and goes to the
+    // command once it runs), never killing perfkit mid-file.
+    let mut poller = Poller::new().context("epoll")?;
+    let stopper = poller.stopper();
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])?;
+    let sig_handle = signals.handle();
+    let early_signal = Arc::new(AtomicI32::new(0));
+    {
+        let (stopper, child_pid, early) =
+            (stopper.clone(), child_pid.clone(), early_signal.clone());
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                early
+                    .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+                    .ok();
+                let pid = child_pid.load(Ordering::SeqCst);
+                if pid > 0 {
+                    let _ = perfkit::kill(pid, sig);
+                } else {
+                    stopper.stop();
+                }
+            }
+        });
     }
     let call_graph = args.call_graph()?;
     let sampling = args.sampling()?;
@@ -287,9 +238,19 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             .map(|(a, ids)| (ids.as_slice(), a)),
     )
     .map_err(|e| anyhow!("{e}"))?;
-    let mut w = PerfDataWriter::create(&args.output, file_events)?;
+    let wopts = WriteOptions {
+        compress: args.compress,
+        chunk: pages * 4096,
+    };
+    let to_pipe = args.output.as_os_str() == "-";
+    let mut w = if to_pipe {
+        PerfDataWriter::pipe(Box::new(std::io::stdout()), file_events, wopts)
+    } else {
+        PerfDataWriter::create(&args.output, file_events, wopts)
+    }
+    .with_context(|| format!("cannot create {}", args.output.display()))?;
     let first_id = opened.ids[0].first().copied().unwrap_or(0);
-    if let Some(k) = perfdata_out::kernel_mmap(&attrs[0], first_id) {
+    if let Some(k) = synth::kernel_mmap(&attrs[0], first_id) {
         w.write_record(&[&k])?;
     }
     let pids: Vec<i32> = if system_wide {
@@ -306,46 +267,29 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
         p
     };
-    synthesize_tasks(&mut w, &attrs[0], first_id, &pids)?;
-    w.write_record(&[&perfdata_out::record(
-        sys::PERF_RECORD_FINISHED_INIT,
-        0,
-        &[],
-        &[],
-    )])?;
-
-    // Stop on the command's exit, or on SIGINT/SIGTERM when there is no command.
-    let mut poller = Poller::new().context("epoll")?;
+    for r in synth::tasks(&attrs[0], first_id, &pids) {
+        w.write_record(&[&r])?;
+    }
+    w.write_record(&[&synth::finished_init()])?;
     for (i, r) in opened.rings.iter().enumerate() {
         poller.add(r.as_fd(), i as u64).context("epoll")?;
     }
-    let stopper = poller.stopper();
-    let child_pid = Arc::new(AtomicI32::new(0));
-    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])?;
-    let sig_handle = signals.handle();
-    {
-        let (stopper, child_pid) = (stopper.clone(), child_pid.clone());
-        std::thread::spawn(move || {
-            for sig in signals.forever() {
-                let pid = child_pid.load(Ordering::SeqCst);
-                if pid > 0 {
-                    let _ = perfkit::kill(pid, sig);
-                } else {
-                    stopper.stop();
-                }
-            }
-        });
-    }
+
     if child.is_none() || system_wide {
         for c in &opened.counters {
             c.enable().map_err(|e| anyhow!("{e}"))?;
         }
     }
-    if let Some(c) = child {
+    if let Some(c) = child.filter(|_| {
+        // Interrupted before the command started: it never runs (dropping it ends it).
+        let sig = early_signal.load(Ordering::SeqCst);
+        if sig != 0
+            && let Ok(mut s) = status.lock()
+        {
+            *s = Some(ExitStatus::Signaled(sig));
+        }
+        sig == 0
+    }) {
         let pid = c.start().map_err(|e| exit_error(e.exit_code() as u8, e))?;
         child_pid.store(pid, Ordering::SeqCst);
         let (stopper, status) = (stopper.clone(), status.clone());
@@ -379,7 +323,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
                     perfkit_records::RawData::Split(a, b) => w.write_record(&[&hdr, a, b]),
                 };
                 if let Err(e) = res {
-                    err = Some(e);
+                    err = Some(anyhow::Error::from(e).context("writing the profile"));
                     return;
                 }
                 n += 1;
@@ -406,7 +350,8 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             }
         }
         if n > 0 {
-            w.finish_round()?;
+            w.finish_round()
+                .context("writing the profile (it holds the data up to the last complete round)")?;
         }
         Ok(n)
     };
@@ -425,7 +370,9 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     drain(&mut opened.rings, &mut w)?;
     sig_handle.close();
     let cmdline: Vec<String> = std::env::args().collect();
-    let bytes = w.finish(&cmdline)?;
+    let bytes = w
+        .finish(&cmdline)
+        .with_context(|| format!("writing {}", args.output.display()))?;
     if !args.quiet {
         eprintln!(
             "[ perfkit record: woken up {wakeups} times to write data ]\n\
