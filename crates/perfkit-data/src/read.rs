@@ -198,7 +198,6 @@ pub(crate) fn attr_from(b: &[u8], e: Endian) -> perf_event_attr {
     a
 }
 
-
 /// Bytes of payload that follow some of perf's records outside their header size.
 fn trailing_payload(type_: u32, body: &[u8], e: Endian) -> u64 {
     match type_ {
@@ -574,16 +573,12 @@ impl PerfData {
             Source::Memory(b) => Input::Slice(b),
             Source::File(f, _) => Input::File(f),
             Source::Stream { prefix, rest } => {
-                let rest = rest
-                    .lock()
-                    .ok()
-                    .and_then(|mut g| g.take())
-                    .ok_or_else(|| {
-                        ReadError::at(
-                            PIPE_HEADER_SIZE as u64,
-                            "a pipe-mode stream can be read only once",
-                        )
-                    })?;
+                let rest = rest.lock().ok().and_then(|mut g| g.take()).ok_or_else(|| {
+                    ReadError::at(
+                        PIPE_HEADER_SIZE as u64,
+                        "a pipe-mode stream can be read only once",
+                    )
+                })?;
                 Input::Stream { prefix, rest }
             }
         })
@@ -591,7 +586,9 @@ impl PerfData {
 
     fn read_file_header(&mut self) -> Result<(), ReadError> {
         let e = self.endian;
-        let b = self.source.read_at(0, HEADER_SIZE as u64, "the file header")?;
+        let b = self
+            .source
+            .read_at(0, HEADER_SIZE as u64, "the file header")?;
         let attr_size = rd64(&b, 16, e)?;
         let (attrs_off, attrs_len) = (rd64(&b, 24, e)?, rd64(&b, 32, e)?);
         let (data_off, mut data_len) = (rd64(&b, 40, e)?, rd64(&b, 48, e)?);
@@ -601,7 +598,9 @@ impl PerfData {
                 format!("attr_size {attr_size} is impossible"),
             ));
         }
-        let attrs_raw = self.source.read_at(attrs_off, attrs_len, "the attrs section")?;
+        let attrs_raw = self
+            .source
+            .read_at(attrs_off, attrs_len, "the attrs section")?;
         let total = self.source_len();
         let mut attrs = Vec::new();
         for (i, raw) in attrs_raw.chunks_exact(attr_size as usize).enumerate() {
@@ -610,9 +609,9 @@ impl PerfData {
             let attr = attr_from(&raw[..n - 16], e);
             let ids_off = rd64(raw, n - 16, e)?;
             let ids_len = rd64(raw, n - 8, e)?;
-            let ids_bytes = self
-                .source
-                .read_at(ids_off, ids_len, &format!("the ids of attr {i} (at {at})"))?;
+            let ids_bytes =
+                self.source
+                    .read_at(ids_off, ids_len, &format!("the ids of attr {i} (at {at})"))?;
             let ids = ids_bytes
                 .chunks_exact(8)
                 .filter_map(|c| Cursor::new(c, e).u64())
@@ -623,11 +622,9 @@ impl PerfData {
                 name: String::new(),
             });
         }
+        // The feature bitmap is an array of four unsigned longs in the file's order.
         let bits: Vec<usize> = (0..256usize)
-            .filter(|bit| {
-                b.get(72 + bit / 8)
-                    .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
-            })
+            .filter(|bit| rd64(&b, 72 + 8 * (bit / 64), e).is_ok_and(|w| w >> (bit % 64) & 1 != 0))
             .collect();
         if data_len == 0 && bits.is_empty() && total > data_off {
             // A writer that died before its first header update: the data runs to the
@@ -657,7 +654,8 @@ impl PerfData {
             Err(_) => {}
             Ok(index) => {
                 for (i, &bit) in bits.iter().enumerate() {
-                    let (Ok(off), Ok(size)) = (rd64(&index, i * 16, e), rd64(&index, i * 16 + 8, e))
+                    let (Ok(off), Ok(size)) =
+                        (rd64(&index, i * 16, e), rd64(&index, i * 16 + 8, e))
                     else {
                         break;
                     };
@@ -839,9 +837,10 @@ impl PerfData {
                         };
                         let dec = match &mut zstd {
                             Some(d) => d,
-                            None => zstd.insert(zstd::stream::raw::Decoder::new().map_err(
-                                |err| ReadError::at(h.off, format!("zstd: {err}")),
-                            )?),
+                            None => zstd.insert(
+                                zstd::stream::raw::Decoder::new()
+                                    .map_err(|err| ReadError::at(h.off, format!("zstd: {err}")))?,
+                            ),
                         };
                         decompress(dec, data, &mut zbuf, |out| {
                             pending.extend_from_slice(out);
@@ -919,7 +918,8 @@ fn time_positions(a: &perf_event_attr) -> (Option<usize>, Option<usize>) {
     if st & sys::PERF_SAMPLE_TIME == 0 {
         return (None, None);
     }
-    let sample = 8 * (has(sys::PERF_SAMPLE_IDENTIFIER) + has(sys::PERF_SAMPLE_IP) + has(sys::PERF_SAMPLE_TID));
+    let sample = 8
+        * (has(sys::PERF_SAMPLE_IDENTIFIER) + has(sys::PERF_SAMPLE_IP) + has(sys::PERF_SAMPLE_TID));
     let other = a.has(sys::attr_flags::SAMPLE_ID_ALL).then(|| {
         8 * (1
             + has(sys::PERF_SAMPLE_ID)

@@ -1,64 +1,21 @@
 //! Files recorded here by `perf record` (plain, -g, dwarf, -z, two events, a tracepoint,
 //! pipe mode) read with the same samples `perf script` prints.
 
-use perfkit_data::{Item, PerfData};
-use perfkit_records::Record;
+mod common;
+
+use common::{Sample, have_perf, perf_samples, samples_of};
+use perfkit_data::PerfData;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn have_perf() -> bool {
-    Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// (pid, tid, time in ns rounded to µs, ip) of every sample, as perf script prints them.
-fn perf_samples(file: &Path) -> Vec<(i32, i32, u64, u64)> {
-    let out = Command::new("perf")
-        .args(["script", "-G", "-F", "pid,tid,time,ip", "-i"])
-        .arg(file)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('\t'))
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let (pid, tid) = it.next()?.split_once('/')?;
-            let time = it.next()?.trim_end_matches(':');
-            let (s, us) = time.split_once('.')?;
-            let ip = u64::from_str_radix(it.next()?, 16).ok()?;
-            Some((
-                pid.parse().ok()?,
-                tid.parse().ok()?,
-                s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?,
-                ip,
-            ))
-        })
-        .collect()
-}
-
-fn our_samples(file: &Path) -> Vec<(i32, i32, u64, u64)> {
-    let data = PerfData::open(file).unwrap();
-    let mut v = Vec::new();
-    data.for_each(
-        |item| {
-            if let Item::Event { record: rec, .. } = item
-                && let Record::Sample(s) = &rec.record
-            {
-                v.push((
-                    s.pid.unwrap_or(-1),
-                    s.tid.unwrap_or(-1),
-                    s.time.unwrap_or(0) / 1000,
-                    s.ip.unwrap_or(0),
-                ));
-            }
-        },
-        |_| {},
-    )
-    .unwrap();
-    v
+fn our_samples(file: &Path, stream: bool) -> Vec<Sample> {
+    let data = if stream {
+        // Read as a pipe is: once, front to back, through a non-seekable reader.
+        PerfData::from_reader(Box::new(std::fs::File::open(file).unwrap())).unwrap()
+    } else {
+        PerfData::open(file).unwrap()
+    };
+    samples_of(&data)
 }
 
 fn record(dir: &Path, name: &str, args: &[&str], pipe: bool) -> Option<PathBuf> {
@@ -115,9 +72,14 @@ fn perf_files_read_like_perf_script() {
             continue;
         };
         let theirs = perf_samples(&file);
-        let ours = our_samples(&file);
+        let ours = our_samples(&file, false);
         assert!(!theirs.is_empty(), "{name}: perf printed no samples");
         assert_eq!(ours.len(), theirs.len(), "{name}: sample counts");
+        // Same order as perf delivers them (its ordered_events round flush).
+        assert_eq!(ours, theirs, "{name}: samples in perf's order");
+        if pipe {
+            assert_eq!(our_samples(&file, true), theirs, "{name}: read as a stream");
+        }
         let mut a = ours.clone();
         let mut b = theirs.clone();
         a.sort_unstable();
