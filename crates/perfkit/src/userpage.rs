@@ -31,11 +31,11 @@
 
 use crate::attr::Attr;
 use crate::counter::Counter;
-use crate::error::{Op, Result};
+use crate::error::{Error, Op, Result};
 use crate::ring::{Mapping, RingBuffer, page_size};
 use crate::target::Target;
 use perfkit_sys::{mmap_cap, perf_event_mmap_page};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{Ordering, compiler_fence};
 
@@ -373,6 +373,22 @@ impl UserPage {
     pub fn map(counter: &Counter) -> Result<UserPage> {
         let map = Mapping::new(counter.as_fd(), page_size(), libc::PROT_READ, 0)
             .map_err(|e| counter.make_error(Op::Mmap, e))?;
+        Ok(UserPage {
+            store: PageStore::Mapped(map),
+        })
+    }
+
+    /// `mmap(fd, page_size, PROT_READ)` on any perf event fd (one opened elsewhere).
+    pub fn map_fd(fd: BorrowedFd<'_>) -> Result<UserPage> {
+        let map = Mapping::new(fd, page_size(), libc::PROT_READ, 0).map_err(|e| {
+            Error::new(
+                Op::Mmap,
+                e,
+                format!("perf event fd {}", fd.as_raw_fd()),
+                -1,
+                -1,
+            )
+        })?;
         Ok(UserPage {
             store: PageStore::Mapped(map),
         })
