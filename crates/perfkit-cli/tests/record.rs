@@ -267,3 +267,38 @@ fn interrupted_target_still_leaves_a_readable_file() {
     let report = perf_out(&["report", "--stdio"], &out);
     assert!(report.contains("spin"), "{report}");
 }
+
+#[test]
+fn switch_output_on_signal_writes_readable_pieces() {
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.data");
+    let mut rec = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        .args(["record", "-q", "--switch-output", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(w)
+        .args(["spin", "2500"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    perfkit::kill(rec.id() as i32, libc::SIGUSR2).unwrap();
+    assert!(rec.wait().unwrap().success());
+    let mut pieces: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("s.data.")
+        })
+        .collect();
+    pieces.sort();
+    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    for p in &pieces {
+        let report = perf_out(&["report", "--stdio", "--sort", "sym"], p);
+        assert!(report.contains("spin"), "{}: {report}", p.display());
+    }
+}
