@@ -6,7 +6,6 @@
 #![forbid(unsafe_code)]
 
 mod events;
-mod perfdata_out;
 mod profile_load;
 mod record;
 mod record_args;

@@ -6,7 +6,6 @@
 
 use crate::events::{self, EventSpec};
 use crate::exit_error;
-use crate::perfdata_out::{self, FileEvent, PerfDataWriter};
 use crate::record_args::{RecordArgs, sampling_attr};
 use crate::topology;
 use anyhow::{Context, Result, anyhow, bail};
@@ -14,8 +13,10 @@ use perfkit::sys;
 use perfkit::{
     Attr, Counter, ExitStatus, PausedChild, Poller, Ready, RingBuffer, RingSize, Target,
 };
+use perfkit_data::{FileEvent, PerfDataWriter, WriteOptions, synth};
 use perfkit_records::{Endian, MultiParser};
 use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
@@ -77,76 +78,71 @@ fn open_all(
     })
 }
 
-/// COMM and MMAP2 records for existing threads (for -p, -t, -a), as perf synthesizes them.
-fn synthesize_tasks(
-    w: &mut PerfDataWriter,
-    attr: &sys::perf_event_attr,
-    id: u64,
-    pids: &[i32],
-) -> Result<()> {
-    for &pid in pids {
-        let Ok(tids) = perfkit::threads_of(pid) else {
-            continue;
-        };
-        for tid in tids {
-            let comm =
-                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-            let mut b = Vec::new();
-            b.extend_from_slice(&(pid as u32).to_ne_bytes());
-            b.extend_from_slice(&(tid as u32).to_ne_bytes());
-            b.extend_from_slice(comm.trim_end().as_bytes());
-            b.push(0);
-            let trailer = perfdata_out::sample_id_trailer(attr, pid, tid, id);
-            w.write_record(&[&perfdata_out::record(
-                sys::PERF_RECORD_COMM,
-                0,
-                &b,
-                &trailer,
-            )])?;
-        }
-        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-            continue;
-        };
-        for line in maps.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 6 || !f[1].contains('x') {
-                continue;
-            }
-            let Some((s, e)) = f[0].split_once('-') else {
-                continue;
-            };
-            let (Ok(s), Ok(e), Ok(off)) = (
-                u64::from_str_radix(s, 16),
-                u64::from_str_radix(e, 16),
-                u64::from_str_radix(f[2], 16),
-            ) else {
-                continue;
-            };
-            let (maj, min) = f[3].split_once(':').unwrap_or(("0", "0"));
-            let mut b = Vec::new();
-            b.extend_from_slice(&(pid as u32).to_ne_bytes());
-            b.extend_from_slice(&(pid as u32).to_ne_bytes());
-            for v in [s, e - s, off] {
-                b.extend_from_slice(&v.to_ne_bytes());
-            }
-            b.extend_from_slice(&u32::from_str_radix(maj, 16).unwrap_or(0).to_ne_bytes());
-            b.extend_from_slice(&u32::from_str_radix(min, 16).unwrap_or(0).to_ne_bytes());
-            b.extend_from_slice(&f[4].parse::<u64>().unwrap_or(0).to_ne_bytes());
-            b.extend_from_slice(&0u64.to_ne_bytes()); // ino_generation
-            b.extend_from_slice(&(libc::PROT_READ | libc::PROT_EXEC).to_ne_bytes());
-            b.extend_from_slice(&(libc::MAP_PRIVATE).to_ne_bytes());
-            b.extend_from_slice(f[5..].join(" ").as_bytes());
-            b.push(0);
-            let trailer = perfdata_out::sample_id_trailer(attr, pid, pid, id);
-            w.write_record(&[&perfdata_out::record(
-                sys::PERF_RECORD_MMAP2,
-                sys::PERF_RECORD_MISC_USER,
-                &b,
-                &trailer,
-            )])?;
-        }
+/// When `--switch-output` starts a new file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Switch {
+    /// On SIGUSR2.
+    Signal,
+    /// When the data reaches this many bytes.
+    Size(u64),
+    /// After this long.
+    Time(Duration),
+}
+
+fn parse_switch(s: &str) -> Result<Switch> {
+    if s == "signal" {
+        return Ok(Switch::Signal);
     }
-    Ok(())
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow!("--switch-output={s}: use signal, a size (100M) or a time (30s)"))?;
+    Ok(match unit {
+        "B" | "b" => Switch::Size(n),
+        "K" | "k" => Switch::Size(n << 10),
+        "M" => Switch::Size(n << 20),
+        "G" | "g" => Switch::Size(n << 30),
+        "s" => Switch::Time(Duration::from_secs(n)),
+        "m" => Switch::Time(Duration::from_secs(n * 60)),
+        "h" => Switch::Time(Duration::from_secs(n * 3600)),
+        "d" => Switch::Time(Duration::from_secs(n * 86400)),
+        _ => bail!("--switch-output={s}: unknown unit `{unit}` (B, K, M, G; s, m, h, d)"),
+    })
+}
+
+/// Where the next file is written while the current one is finished.
+fn pending_path(output: &Path) -> PathBuf {
+    let mut p = output.as_os_str().to_owned();
+    p.push(".next");
+    PathBuf::from(p)
+}
+
+/// `perf.data.YYYYMMDDhhmmssmmm` (UTC), as perf names switched files.
+fn rotated_name(output: &Path) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let mut name = output.as_os_str().to_owned();
+    name.push(format!(
+        ".{y:04}{m:02}{d:02}{:02}{:02}{:02}{:03}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_millis()
+    ));
+    PathBuf::from(name)
 }
 
 fn all_pids() -> Vec<i32> {
@@ -160,14 +156,52 @@ fn all_pids() -> Vec<i32> {
 
 /// Run `perfkit record`.
 pub fn run(args: RecordArgs) -> Result<u8> {
-    if args.output.as_os_str() == "-" {
-        bail!("-o -: pipe output is not available in this version; write to a file");
+    let switch = args
+        .switch_output
+        .as_deref()
+        .map(parse_switch)
+        .transpose()?;
+    if switch.is_some() && args.output.as_os_str() == "-" {
+        bail!("--switch-output writes files: it cannot be used with -o -");
     }
-    if args.compress.is_some() {
-        bail!("-z: compressed output is not available in this version");
-    }
-    if args.switch_output.is_some() {
-        bail!("--switch-output is not available in this version");
+    // Signals first: Ctrl-C at any point ends the recording cleanly (and goes to the
+    // command once it runs), never killing perfkit mid-file.
+    let mut poller = Poller::new().context("epoll")?;
+    let stopper = poller.stopper();
+    let child_pid = Arc::new(AtomicI32::new(0));
+    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGUSR2,
+    ])?;
+    let sig_handle = signals.handle();
+    let early_signal = Arc::new(AtomicI32::new(0));
+    let switch_now = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let (stopper, child_pid, early, switch_now) = (
+            stopper.clone(),
+            child_pid.clone(),
+            early_signal.clone(),
+            switch_now.clone(),
+        );
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                if sig == signal_hook::consts::SIGUSR2 {
+                    switch_now.store(true, Ordering::SeqCst);
+                    continue;
+                }
+                early
+                    .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+                    .ok();
+                let pid = child_pid.load(Ordering::SeqCst);
+                if pid > 0 {
+                    let _ = perfkit::kill(pid, sig);
+                } else {
+                    stopper.stop();
+                }
+            }
+        });
     }
     let call_graph = args.call_graph()?;
     let sampling = args.sampling()?;
@@ -287,11 +321,12 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             .map(|(a, ids)| (ids.as_slice(), a)),
     )
     .map_err(|e| anyhow!("{e}"))?;
-    let mut w = PerfDataWriter::create(&args.output, file_events)?;
+    let wopts = WriteOptions {
+        compress: args.compress,
+        chunk: pages * 4096,
+    };
+    let to_pipe = args.output.as_os_str() == "-";
     let first_id = opened.ids[0].first().copied().unwrap_or(0);
-    if let Some(k) = perfdata_out::kernel_mmap(&attrs[0], first_id) {
-        w.write_record(&[&k])?;
-    }
     let pids: Vec<i32> = if system_wide {
         all_pids()
     } else {
@@ -306,46 +341,45 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
         p
     };
-    synthesize_tasks(&mut w, &attrs[0], first_id, &pids)?;
-    w.write_record(&[&perfdata_out::record(
-        sys::PERF_RECORD_FINISHED_INIT,
-        0,
-        &[],
-        &[],
-    )])?;
-
-    // Stop on the command's exit, or on SIGINT/SIGTERM when there is no command.
-    let mut poller = Poller::new().context("epoll")?;
+    // A file starts with what perf synthesizes: the kernel map, existing tasks, and
+    // FINISHED_INIT. `extra` adds the launched command once it runs (a switched file).
+    let start_file_at = |path: &Path, extra: &[i32]| -> Result<PerfDataWriter> {
+        let mut w = if to_pipe {
+            PerfDataWriter::pipe(Box::new(std::io::stdout()), file_events.clone(), wopts)
+        } else {
+            PerfDataWriter::create(path, file_events.clone(), wopts)
+        }
+        .with_context(|| format!("cannot create {}", path.display()))?;
+        if let Some(k) = synth::kernel_mmap(&attrs[0], first_id) {
+            w.write_record(&[&k])?;
+        }
+        let all: Vec<i32> = pids.iter().chain(extra).copied().collect();
+        for r in synth::tasks(&attrs[0], first_id, &all) {
+            w.write_record(&[&r])?;
+        }
+        w.write_record(&[&synth::finished_init()])?;
+        Ok(w)
+    };
+    let mut w = start_file_at(&args.output, &[])?;
     for (i, r) in opened.rings.iter().enumerate() {
         poller.add(r.as_fd(), i as u64).context("epoll")?;
     }
-    let stopper = poller.stopper();
-    let child_pid = Arc::new(AtomicI32::new(0));
-    let status = Arc::new(std::sync::Mutex::new(None::<ExitStatus>));
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])?;
-    let sig_handle = signals.handle();
-    {
-        let (stopper, child_pid) = (stopper.clone(), child_pid.clone());
-        std::thread::spawn(move || {
-            for sig in signals.forever() {
-                let pid = child_pid.load(Ordering::SeqCst);
-                if pid > 0 {
-                    let _ = perfkit::kill(pid, sig);
-                } else {
-                    stopper.stop();
-                }
-            }
-        });
-    }
+
     if child.is_none() || system_wide {
         for c in &opened.counters {
             c.enable().map_err(|e| anyhow!("{e}"))?;
         }
     }
-    if let Some(c) = child {
+    if let Some(c) = child.filter(|_| {
+        // Interrupted before the command started: it never runs (dropping it ends it).
+        let sig = early_signal.load(Ordering::SeqCst);
+        if sig != 0
+            && let Ok(mut s) = status.lock()
+        {
+            *s = Some(ExitStatus::Signaled(sig));
+        }
+        sig == 0
+    }) {
         let pid = c.start().map_err(|e| exit_error(e.exit_code() as u8, e))?;
         child_pid.store(pid, Ordering::SeqCst);
         let (stopper, status) = (stopper.clone(), status.clone());
@@ -379,7 +413,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
                     perfkit_records::RawData::Split(a, b) => w.write_record(&[&hdr, a, b]),
                 };
                 if let Err(e) = res {
-                    err = Some(e);
+                    err = Some(anyhow::Error::from(e).context("writing the profile"));
                     return;
                 }
                 n += 1;
@@ -406,10 +440,13 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             }
         }
         if n > 0 {
-            w.finish_round()?;
+            w.finish_round()
+                .context("writing the profile (it holds the data up to the last complete round)")?;
         }
         Ok(n)
     };
+    let cmdline: Vec<String> = std::env::args().collect();
+    let mut file_started = std::time::Instant::now();
     loop {
         match poller.wait(Some(Duration::from_millis(100))) {
             Ok(Ready::Stopped) => break,
@@ -418,14 +455,50 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             Err(e) => return Err(anyhow!("epoll_wait: {e}")),
         }
         drain(&mut opened.rings, &mut w)?;
+        let due = match switch {
+            Some(Switch::Signal) => switch_now.swap(false, Ordering::SeqCst),
+            Some(Switch::Size(n)) => w.data_size() >= n,
+            Some(Switch::Time(d)) => file_started.elapsed() >= d,
+            None => false,
+        };
+        if due {
+            // Finish this file under a timestamped name, then start the next one.
+            let child = child_pid.load(Ordering::SeqCst);
+            let extra: Vec<i32> = (child > 0).then_some(child).into_iter().collect();
+            let full =
+                std::mem::replace(&mut w, start_file_at(&pending_path(&args.output), &extra)?);
+            full.finish(&cmdline)
+                .with_context(|| format!("writing {}", args.output.display()))?;
+            let name = rotated_name(&args.output);
+            std::fs::rename(&args.output, &name)
+                .with_context(|| format!("renaming {}", args.output.display()))?;
+            std::fs::rename(pending_path(&args.output), &args.output)
+                .with_context(|| format!("renaming the next file to {}", args.output.display()))?;
+            file_started = std::time::Instant::now();
+            if !args.quiet {
+                eprintln!(
+                    "[ perfkit record: dump data: woken up {wakeups} times ]\n[ perfkit record: dump {} ]",
+                    name.display()
+                );
+            }
+        }
     }
     for c in &opened.counters {
         let _ = c.disable();
     }
     drain(&mut opened.rings, &mut w)?;
     sig_handle.close();
-    let cmdline: Vec<String> = std::env::args().collect();
-    let bytes = w.finish(&cmdline)?;
+    let bytes = w
+        .finish(&cmdline)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    if switch.is_some() {
+        let name = rotated_name(&args.output);
+        std::fs::rename(&args.output, &name)
+            .with_context(|| format!("renaming {}", args.output.display()))?;
+        if !args.quiet {
+            eprintln!("[ perfkit record: dump {} ]", name.display());
+        }
+    }
     if !args.quiet {
         eprintln!(
             "[ perfkit record: woken up {wakeups} times to write data ]\n\

@@ -1,1 +1,185 @@
-//! Records perf synthesizes before the first sample.
+//! Records perf synthesizes before the first sample, as raw native-endian bytes with a
+//! `sample_id` trailer for a given attr: COMM and MMAP2 of existing threads, the kernel's
+//! `[kernel.kallsyms]_text` MMAP, FINISHED_INIT; and build ids of files.
+
+use crate::write::record;
+use perfkit_sys::{self as sys, perf_event_attr};
+use std::path::Path;
+
+fn w32(v: &mut Vec<u8>, x: u32) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+fn w64(v: &mut Vec<u8>, x: u64) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+
+/// The `sample_id` trailer (`sample_id_all`) for `attr`, with time 0 and `id`.
+pub fn sample_id_trailer(attr: &perf_event_attr, pid: i32, tid: i32, id: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    if !attr.has(sys::attr_flags::SAMPLE_ID_ALL) {
+        return v;
+    }
+    let st = attr.sample_type;
+    if st & sys::PERF_SAMPLE_TID != 0 {
+        w32(&mut v, pid as u32);
+        w32(&mut v, tid as u32);
+    }
+    if st & sys::PERF_SAMPLE_TIME != 0 {
+        w64(&mut v, 0);
+    }
+    if st & sys::PERF_SAMPLE_ID != 0 {
+        w64(&mut v, id);
+    }
+    if st & sys::PERF_SAMPLE_STREAM_ID != 0 {
+        w64(&mut v, id);
+    }
+    if st & sys::PERF_SAMPLE_CPU != 0 {
+        w64(&mut v, 0);
+    }
+    if st & sys::PERF_SAMPLE_IDENTIFIER != 0 {
+        w64(&mut v, id);
+    }
+    v
+}
+
+/// `PERF_RECORD_FINISHED_INIT`.
+pub fn finished_init() -> Vec<u8> {
+    record(sys::PERF_RECORD_FINISHED_INIT, 0, &[], &[])
+}
+
+/// The `NT_GNU_BUILD_ID` note of an ELF file.
+pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
+    use object::Object;
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// The running kernel's build id (`/sys/kernel/notes`).
+pub fn kernel_build_id() -> Option<Vec<u8>> {
+    let notes = std::fs::read("/sys/kernel/notes").ok()?;
+    let mut off = 0;
+    while off + 12 <= notes.len() {
+        let rd =
+            |o: usize| u32::from_ne_bytes(notes[o..o + 4].try_into().unwrap_or([0; 4])) as usize;
+        let (namesz, descsz, kind) = (rd(off), rd(off + 4), rd(off + 8));
+        let name_at = off + 12;
+        let desc_at = name_at + namesz.next_multiple_of(4);
+        let end = desc_at + descsz.next_multiple_of(4);
+        if end > notes.len() {
+            return None;
+        }
+        if kind == 3 && notes.get(name_at..name_at + 3) == Some(b"GNU") {
+            return Some(notes[desc_at..desc_at + descsz].to_vec());
+        }
+        off = end;
+    }
+    None
+}
+
+/// `PERF_RECORD_MMAP` of the kernel image (`[kernel.kallsyms]_text`, pid -1), from
+/// `/proc/kallsyms`. None when kernel addresses are hidden (kptr_restrict, not root).
+pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
+    let syms = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    let mut text = None;
+    let mut end = 0u64;
+    for line in syms.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(addr), Some(_kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(a) = u64::from_str_radix(addr, 16) else {
+            continue;
+        };
+        if name == "_text" {
+            text = Some(a);
+        }
+        if it.next().is_none() {
+            end = end.max(a);
+        }
+    }
+    let start = text.filter(|&t| t != 0)?;
+    let mut b = Vec::new();
+    w32(&mut b, u32::MAX);
+    w32(&mut b, 0);
+    w64(&mut b, start);
+    w64(&mut b, end.saturating_sub(start).max(1));
+    w64(&mut b, start);
+    b.extend_from_slice(b"[kernel.kallsyms]_text\0");
+    Some(record(
+        sys::PERF_RECORD_MMAP,
+        sys::PERF_RECORD_MISC_KERNEL,
+        &b,
+        &sample_id_trailer(attr, -1, -1, id),
+    ))
+}
+
+/// COMM and MMAP2 records for every thread of the processes `pids` (from /proc).
+pub fn tasks(attr: &perf_event_attr, id: u64, pids: &[i32]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for &pid in pids {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        let mut tids: Vec<i32> = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.sort_unstable();
+        for tid in tids {
+            let comm =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+            let mut b = Vec::new();
+            w32(&mut b, pid as u32);
+            w32(&mut b, tid as u32);
+            b.extend_from_slice(comm.trim_end().as_bytes());
+            b.push(0);
+            out.push(record(
+                sys::PERF_RECORD_COMM,
+                0,
+                &b,
+                &sample_id_trailer(attr, pid, tid, id),
+            ));
+        }
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            continue;
+        };
+        for line in maps.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 6 || !f[1].contains('x') {
+                continue;
+            }
+            let Some((s, e)) = f[0].split_once('-') else {
+                continue;
+            };
+            let (Ok(s), Ok(e), Ok(off)) = (
+                u64::from_str_radix(s, 16),
+                u64::from_str_radix(e, 16),
+                u64::from_str_radix(f[2], 16),
+            ) else {
+                continue;
+            };
+            let (maj, min) = f[3].split_once(':').unwrap_or(("0", "0"));
+            let mut b = Vec::new();
+            w32(&mut b, pid as u32);
+            w32(&mut b, pid as u32);
+            w64(&mut b, s);
+            w64(&mut b, e - s);
+            w64(&mut b, off);
+            w32(&mut b, u32::from_str_radix(maj, 16).unwrap_or(0));
+            w32(&mut b, u32::from_str_radix(min, 16).unwrap_or(0));
+            w64(&mut b, f[4].parse::<u64>().unwrap_or(0));
+            w64(&mut b, 0);
+            w32(&mut b, 0x5); // PROT_READ | PROT_EXEC
+            w32(&mut b, 0x2); // MAP_PRIVATE
+            b.extend_from_slice(f[5..].join(" ").as_bytes());
+            b.push(0);
+            out.push(record(
+                sys::PERF_RECORD_MMAP2,
+                sys::PERF_RECORD_MISC_USER,
+                &b,
+                &sample_id_trailer(attr, pid, pid, id),
+            ));
+        }
+    }
+    out
+}

@@ -1,1 +1,568 @@
 //! [`PerfDataWriter`]: perf.data files perf 6.1 opens.
+
+use crate::feature as f;
+use perfkit_sys::{self as sys, perf_event_attr};
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+const HEADER_SIZE: u64 = 104;
+/// perf 6.1 refuses attrs larger than this ("more recent and unsupported ABI").
+const FILE_ATTR_SIZE: u32 = sys::PERF_ATTR_SIZE_VER7;
+/// Largest record body a COMPRESSED record carries (its size is a u16).
+const MAX_COMPRESSED_PAYLOAD: usize = 0xffff - 8;
+
+/// One event of the file.
+#[derive(Clone, Debug)]
+pub struct FileEvent {
+    /// Its attr.
+    pub attr: perf_event_attr,
+    /// Its name (EVENT_DESC, or EVENT_UPDATE in pipe mode).
+    pub name: String,
+    /// The ids of its instances.
+    pub ids: Vec<u64>,
+}
+
+/// How to write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// zstd level (1-22) for COMPRESSED records; None = uncompressed.
+    pub compress: Option<i32>,
+    /// Bytes of one compressed chunk (perf: the ring size); bounds a reader's buffer.
+    pub chunk: usize,
+}
+
+enum Out {
+    File { path: PathBuf, w: BufWriter<File> },
+    Pipe(Box<dyn Write>),
+}
+
+/// A perf.data file (or pipe stream) being written.
+pub struct PerfDataWriter {
+    out: Out,
+    events: Vec<FileEvent>,
+    opts: WriteOptions,
+    data_start: u64,
+    data_len: u64,
+    first_time: u64,
+    last_time: u64,
+    round: Vec<u8>,
+    raw_bytes: u64,
+    mapped: BTreeSet<(i32, u16, String)>,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+fn w32(v: &mut Vec<u8>, x: u32) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+fn w64(v: &mut Vec<u8>, x: u64) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+/// perf's string: u32 length (padded to 64 bytes as perf does), NUL-padded.
+fn wstr(v: &mut Vec<u8>, s: &str) {
+    let len = (s.len() + 1).next_multiple_of(64);
+    w32(v, len as u32);
+    v.extend_from_slice(s.as_bytes());
+    v.resize(v.len() + len - s.len(), 0);
+}
+
+/// A record: header, body, zero padding to 8 bytes, trailer.
+pub fn record(type_: u32, misc: u16, body: &[u8], trailer: &[u8]) -> Vec<u8> {
+    let padded = (8 + body.len()).next_multiple_of(8);
+    let len = padded + trailer.len();
+    let mut v = Vec::with_capacity(len);
+    w32(&mut v, type_);
+    w32(&mut v, u32::from(misc) | ((len as u32) << 16));
+    v.extend_from_slice(body);
+    v.resize(padded, 0);
+    v.extend_from_slice(trailer);
+    v
+}
+
+fn attr_bytes(a: &perf_event_attr) -> Vec<u8> {
+    let mut a = *a;
+    a.size = FILE_ATTR_SIZE;
+    a.as_bytes()[..FILE_ATTR_SIZE as usize].to_vec()
+}
+
+fn check_attrs(events: &[FileEvent]) -> io::Result<()> {
+    for e in events {
+        // The newest field perf 6.1 knows is sig_data (VER7).
+        if e.attr.config3 != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "event {} uses config3, which perf.data files for perf 6.1 cannot hold",
+                    e.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl PerfDataWriter {
+    /// Create `path` (mode 0600; an existing file is renamed to `path.old` as perf does).
+    pub fn create(path: &Path, events: Vec<FileEvent>, opts: WriteOptions) -> io::Result<Self> {
+        check_attrs(&events)?;
+        if path.exists() {
+            let mut old = path.as_os_str().to_owned();
+            old.push(".old");
+            std::fs::rename(path, &old)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)?;
+        let mut w = Self::new(
+            Out::File {
+                path: path.to_path_buf(),
+                w: BufWriter::with_capacity(1 << 20, file),
+            },
+            events,
+            opts,
+        )?;
+        let attrs = w.attrs_section();
+        w.data_start = HEADER_SIZE + attrs.len() as u64;
+        let header = w.header(&[]);
+        w.raw_write(&header)?;
+        w.raw_write(&attrs)?;
+        Ok(w)
+    }
+
+    /// Pipe mode (`perf record -o -`): a 16-byte header, then HEADER_ATTR and
+    /// HEADER_FEATURE records, then the data.
+    pub fn pipe(
+        out: Box<dyn Write>,
+        events: Vec<FileEvent>,
+        opts: WriteOptions,
+    ) -> io::Result<Self> {
+        check_attrs(&events)?;
+        let mut w = Self::new(Out::Pipe(out), events, opts)?;
+        let mut h = Vec::new();
+        h.extend_from_slice(b"PERFILE2");
+        w64(&mut h, 16);
+        w.raw_write(&h)?;
+        for i in 0..w.events.len() {
+            let e = &w.events[i];
+            let mut body = attr_bytes(&e.attr);
+            for id in &e.ids {
+                w64(&mut body, *id);
+            }
+            let r = record(sys::PERF_RECORD_HEADER_ATTR, 0, &body, &[]);
+            w.raw_write(&r)?;
+        }
+        // Names: EVENT_UPDATE type 2 records (EVENT_DESC is not sent in pipe mode).
+        for i in 0..w.events.len() {
+            let (id, name) = (
+                w.events[i].ids.first().copied().unwrap_or(0),
+                w.events[i].name.clone(),
+            );
+            let mut body = Vec::new();
+            w64(&mut body, 2);
+            w64(&mut body, id);
+            body.extend_from_slice(name.as_bytes());
+            body.push(0);
+            let r = record(sys::PERF_RECORD_EVENT_UPDATE, 0, &body, &[]);
+            w.raw_write(&r)?;
+        }
+        for (bit, payload) in w.static_features() {
+            let mut body = Vec::new();
+            w64(&mut body, bit as u64);
+            body.extend_from_slice(&payload);
+            let r = record(sys::PERF_RECORD_HEADER_FEATURE, 0, &body, &[]);
+            w.raw_write(&r)?;
+        }
+        Ok(w)
+    }
+
+    fn new(out: Out, events: Vec<FileEvent>, opts: WriteOptions) -> io::Result<Self> {
+        let zstd = match opts.compress {
+            Some(level) => Some(zstd::bulk::Compressor::new(level)?),
+            None => None,
+        };
+        Ok(PerfDataWriter {
+            out,
+            events,
+            opts: WriteOptions {
+                chunk: if opts.chunk == 0 {
+                    512 << 10
+                } else {
+                    opts.chunk
+                },
+                ..opts
+            },
+            data_start: 0,
+            data_len: 0,
+            first_time: u64::MAX,
+            last_time: 0,
+            round: Vec::new(),
+            raw_bytes: 0,
+            mapped: BTreeSet::new(),
+            zstd,
+        })
+    }
+
+    fn raw_write(&mut self, b: &[u8]) -> io::Result<()> {
+        match &mut self.out {
+            Out::File { w, .. } => w.write_all(b),
+            Out::Pipe(w) => w.write_all(b),
+        }
+    }
+
+    fn ids_offset(&self) -> u64 {
+        HEADER_SIZE + (self.events.len() as u64) * (u64::from(FILE_ATTR_SIZE) + 16)
+    }
+
+    fn attrs_section(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        let mut ids_at = self.ids_offset();
+        for e in &self.events {
+            v.extend_from_slice(&attr_bytes(&e.attr));
+            w64(&mut v, ids_at);
+            w64(&mut v, 8 * e.ids.len() as u64);
+            ids_at += 8 * e.ids.len() as u64;
+        }
+        for e in &self.events {
+            for id in &e.ids {
+                w64(&mut v, *id);
+            }
+        }
+        v
+    }
+
+    fn header(&self, features: &[usize]) -> Vec<u8> {
+        let mut h = Vec::with_capacity(HEADER_SIZE as usize);
+        h.extend_from_slice(b"PERFILE2");
+        w64(&mut h, HEADER_SIZE);
+        w64(&mut h, u64::from(FILE_ATTR_SIZE) + 16);
+        w64(&mut h, HEADER_SIZE);
+        w64(
+            &mut h,
+            self.events.len() as u64 * (u64::from(FILE_ATTR_SIZE) + 16),
+        );
+        w64(&mut h, self.data_start);
+        w64(&mut h, self.data_len);
+        w64(&mut h, 0);
+        w64(&mut h, 0);
+        let mut bits = [0u8; 32];
+        for &b in features {
+            bits[b / 8] |= 1 << (b % 8);
+        }
+        h.extend_from_slice(&bits);
+        h
+    }
+
+    /// Append one record exactly as the kernel wrote it (header included), in one or two
+    /// parts (a record that wrapped the ring). MMAP/MMAP2 file names are remembered for
+    /// the BUILD_ID section.
+    pub fn write_record(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        let start = self.round.len();
+        for p in parts {
+            self.round.extend_from_slice(p);
+        }
+        let rec = &self.round[start..];
+        if rec.len() >= 8 {
+            let type_ = u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]);
+            let misc = u16::from_ne_bytes([rec[4], rec[5]]);
+            let name_at = match type_ {
+                sys::PERF_RECORD_MMAP => Some(8 + 32),
+                sys::PERF_RECORD_MMAP2 => Some(8 + 64),
+                _ => None,
+            };
+            if let Some(at) = name_at
+                && misc & sys::PERF_RECORD_MISC_MMAP_DATA == 0
+                && let Some(name) = rec.get(at..)
+            {
+                let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+                let pid = i32::from_ne_bytes([rec[8], rec[9], rec[10], rec[11]]);
+                let name = String::from_utf8_lossy(&name[..end]).into_owned();
+                if name.starts_with('/') || name.starts_with("[kernel.kallsyms]") {
+                    self.mapped
+                        .insert((pid, misc & sys::PERF_RECORD_MISC_CPUMODE_MASK, name));
+                }
+            }
+        }
+        if self.round.len() >= self.opts.chunk {
+            self.flush_round()?;
+        }
+        Ok(())
+    }
+
+    /// Note a sample's timestamp (SAMPLE_TIME feature).
+    pub fn saw_time(&mut self, t: u64) {
+        self.first_time = self.first_time.min(t);
+        self.last_time = self.last_time.max(t);
+    }
+
+    fn flush_round(&mut self) -> io::Result<()> {
+        if self.round.is_empty() {
+            return Ok(());
+        }
+        let round = std::mem::take(&mut self.round);
+        self.raw_bytes += round.len() as u64;
+        match &mut self.zstd {
+            Some(z) => {
+                let frame = z.compress(&round)?;
+                for piece in frame.chunks(MAX_COMPRESSED_PAYLOAD) {
+                    let mut r = Vec::with_capacity(piece.len() + 8);
+                    w32(&mut r, sys::PERF_RECORD_COMPRESSED);
+                    w32(&mut r, ((piece.len() + 8) as u32) << 16);
+                    r.extend_from_slice(piece);
+                    self.raw_write(&r)?;
+                    self.data_len += r.len() as u64;
+                }
+            }
+            None => {
+                self.raw_write(&round)?;
+                self.data_len += round.len() as u64;
+            }
+        }
+        self.round = round;
+        self.round.clear();
+        Ok(())
+    }
+
+    /// End a pass over the rings: write a FINISHED_ROUND and make the file valid up to here.
+    pub fn finish_round(&mut self) -> io::Result<()> {
+        self.flush_round()?;
+        let r = record(sys::PERF_RECORD_FINISHED_ROUND, 0, &[], &[]);
+        self.raw_write(&r)?;
+        self.data_len += 8;
+        self.sync_header(&[])
+    }
+
+    fn sync_header(&mut self, features: &[usize]) -> io::Result<()> {
+        let h = self.header(features);
+        match &mut self.out {
+            Out::File { w, .. } => {
+                w.flush()?;
+                let f = w.get_mut();
+                let end = f.stream_position()?;
+                f.seek(SeekFrom::Start(0))?;
+                f.write_all(&h)?;
+                f.seek(SeekFrom::Start(end))?;
+                Ok(())
+            }
+            Out::Pipe(w) => w.flush(),
+        }
+    }
+
+    /// Bytes of data written so far (compressed size with `-z`), buffered round included.
+    pub fn data_size(&self) -> u64 {
+        self.data_len + self.round.len() as u64
+    }
+
+    /// The path written, for messages (None in pipe mode).
+    pub fn path(&self) -> Option<&Path> {
+        match &self.out {
+            Out::File { path, .. } => Some(path),
+            Out::Pipe(_) => None,
+        }
+    }
+
+    fn static_features(&self) -> Vec<(usize, Vec<u8>)> {
+        let mut feats = Vec::new();
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        for (bit, v) in [
+            (f::HOSTNAME, read("/proc/sys/kernel/hostname")),
+            (f::OSRELEASE, read("/proc/sys/kernel/osrelease")),
+            (
+                f::VERSION,
+                concat!("perfkit ", env!("CARGO_PKG_VERSION")).to_string(),
+            ),
+            (f::ARCH, std::env::consts::ARCH.to_string()),
+        ] {
+            let mut s = Vec::new();
+            wstr(&mut s, &v);
+            feats.push((bit, s));
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let mut s = Vec::new();
+        w32(&mut s, cpus);
+        w32(&mut s, cpus);
+        feats.push((f::NRCPUS, s));
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |k: &str| {
+            info.lines()
+                .find(|l| l.split(':').next().is_some_and(|n| n.trim() == k))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        };
+        if let Some(desc) = field("model name") {
+            let mut s = Vec::new();
+            wstr(&mut s, &desc);
+            feats.push((f::CPUDESC, s));
+        }
+        if let (Some(v), Some(fam), Some(model), Some(step)) = (
+            field("vendor_id"),
+            field("cpu family"),
+            field("model"),
+            field("stepping"),
+        ) {
+            let mut s = Vec::new();
+            wstr(&mut s, &format!("{v},{fam},{model},{step}"));
+            feats.push((f::CPUID, s));
+        }
+        if let Some(kb) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        }) {
+            let mut s = Vec::new();
+            w64(&mut s, kb);
+            feats.push((f::TOTAL_MEM, s));
+        }
+        // CPU_TOPOLOGY: the distinct sibling lists.
+        let mut cores = BTreeSet::new();
+        let mut threads = BTreeSet::new();
+        for c in 0..cpus {
+            let t = format!("/sys/devices/system/cpu/cpu{c}/topology");
+            cores.insert(read(&format!("{t}/core_siblings_list")));
+            threads.insert(read(&format!("{t}/thread_siblings_list")));
+        }
+        let mut dies = BTreeSet::new();
+        for c in 0..cpus {
+            dies.insert(read(&format!(
+                "/sys/devices/system/cpu/cpu{c}/topology/die_cpus_list"
+            )));
+        }
+        let id = |c: u32, what: &str| {
+            read(&format!("/sys/devices/system/cpu/cpu{c}/topology/{what}"))
+                .parse::<u32>()
+                .unwrap_or(0)
+        };
+        // The full format perf writes: sibling lists, per-CPU core and socket ids, die
+        // sibling lists, per-CPU die ids (perf's pipe-mode reader expects all of it).
+        let mut s = Vec::new();
+        for set in [&cores, &threads] {
+            w32(&mut s, set.len() as u32);
+            for l in set.iter() {
+                wstr(&mut s, l);
+            }
+        }
+        for c in 0..cpus {
+            w32(&mut s, id(c, "core_id"));
+            w32(&mut s, id(c, "physical_package_id"));
+        }
+        w32(&mut s, dies.len() as u32);
+        for l in &dies {
+            wstr(&mut s, l);
+        }
+        for c in 0..cpus {
+            w32(&mut s, id(c, "die_id"));
+        }
+        feats.push((f::CPU_TOPOLOGY, s));
+        feats
+    }
+
+    fn build_id_section(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (pid, cpumode, name) in &self.mapped {
+            let id = if name.starts_with("[kernel.kallsyms]") {
+                crate::synth::kernel_build_id()
+            } else {
+                crate::synth::build_id_of(Path::new(name))
+            };
+            let Some(id) = id else { continue };
+            let fname = if name.starts_with("[kernel.kallsyms]") {
+                "[kernel.kallsyms]"
+            } else {
+                name
+            };
+            let name_len = (fname.len() + 1).next_multiple_of(64);
+            let size = 8 + 4 + 24 + name_len;
+            let mut r = Vec::with_capacity(size);
+            w32(&mut r, sys::PERF_RECORD_HEADER_BUILD_ID);
+            // misc: cpumode, plus PERF_RECORD_MISC_BUILD_ID_SIZE with the size in byte 20.
+            let misc = *cpumode | (1 << 15);
+            w32(&mut r, u32::from(misc) | ((size as u32) << 16));
+            w32(&mut r, *pid as u32);
+            let mut idb = [0u8; 24];
+            let n = id.len().min(20);
+            idb[..n].copy_from_slice(&id[..n]);
+            idb[20] = n as u8;
+            r.extend_from_slice(&idb);
+            r.extend_from_slice(fname.as_bytes());
+            r.resize(size, 0);
+            out.extend_from_slice(&r);
+        }
+        out
+    }
+
+    /// Write the feature sections and the final header; returns the bytes written.
+    pub fn finish(mut self, cmdline: &[String]) -> io::Result<u64> {
+        self.flush_round()?;
+        if matches!(self.out, Out::Pipe(_)) {
+            if let Out::Pipe(w) = &mut self.out {
+                w.flush()?;
+            }
+            return Ok(self.data_len);
+        }
+        let mut feats = self.static_features();
+        let mut s = Vec::new();
+        w32(&mut s, cmdline.len() as u32);
+        for a in cmdline {
+            wstr(&mut s, a);
+        }
+        feats.push((f::CMDLINE, s));
+        let mut s = Vec::new();
+        w32(&mut s, self.events.len() as u32);
+        w32(&mut s, FILE_ATTR_SIZE);
+        for e in &self.events {
+            s.extend_from_slice(&attr_bytes(&e.attr));
+            w32(&mut s, e.ids.len() as u32);
+            wstr(&mut s, &e.name);
+            for id in &e.ids {
+                w64(&mut s, *id);
+            }
+        }
+        feats.push((f::EVENT_DESC, s));
+        if self.first_time <= self.last_time {
+            let mut s = Vec::new();
+            w64(&mut s, self.first_time);
+            w64(&mut s, self.last_time);
+            feats.push((f::SAMPLE_TIME, s));
+        }
+        let ids = self.build_id_section();
+        if !ids.is_empty() {
+            feats.push((f::BUILD_ID, ids));
+        }
+        if let Some(level) = self.opts.compress {
+            let mut s = Vec::new();
+            w32(&mut s, 0); // version
+            w32(&mut s, 1); // zstd
+            w32(&mut s, level as u32);
+            let ratio = self.raw_bytes.max(1) / self.data_len.max(1);
+            w32(&mut s, ratio.max(1) as u32);
+            w32(&mut s, self.opts.chunk as u32);
+            feats.push((f::COMPRESSED, s));
+        }
+        feats.sort_by_key(|x| x.0);
+        let index_at = self.data_start + self.data_len;
+        let mut at = index_at + 16 * feats.len() as u64;
+        let mut index = Vec::new();
+        for (_, body) in &feats {
+            w64(&mut index, at);
+            w64(&mut index, body.len() as u64);
+            at += body.len() as u64;
+        }
+        self.raw_write(&index)?;
+        for (_, body) in &feats {
+            self.raw_write(body)?;
+        }
+        let bits: Vec<usize> = feats.iter().map(|x| x.0).collect();
+        self.sync_header(&bits)?;
+        Ok(at)
+    }
+}

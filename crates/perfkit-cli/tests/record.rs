@@ -1,0 +1,304 @@
+//! `perfkit record` files open in the real `perf report` and `perf script` with the same
+//! sample counts, commands and hot symbols as perfkit sees; exit statuses pass through.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+fn perfkit() -> Command {
+    Command::cargo_bin("perfkit").expect("perfkit binary")
+}
+
+fn have_perf() -> bool {
+    std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn workload() -> Option<&'static PathBuf> {
+    static W: OnceLock<Option<PathBuf>> = OnceLock::new();
+    W.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("perfkit-rec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        let out = dir.join("workload");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/workload.c");
+        let ok = std::process::Command::new("cc")
+            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+            .arg(&out)
+            .arg(src)
+            .status()
+            .ok()?
+            .success();
+        ok.then_some(out)
+    })
+    .as_ref()
+}
+
+macro_rules! need {
+    () => {{
+        let Some(w) = workload() else {
+            eprintln!("skipped: no C compiler for the workload");
+            return;
+        };
+        if !have_perf() {
+            eprintln!("skipped: perf is not installed");
+            return;
+        }
+        w
+    }};
+}
+
+fn perf_out(args: &[&str], file: &Path) -> String {
+    let out = std::process::Command::new("perf")
+        .args(args)
+        .arg("-i")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "perf {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn sample_lines(script: &str) -> usize {
+    script
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+        .count()
+}
+
+/// The number our summary line reports.
+fn reported_samples(stderr: &str) -> usize {
+    stderr
+        .split("wrote ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no summary in {stderr}"))
+}
+
+fn record(dir: &Path, name: &str, flags: &[&str], cmd: &[&str]) -> (PathBuf, String) {
+    let out = dir.join(name);
+    let o = perfkit()
+        .arg("record")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{name}: {err}");
+    (out, err)
+}
+
+#[test]
+fn files_open_in_perf_with_the_same_samples() {
+    let w = need!();
+    let w = w.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("plain", vec![]),
+        ("fp", vec!["-g"]),
+        ("zstd", vec!["-z"]),
+        ("two", vec!["-e", "cpu-clock,task-clock"]),
+        ("dwarf", vec!["--call-graph", "dwarf,4096"]),
+        ("cpu", vec!["--sample-cpu", "-F", "1000"]),
+    ];
+    for (name, flags) in cases {
+        let (file, err) = record(dir.path(), name, &flags, &[w, "spin", "300"]);
+        let meta = std::fs::metadata(&file).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            0o600,
+            "{name}: files are private"
+        );
+        let script = perf_out(&["script"], &file);
+        let n = sample_lines(&script);
+        assert_eq!(
+            n,
+            reported_samples(&err),
+            "{name}: perf script sees what we wrote"
+        );
+        let ours = perfkit()
+            .args(["script", "-q", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(
+            sample_lines(&String::from_utf8_lossy(&ours.stdout)),
+            n,
+            "{name}: perfkit script agrees"
+        );
+        let report = perf_out(
+            &["report", "--stdio", "--no-children", "--sort", "comm,sym"],
+            &file,
+        );
+        let hot = report
+            .lines()
+            .find(|l| !l.starts_with('#') && l.contains('%'))
+            .unwrap_or("");
+        assert!(
+            hot.contains("workload") && hot.contains("spin"),
+            "{name}: {report}"
+        );
+        if name == "two" {
+            assert!(report.contains("of event 'task-clock'"), "{report}");
+        }
+    }
+}
+
+#[test]
+fn pipe_output_is_read_by_perf() {
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pipe.data");
+    let o = perfkit()
+        .args(["record", "-o", "-", "--"])
+        .arg(w)
+        .args(["spin", "200"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(&file, &o.stdout).unwrap();
+    let n = reported_samples(&String::from_utf8_lossy(&o.stderr));
+    let perf = std::process::Command::new("perf")
+        .args(["script", "-i", "-"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(sample_lines(&String::from_utf8_lossy(&perf.stdout)), n);
+}
+
+#[test]
+fn system_wide_and_attach() {
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, err) = record(dir.path(), "all", &["-a", "-F", "500"], &["sleep", "0.3"]);
+    assert!(reported_samples(&err) > 0);
+    let script = perf_out(&["script", "-F", "comm,cpu"], &file);
+    assert!(script.lines().count() > 10);
+    // Attach to a running process.
+    let mut child = std::process::Command::new(w)
+        .args(["spin", "6000"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let out = dir.path().join("attach.data");
+    let mut rec = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        .args(["record", "-p", &child.id().to_string(), "-o"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it start (other tests load both CPUs) and record a while, then Ctrl-C.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    perfkit::kill(rec.id() as i32, libc::SIGINT).unwrap();
+    let st = rec.wait().unwrap();
+    child.kill().ok();
+    child.wait().ok();
+    assert!(st.success(), "{st:?}");
+    let report = perf_out(&["report", "--stdio", "--sort", "comm,sym"], &out);
+    assert!(report.contains("spin"), "{report}");
+}
+
+#[test]
+fn exit_status_and_bad_input() {
+    let _ = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.data");
+    let o = perfkit()
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "exit 5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5));
+    let o = perfkit()
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(["--", "no-such-cmd-xyz"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127));
+    let o = perfkit()
+        .args(["record", "-F", "999999999", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("perf_event_max_sample_rate"));
+    // The old file is kept as .old.
+    let o = perfkit()
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(dir.path().join("x.data.old").exists());
+}
+
+#[test]
+fn interrupted_target_still_leaves_a_readable_file() {
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("int.data");
+    let mut rec = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(w)
+        .args(["spin", "5000"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Ctrl-C goes to the command; the file is finished properly.
+    perfkit::kill(rec.id() as i32, libc::SIGINT).unwrap();
+    let st = rec.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    let report = perf_out(&["report", "--stdio"], &out);
+    assert!(report.contains("spin"), "{report}");
+}
+
+#[test]
+fn switch_output_on_signal_writes_readable_pieces() {
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.data");
+    let mut rec = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        .args(["record", "-q", "--switch-output", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(w)
+        .args(["spin", "2500"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    perfkit::kill(rec.id() as i32, libc::SIGUSR2).unwrap();
+    assert!(rec.wait().unwrap().success());
+    let mut pieces: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("s.data.")
+        })
+        .collect();
+    pieces.sort();
+    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    for p in &pieces {
+        let report = perf_out(&["report", "--stdio", "--sort", "sym"], p);
+        assert!(report.contains("spin"), "{}: {report}", p.display());
+    }
+}
