@@ -71,6 +71,6 @@ pub use sampler::{
     open_per_cpu,
 };
 pub use userpage::{
-    HwReader, NativeHw, ReadSource, SelfMonitor, SelfRead, TimeConv, UserPage, UserPageSnapshot,
-    arm64_user_access, read_snapshot, sign_extend,
+    ClockOffset, HwReader, NativeHw, ReadSource, SelfMonitor, SelfRead, TimeConv, UserPage,
+    UserPageSnapshot, arm64_user_access, read_snapshot, sign_extend,
 };
