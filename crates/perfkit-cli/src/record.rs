@@ -16,6 +16,7 @@ use perfkit::{
 use perfkit_data::{FileEvent, PerfDataWriter, WriteOptions, synth};
 use perfkit_records::{Endian, MultiParser};
 use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
@@ -77,6 +78,126 @@ fn open_all(
     })
 }
 
+/// `PERF_RECORD_MMAP` records (pid -1) for the loaded kernel modules, as perf synthesizes
+/// them: address and size from `/proc/modules`, the file from `modules.dep` (else
+/// `[name]`). Hidden addresses (all zero: not root, kptr_restrict) give none.
+fn module_mmaps(
+    modules: &str,
+    modules_dep: &str,
+    release: &str,
+    attr: &sys::perf_event_attr,
+    id: u64,
+) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for line in modules.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(name), Some(size), Some(addr)) = (f.first(), f.get(1), f.get(5)) else {
+            continue;
+        };
+        let (Ok(size), Ok(addr)) = (
+            size.parse::<u64>(),
+            u64::from_str_radix(addr.trim_start_matches("0x"), 16),
+        ) else {
+            continue;
+        };
+        if addr == 0 {
+            continue;
+        }
+        let file = modules_dep
+            .lines()
+            .filter_map(|l| l.split(':').next())
+            .find(|p| {
+                let base = p.rsplit('/').next().unwrap_or(p);
+                let stem = base.split(".ko").next().unwrap_or(base);
+                stem.replace('-', "_") == name.replace('-', "_")
+            })
+            .map(|p| format!("/lib/modules/{release}/{p}"))
+            .unwrap_or_else(|| format!("[{name}]"));
+        let mut b = Vec::new();
+        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        for v in [addr, size, 0] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        b.extend_from_slice(file.as_bytes());
+        b.push(0);
+        out.push(perfkit_data::record(
+            sys::PERF_RECORD_MMAP,
+            sys::PERF_RECORD_MISC_KERNEL,
+            &b,
+            &synth::sample_id_trailer(attr, -1, -1, id),
+        ));
+    }
+    out
+}
+
+/// When `--switch-output` starts a new file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Switch {
+    /// On SIGUSR2.
+    Signal,
+    /// When the data reaches this many bytes.
+    Size(u64),
+    /// After this long.
+    Time(Duration),
+}
+
+fn parse_switch(s: &str) -> Result<Switch> {
+    if s == "signal" {
+        return Ok(Switch::Signal);
+    }
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow!("--switch-output={s}: use signal, a size (100M) or a time (30s)"))?;
+    Ok(match unit {
+        "B" | "b" => Switch::Size(n),
+        "K" | "k" => Switch::Size(n << 10),
+        "M" => Switch::Size(n << 20),
+        "G" | "g" => Switch::Size(n << 30),
+        "s" => Switch::Time(Duration::from_secs(n)),
+        "m" => Switch::Time(Duration::from_secs(n * 60)),
+        "h" => Switch::Time(Duration::from_secs(n * 3600)),
+        "d" => Switch::Time(Duration::from_secs(n * 86400)),
+        _ => bail!("--switch-output={s}: unknown unit `{unit}` (B, K, M, G; s, m, h, d)"),
+    })
+}
+
+/// Where the next file is written while the current one is finished.
+fn pending_path(output: &Path) -> PathBuf {
+    let mut p = output.as_os_str().to_owned();
+    p.push(".next");
+    PathBuf::from(p)
+}
+
+/// `perf.data.YYYYMMDDhhmmssmmm` (UTC), as perf names switched files.
+fn rotated_name(output: &Path) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let mut name = output.as_os_str().to_owned();
+    name.push(format!(
+        ".{y:04}{m:02}{d:02}{:02}{:02}{:02}{:03}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_millis()
+    ));
+    PathBuf::from(name)
+}
+
 fn all_pids() -> Vec<i32> {
     std::fs::read_dir("/proc")
         .map(|d| {
@@ -88,8 +209,13 @@ fn all_pids() -> Vec<i32> {
 
 /// Run `perfkit record`.
 pub fn run(args: RecordArgs) -> Result<u8> {
-    if args.switch_output.is_some() {
-        bail!("--switch-output is not available in this version");
+    let switch = args
+        .switch_output
+        .as_deref()
+        .map(parse_switch)
+        .transpose()?;
+    if switch.is_some() && args.output.as_os_str() == "-" {
+        bail!("--switch-output writes files: it cannot be used with -o -");
     }
     // Signals first: Ctrl-C at any point ends the recording cleanly (and goes to the
     // command once it runs), never killing perfkit mid-file.
@@ -100,14 +226,24 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGUSR2,
     ])?;
     let sig_handle = signals.handle();
     let early_signal = Arc::new(AtomicI32::new(0));
+    let switch_now = Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
-        let (stopper, child_pid, early) =
-            (stopper.clone(), child_pid.clone(), early_signal.clone());
+        let (stopper, child_pid, early, switch_now) = (
+            stopper.clone(),
+            child_pid.clone(),
+            early_signal.clone(),
+            switch_now.clone(),
+        );
         std::thread::spawn(move || {
             for sig in signals.forever() {
+                if sig == signal_hook::consts::SIGUSR2 {
+                    switch_now.store(true, Ordering::SeqCst);
+                    continue;
+                }
                 early
                     .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
                     .ok();
@@ -243,16 +379,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         chunk: pages * 4096,
     };
     let to_pipe = args.output.as_os_str() == "-";
-    let mut w = if to_pipe {
-        PerfDataWriter::pipe(Box::new(std::io::stdout()), file_events, wopts)
-    } else {
-        PerfDataWriter::create(&args.output, file_events, wopts)
-    }
-    .with_context(|| format!("cannot create {}", args.output.display()))?;
     let first_id = opened.ids[0].first().copied().unwrap_or(0);
-    if let Some(k) = synth::kernel_mmap(&attrs[0], first_id) {
-        w.write_record(&[&k])?;
-    }
     let pids: Vec<i32> = if system_wide {
         all_pids()
     } else {
@@ -267,10 +394,34 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
         p
     };
-    for r in synth::tasks(&attrs[0], first_id, &pids) {
-        w.write_record(&[&r])?;
-    }
-    w.write_record(&[&synth::finished_init()])?;
+    // A file starts with what perf synthesizes: the kernel map, existing tasks, and
+    // FINISHED_INIT. `extra` adds the launched command once it runs (a switched file).
+    let start_file_at = |path: &Path, extra: &[i32]| -> Result<PerfDataWriter> {
+        let mut w = if to_pipe {
+            PerfDataWriter::pipe(Box::new(std::io::stdout()), file_events.clone(), wopts)
+        } else {
+            PerfDataWriter::create(path, file_events.clone(), wopts)
+        }
+        .with_context(|| format!("cannot create {}", path.display()))?;
+        if let Some(k) = synth::kernel_mmap(&attrs[0], first_id) {
+            w.write_record(&[&k])?;
+        }
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let release = release.trim();
+        let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+        let dep = std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep"))
+            .unwrap_or_default();
+        for m in module_mmaps(&modules, &dep, release, &attrs[0], first_id) {
+            w.write_record(&[&m])?;
+        }
+        let all: Vec<i32> = pids.iter().chain(extra).copied().collect();
+        for r in synth::tasks(&attrs[0], first_id, &all) {
+            w.write_record(&[&r])?;
+        }
+        w.write_record(&[&synth::finished_init()])?;
+        Ok(w)
+    };
+    let mut w = start_file_at(&args.output, &[])?;
     for (i, r) in opened.rings.iter().enumerate() {
         poller.add(r.as_fd(), i as u64).context("epoll")?;
     }
@@ -355,6 +506,8 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
         Ok(n)
     };
+    let cmdline: Vec<String> = std::env::args().collect();
+    let mut file_started = std::time::Instant::now();
     loop {
         match poller.wait(Some(Duration::from_millis(100))) {
             Ok(Ready::Stopped) => break,
@@ -363,16 +516,50 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             Err(e) => return Err(anyhow!("epoll_wait: {e}")),
         }
         drain(&mut opened.rings, &mut w)?;
+        let due = match switch {
+            Some(Switch::Signal) => switch_now.swap(false, Ordering::SeqCst),
+            Some(Switch::Size(n)) => w.data_size() >= n,
+            Some(Switch::Time(d)) => file_started.elapsed() >= d,
+            None => false,
+        };
+        if due {
+            // Finish this file under a timestamped name, then start the next one.
+            let child = child_pid.load(Ordering::SeqCst);
+            let extra: Vec<i32> = (child > 0).then_some(child).into_iter().collect();
+            let full =
+                std::mem::replace(&mut w, start_file_at(&pending_path(&args.output), &extra)?);
+            full.finish(&cmdline)
+                .with_context(|| format!("writing {}", args.output.display()))?;
+            let name = rotated_name(&args.output);
+            std::fs::rename(&args.output, &name)
+                .with_context(|| format!("renaming {}", args.output.display()))?;
+            std::fs::rename(pending_path(&args.output), &args.output)
+                .with_context(|| format!("renaming the next file to {}", args.output.display()))?;
+            file_started = std::time::Instant::now();
+            if !args.quiet {
+                eprintln!(
+                    "[ perfkit record: dump data: woken up {wakeups} times ]\n[ perfkit record: dump {} ]",
+                    name.display()
+                );
+            }
+        }
     }
     for c in &opened.counters {
         let _ = c.disable();
     }
     drain(&mut opened.rings, &mut w)?;
     sig_handle.close();
-    let cmdline: Vec<String> = std::env::args().collect();
     let bytes = w
         .finish(&cmdline)
         .with_context(|| format!("writing {}", args.output.display()))?;
+    if switch.is_some() {
+        let name = rotated_name(&args.output);
+        std::fs::rename(&args.output, &name)
+            .with_context(|| format!("renaming {}", args.output.display()))?;
+        if !args.quiet {
+            eprintln!("[ perfkit record: dump {} ]", name.display());
+        }
+    }
     if !args.quiet {
         eprintln!(
             "[ perfkit record: woken up {wakeups} times to write data ]\n\
@@ -388,4 +575,53 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     }
     let st = status.lock().ok().and_then(|s| *s);
     Ok(st.map_or(0, |s| s.shell_code().clamp(0, 255) as u8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_maps_from_proc_modules() {
+        let modules = "nvme 57344 2 - Live 0xffffffffc0123000\n\
+                       kvm_amd 200704 0 - Live 0xffffffffc0200000\n\
+                       hidden 4096 0 - Live 0x0000000000000000\n";
+        let dep = "kernel/drivers/nvme/host/nvme.ko.xz: kernel/drivers/nvme/host/nvme-core.ko.xz\n\
+                   kernel/arch/x86/kvm/kvm-amd.ko.xz: kernel/arch/x86/kvm/kvm.ko.xz\n";
+        let mut attr = sys::perf_event_attr::new();
+        attr.set(sys::attr_flags::SAMPLE_ID_ALL, true);
+        attr.sample_type = sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME;
+        let recs = module_mmaps(modules, dep, "6.1.0", &attr, 7);
+        assert_eq!(recs.len(), 2, "hidden addresses give no record");
+        let parser = perfkit_records::RecordParser::new(&attr, perfkit_records::Endian::NATIVE);
+        let mut seen = Vec::new();
+        for r in &recs {
+            let (type_, misc) = (
+                u32::from_ne_bytes(r[..4].try_into().unwrap()),
+                u16::from_ne_bytes(r[4..6].try_into().unwrap()),
+            );
+            let p = parser.parse(type_, misc, &r[8..]).unwrap();
+            let perfkit_records::Record::Mmap(m) = p.record else {
+                panic!()
+            };
+            assert_eq!(m.pid, -1);
+            seen.push((
+                m.addr,
+                m.len,
+                String::from_utf8_lossy(m.filename).into_owned(),
+            ));
+        }
+        assert_eq!(
+            seen[0],
+            (
+                0xffffffffc0123000,
+                57344,
+                "/lib/modules/6.1.0/kernel/drivers/nvme/host/nvme.ko.xz".into()
+            )
+        );
+        assert_eq!(
+            seen[1].2,
+            "/lib/modules/6.1.0/kernel/arch/x86/kvm/kvm-amd.ko.xz"
+        );
+    }
 }

@@ -49,6 +49,20 @@ macro_rules! need {
     }};
 }
 
+/// Wait (up to 60 s) until `path` holds more than `bytes`: the recorder has started and
+/// written samples, however loaded the machine is.
+fn wait_for_data(path: &Path, bytes: u64) {
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(path).map_or(0, |m| m.len()) <= bytes {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "{} never grew past {bytes} bytes",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn perf_out(args: &[&str], file: &Path) -> String {
     let out = std::process::Command::new("perf")
         .args(args)
@@ -198,7 +212,7 @@ fn system_wide_and_attach() {
         .spawn()
         .unwrap();
     // Let it start (other tests load both CPUs) and record a while, then Ctrl-C.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait_for_data(&out, 16 << 10);
     perfkit::kill(rec.id() as i32, libc::SIGINT).unwrap();
     let st = rec.wait().unwrap();
     child.kill().ok();
@@ -256,14 +270,64 @@ fn interrupted_target_still_leaves_a_readable_file() {
         .arg(&out)
         .arg("--")
         .arg(w)
-        .args(["spin", "5000"])
+        .args(["spin", "60000"])
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait_for_data(&out, 16 << 10);
     // Ctrl-C goes to the command; the file is finished properly.
     perfkit::kill(rec.id() as i32, libc::SIGINT).unwrap();
     let st = rec.wait().unwrap();
     assert_eq!(st.code(), Some(130));
     let report = perf_out(&["report", "--stdio"], &out);
     assert!(report.contains("spin"), "{report}");
+}
+
+#[test]
+fn switch_output_on_signal_writes_readable_pieces() {
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.data");
+    let mut rec = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        .args(["record", "-q", "--switch-output", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(w)
+        .args(["spin", "60000"])
+        .spawn()
+        .unwrap();
+    wait_for_data(&out, 16 << 10);
+    perfkit::kill(rec.id() as i32, libc::SIGUSR2).unwrap();
+    // The first piece is renamed; the next file fills up; then Ctrl-C ends it all.
+    let t0 = std::time::Instant::now();
+    let rotated = |d: &Path| {
+        std::fs::read_dir(d).unwrap().any(|e| {
+            let n = e.unwrap().file_name();
+            let n = n.to_str().unwrap();
+            n.starts_with("s.data.2")
+        }) && !d.join("s.data.next").exists()
+    };
+    while !rotated(dir.path()) {
+        assert!(t0.elapsed().as_secs() < 60);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    wait_for_data(&out, 16 << 10);
+    perfkit::kill(rec.id() as i32, libc::SIGINT).unwrap();
+    assert_eq!(rec.wait().unwrap().code(), Some(130));
+    let mut pieces: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("s.data.")
+        })
+        .collect();
+    pieces.sort();
+    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    for p in &pieces {
+        let report = perf_out(&["report", "--stdio", "--sort", "sym"], p);
+        assert!(report.contains("spin"), "{}: {report}", p.display());
+    }
 }

@@ -23,6 +23,8 @@ struct Fixture {
     plain: PathBuf,
     threads: PathBuf,
     dwarf: PathBuf,
+    execs: PathBuf,
+    ours: PathBuf,
 }
 
 /// Record the fixtures once: the C workload with frame pointers, perf record -g, plain, and
@@ -66,6 +68,38 @@ fn fixture() -> Option<&'static Fixture> {
             plain: rec("plain.data", &[], &["spin", "300"])?,
             threads: rec("threads.data", &["-g"], &["threads", "2", "300"])?,
             dwarf: rec("dwarf.data", &["--call-graph", "dwarf"], &["spin", "300"])?,
+            execs: {
+                // A program that execs another: the command name changes mid-profile.
+                let out = dir.path().join("execs.data");
+                let ok = std::process::Command::new("perf")
+                    .args(["record", "-q", "-g", "-o"])
+                    .arg(&out)
+                    .args(["--", "sh", "-c"])
+                    .arg(format!(
+                        "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec {} spin 300",
+                        w.display()
+                    ))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .ok()?
+                    .success();
+                ok.then_some(out)?
+            },
+            ours: {
+                // A file written by perfkit record.
+                let out = dir.path().join("ours.data");
+                let ok = std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+                    .args(["record", "-q", "-g", "-o"])
+                    .arg(&out)
+                    .arg("--")
+                    .arg(&w)
+                    .args(["threads", "2", "300"])
+                    .status()
+                    .ok()?
+                    .success();
+                ok.then_some(out)?
+            },
             _dir: dir,
         })
     })
@@ -131,7 +165,7 @@ fn samples_line(text: &str) -> String {
 #[test]
 fn report_matches_perf_report() {
     let f = need_fixture!();
-    for file in [&f.fp, &f.plain, &f.threads, &f.dwarf] {
+    for file in [&f.fp, &f.plain, &f.threads, &f.dwarf, &f.execs, &f.ours] {
         for children in [false, true] {
             let mode = if children {
                 "--children"
@@ -174,7 +208,7 @@ fn report_matches_perf_report() {
 #[test]
 fn script_matches_perf_script() {
     let f = need_fixture!();
-    for file in [&f.fp, &f.plain, &f.threads] {
+    for file in [&f.fp, &f.plain, &f.threads, &f.execs, &f.ours] {
         let ours = stdout(perfkit().args(["script", "-q", "-i"]).arg(file));
         let theirs = perf_stdout(&["script"], file);
         let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
@@ -345,4 +379,31 @@ fn dwarf_stacks_are_unwound() {
     assert!(line.contains("_start"), "{line}");
     let pct: f64 = line.split('%').next().unwrap().trim().parse().unwrap();
     assert!(pct > 90.0, "{line}");
+}
+
+#[test]
+fn commands_that_exec_change_name() {
+    let f = need_fixture!();
+    let text = stdout(
+        perfkit()
+            .args([
+                "report",
+                "--stdio",
+                "-q",
+                "--no-children",
+                "--sort",
+                "comm",
+                "-i",
+            ])
+            .arg(&f.execs),
+    );
+    // Both the shell (before exec) and the workload (after) appear as commands.
+    assert!(
+        text.lines().any(|l| l.trim_end().ends_with("workload")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.trim_end().ends_with(" sh")),
+        "{text}"
+    );
 }

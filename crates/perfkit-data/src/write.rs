@@ -351,6 +351,11 @@ impl PerfDataWriter {
         }
     }
 
+    /// Bytes of data written so far (compressed size with `-z`), buffered round included.
+    pub fn data_size(&self) -> u64 {
+        self.data_len + self.round.len() as u64
+    }
+
     /// The path written, for messages (None in pipe mode).
     pub fn path(&self) -> Option<&Path> {
         match &self.out {

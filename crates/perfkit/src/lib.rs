@@ -66,8 +66,11 @@ pub use ring::{
     AuxArea, BackwardRecords, RingBuffer, RingControl, RingError, RingMode, RingRecords, RingSize,
     RingWalk, mlock_hint, page_size,
 };
-pub use sampler::{DrainEnd, Drainer, Sampler, SideBand, open_per_cpu};
+pub use sampler::{
+    DrainEnd, Drainer, SampleSupport, SampleType, Sampler, SideBand, UnknownSampleField,
+    open_per_cpu,
+};
 pub use userpage::{
-    HwReader, NativeHw, ReadSource, SelfMonitor, SelfRead, TimeConv, UserPage, UserPageSnapshot,
-    arm64_user_access, read_snapshot, sign_extend,
+    ClockOffset, HwReader, NativeHw, ReadSource, SelfMonitor, SelfRead, TimeConv, UserPage,
+    UserPageSnapshot, arm64_user_access, read_snapshot, sign_extend,
 };

@@ -576,14 +576,53 @@ impl RingBuffer {
 
     /// Map with an explicit mode.
     pub fn map_with(counter: &Counter, size: RingSize, mode: RingMode) -> Result<RingBuffer> {
-        let err = |e: io::Error| counter.make_error(Op::Mmap, e);
+        let backward = counter.attr().raw().has(sys::attr_flags::WRITE_BACKWARD);
+        let (pid, cpu) = counter_target(counter);
+        Self::map_inner(
+            counter.as_fd(),
+            counter.name(),
+            pid,
+            cpu,
+            size,
+            mode,
+            backward,
+        )
+    }
+
+    /// Map the ring of any perf event fd (one opened elsewhere, for example with
+    /// [`perfkit_sys::perf_event_open`]): `mmap(fd, (1 + pages) * page_size)`, writable
+    /// for [`RingMode::Consume`], read-only for [`RingMode::Overwrite`].
+    ///
+    /// `backward` must say whether the event was opened with `write_backward` (the fd
+    /// does not tell); a backward ring is always mapped read-only. Errors name the event
+    /// as `perf event fd N` with pid and cpu unknown (-1).
+    pub fn map_fd(
+        fd: BorrowedFd<'_>,
+        size: RingSize,
+        mode: RingMode,
+        backward: bool,
+    ) -> Result<RingBuffer> {
+        let mode = if backward { RingMode::Overwrite } else { mode };
+        let name = format!("perf event fd {}", fd.as_raw_fd());
+        Self::map_inner(fd, &name, -1, -1, size, mode, backward)
+    }
+
+    fn map_inner(
+        fd: BorrowedFd<'_>,
+        name: &str,
+        pid: i32,
+        cpu: i32,
+        size: RingSize,
+        mode: RingMode,
+        backward: bool,
+    ) -> Result<RingBuffer> {
+        let err = |e: io::Error| Error::new(Op::Mmap, e, name, pid, cpu);
         let ps = page_size();
         let pages = size.data_pages().ok_or_else(|| {
             err(io::Error::from_raw_os_error(libc::EINVAL)).with_detail(format!(
                 "the data area must be a power-of-two number of pages ({size:?} is not)"
             ))
         })?;
-        let backward = counter.attr().raw().has(sys::attr_flags::WRITE_BACKWARD);
         let len = (pages + 1)
             .checked_mul(ps)
             .ok_or_else(|| err(io::Error::from_raw_os_error(libc::ENOMEM)))?;
@@ -591,7 +630,7 @@ impl RingBuffer {
             RingMode::Consume => libc::PROT_READ | libc::PROT_WRITE,
             RingMode::Overwrite => libc::PROT_READ,
         };
-        let map = Mapping::new(counter.as_fd(), len, prot, 0).map_err(|e| {
+        let map = Mapping::new(fd, len, prot, 0).map_err(|e| {
             let errno = e.raw_os_error().unwrap_or(0);
             let e = err(e);
             match errno {
@@ -609,7 +648,7 @@ impl RingBuffer {
                 _ => e,
             }
         })?;
-        let fd = counter.as_fd().try_clone_to_owned().map_err(err)?;
+        let fd = fd.try_clone_to_owned().map_err(err)?;
         // SAFETY: the first page of a perf mmap is the user page; it lives as long as
         // `map`, which the RingBuffer owns alongside `ctl`.
         let ctl = unsafe { RingControl::new(map.ptr.cast()) };
@@ -636,9 +675,9 @@ impl RingBuffer {
             map,
             ctl,
             fd,
-            name: counter.name().to_string(),
-            pid: counter_target(counter).0,
-            cpu: counter_target(counter).1,
+            name: name.to_string(),
+            pid,
+            cpu,
             data_offset,
             data_size,
             mode,

@@ -21,6 +21,13 @@
 //! [`SelfMonitor::read`] falls back to `read(2)` whenever the index is 0, whatever the
 //! capability bits say.
 //!
+//! # Clock conversions
+//!
+//! With `cap_user_time_zero`, [`TimeConv`] converts between perf timestamps and the
+//! cycle counter exactly. [`ClockOffset`] relates perf timestamps to any POSIX clock
+//! (monotonic, realtime) by bracketing a kernel-timestamped record, which works on
+//! every machine, with or without a usable TSC.
+//!
 //! # Hardware reads
 //!
 //! * x86_64: `rdpmc` with `ecx = index - 1`.
@@ -31,11 +38,11 @@
 
 use crate::attr::Attr;
 use crate::counter::Counter;
-use crate::error::{Op, Result};
+use crate::error::{Error, Op, Result};
 use crate::ring::{Mapping, RingBuffer, page_size};
 use crate::target::Target;
 use perfkit_sys::{mmap_cap, perf_event_mmap_page};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{Ordering, compiler_fence};
 
@@ -378,6 +385,22 @@ impl UserPage {
         })
     }
 
+    /// `mmap(fd, page_size, PROT_READ)` on any perf event fd (one opened elsewhere).
+    pub fn map_fd(fd: BorrowedFd<'_>) -> Result<UserPage> {
+        let map = Mapping::new(fd, page_size(), libc::PROT_READ, 0).map_err(|e| {
+            Error::new(
+                Op::Mmap,
+                e,
+                format!("perf event fd {}", fd.as_raw_fd()),
+                -1,
+                -1,
+            )
+        })?;
+        Ok(UserPage {
+            store: PageStore::Mapped(map),
+        })
+    }
+
     /// A page in memory with the given contents.
     pub fn synthetic(page: perf_event_mmap_page) -> UserPage {
         UserPage {
@@ -544,4 +567,129 @@ impl SelfMonitor {
 pub fn arm64_user_access(attr: Attr, sixty_four_bit: bool) -> Attr {
     let c1 = attr.raw().config1 | 0b10 | u64::from(sixty_four_bit);
     attr.config1(c1)
+}
+
+/// The offset between perf timestamps (sample `time`, the `sample_id` trailer) and a
+/// POSIX clock, measured by bracketing a kernel-timestamped record with two
+/// `clock_gettime` calls.
+///
+/// With `cap_user_time_zero` the user page relates perf time to the TSC exactly
+/// ([`TimeConv::cycles_to_perf_time`]); without it (this machine, every VM without a
+/// stable TSC exposed to perf) the only link to wall or monotonic time is an event whose
+/// kernel timestamp falls between two clock readings. The record used is the
+/// `PERF_RECORD_COMM` that `prctl(PR_SET_NAME)` (renaming the thread to its own name)
+/// makes the kernel emit for a `dummy` event with `comm` and `sample_id_all` + `TIME`.
+/// The tightest of several rounds is kept; `uncertainty_ns` is half its bracket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockOffset {
+    /// The POSIX clock compared with (`libc::CLOCK_MONOTONIC`, `CLOCK_REALTIME`...).
+    pub clock: i32,
+    /// `perf time - clock time`, in nanoseconds.
+    pub offset_ns: i64,
+    /// Half the width of the tightest bracket: the offset is exact within this.
+    pub uncertainty_ns: u64,
+}
+
+fn clock_ns(clock: i32) -> std::io::Result<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64))
+}
+
+impl ClockOffset {
+    /// Measure the offset of `clock` from the perf clock of events opened with
+    /// `perf_clockid` (`None` = the default perf clock, else `use_clockid` + `clockid`),
+    /// over `rounds` rounds (at least 1).
+    pub fn measure(perf_clockid: Option<i32>, clock: i32, rounds: u32) -> Result<ClockOffset> {
+        use crate::event::Software;
+        let attr = Attr::new(Software::Dummy)
+            .comm(true)
+            .sample_id_all(true)
+            .sample_type(perfkit_sys::PERF_SAMPLE_TIME)
+            .clockid(perf_clockid)
+            .exclude_kernel(true);
+        let counter = Counter::open(&attr, &Target::this_process())?;
+        let mut ring = RingBuffer::map(&counter, crate::ring::RingSize::Pages(1))?;
+        let parser =
+            perfkit_records::RecordParser::new(attr.raw(), perfkit_records::Endian::NATIVE);
+        let fail = |what: String, e: std::io::Error| {
+            crate::error::Error::new(Op::Other(what), e, "dummy (clock offset)", 0, -1)
+        };
+        let mut name = [0u8; 16];
+        // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
+        if unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) } != 0 {
+            return Err(fail(
+                "prctl(PR_GET_NAME)".into(),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        counter.enable()?;
+        let mut best: Option<ClockOffset> = None;
+        for _ in 0..rounds.max(1) {
+            let before = clock_ns(clock).map_err(|e| fail("clock_gettime".into(), e))?;
+            // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes; `name`
+            // came from PR_GET_NAME and is NUL-terminated.
+            let r = unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            let after = clock_ns(clock).map_err(|e| fail("clock_gettime".into(), e))?;
+            if r != 0 {
+                return Err(fail(
+                    "prctl(PR_SET_NAME)".into(),
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            let mut stamp = None;
+            let mut scratch = Vec::new();
+            ring.drain(|raw| {
+                if raw.type_ == perfkit_sys::PERF_RECORD_COMM {
+                    if let Ok(p) = parser.parse_raw(&raw, &mut scratch) {
+                        stamp = p.time();
+                    }
+                }
+            })
+            .map_err(|e| {
+                fail(
+                    "reading the clock-offset ring".into(),
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+                )
+            })?;
+            let Some(t) = stamp else { continue };
+            let mid = before + (after - before) / 2;
+            let round = ClockOffset {
+                clock,
+                offset_ns: (t as i64).wrapping_sub(mid as i64),
+                uncertainty_ns: (after - before).div_ceil(2),
+            };
+            if best.is_none_or(|b| round.uncertainty_ns < b.uncertainty_ns) {
+                best = Some(round);
+            }
+        }
+        counter.disable()?;
+        best.ok_or_else(|| {
+            fail(
+                "clock offset".into(),
+                std::io::Error::other("the kernel emitted no timestamped COMM record"),
+            )
+            .with_detail(
+                "prctl(PR_SET_NAME) should make a `comm` dummy event emit PERF_RECORD_COMM",
+            )
+        })
+    }
+
+    /// A perf timestamp in this clock's time.
+    pub fn perf_to_clock(&self, perf_ns: u64) -> u64 {
+        perf_ns.wrapping_sub(self.offset_ns as u64)
+    }
+
+    /// A time of this clock as a perf timestamp.
+    pub fn clock_to_perf(&self, clock_ns: u64) -> u64 {
+        clock_ns.wrapping_add(self.offset_ns as u64)
+    }
 }

@@ -42,10 +42,12 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Spin for `d` of this thread's CPU time (not wall time: on a loaded machine a thread
+/// may get a fraction of a CPU, and the assertions are about CPU time).
 fn burn(d: Duration) -> u64 {
-    let start = Instant::now();
+    let start = thread_cpu_ns();
     let mut x = 0u64;
-    while start.elapsed() < d {
+    while thread_cpu_ns() - start < d.as_nanos() as u64 {
         for i in 0..10_000u64 {
             x = black_box(x.wrapping_mul(31).wrapping_add(i));
         }

@@ -89,6 +89,10 @@ impl Drop for Touched {
 const REG_SP: u32 = 7; // PERF_REG_X86_SP (arch/x86/include/uapi/asm/perf_regs.h)
 #[cfg(target_arch = "x86_64")]
 const REG_IP: u32 = 8; // PERF_REG_X86_IP
+#[cfg(target_arch = "aarch64")]
+const REG_SP: u32 = 31; // PERF_REG_ARM64_SP (arch/arm64/include/uapi/asm/perf_regs.h)
+#[cfg(target_arch = "aarch64")]
+const REG_IP: u32 = 32; // PERF_REG_ARM64_PC
 
 const ALL_FIELDS: u64 = sys::PERF_SAMPLE_IP
     | sys::PERF_SAMPLE_TID
@@ -112,7 +116,7 @@ const ALL_FIELDS: u64 = sys::PERF_SAMPLE_IP
     | sys::PERF_SAMPLE_DATA_SRC
     | sys::PERF_SAMPLE_TRANSACTION;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[test]
 fn page_fault_samples_with_every_field() {
     require_root!();

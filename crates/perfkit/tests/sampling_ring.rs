@@ -672,3 +672,65 @@ fn mmap_over_the_mlock_limit_explains_the_limits() {
         "the ring's size with its user page: {d}"
     );
 }
+
+/// A model run over many laps of a small synthetic ring: a producer that writes records
+/// of random sizes (multiples of 8, as the kernel's) only into space the consumer has
+/// released, and a consumer that walks `tail..head` and sometimes stops early. Every
+/// record comes back once, in order, with its bytes; a record is `Split` exactly when
+/// its body crosses the end of the buffer.
+#[test]
+fn synthetic_producer_consumer_over_many_laps() {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        // xorshift64*
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    for len in [64usize, 256, 4096] {
+        let mut buf = vec![0u8; len];
+        // Start a few bytes before a 2^32 boundary of the free-running positions.
+        let mut tail: u64 = (1 << 32) - 3 * len as u64;
+        let mut head = tail;
+        let mut written: std::collections::VecDeque<(u64, u32, Vec<u8>)> = Default::default();
+        let mut serial = 0u32;
+        let (mut seen, mut splits) = (0usize, 0usize);
+        for _ in 0..20_000 {
+            // Produce while there is room.
+            for _ in 0..(next() % 4) {
+                let body_len = 8 * (next() % (len as u64 / 16)) as usize;
+                let size = 8 + body_len as u64;
+                if head + size - tail > len as u64 {
+                    break;
+                }
+                let body: Vec<u8> = (0..body_len).map(|i| (serial as usize + i) as u8).collect();
+                written.push_back((head, serial, body.clone()));
+                head = put(&mut buf, head, serial, 0, &body);
+                serial += 1;
+            }
+            // Consume some or all of it.
+            let mut walk = RingRecords::new(&buf, tail, head).expect("positions");
+            let take = next() % 5;
+            let mut n = 0;
+            while n < take || take == 4 {
+                let Some(r) = walk.next() else { break };
+                let r = r.expect("record");
+                let (pos, s, body) = written.pop_front().expect("a record was written");
+                assert_eq!(r.type_, s, "in order, none lost or repeated");
+                let start = (pos as usize + 8) % len;
+                let crosses = start + body.len() > len;
+                assert_eq!(matches!(r.data, RawData::Split(..)), crosses, "at {pos:#x}");
+                splits += usize::from(crosses);
+                let mut scratch = Vec::new();
+                assert_eq!(r.data.contiguous(&mut scratch), &body[..]);
+                n += 1;
+                seen += 1;
+            }
+            tail = walk.position();
+        }
+        assert!(seen > 1000, "{len}: {seen} records");
+        assert!(splits > 10, "{len}: {splits} split records");
+        assert!(head > 1 << 32, "positions crossed 2^32");
+    }
+}

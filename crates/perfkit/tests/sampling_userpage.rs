@@ -5,8 +5,8 @@
 
 use perfkit::sys::{self, mmap_cap};
 use perfkit::{
-    Attr, HwReader, ReadSource, RingSize, Sampler, SelfMonitor, Software, Target, TimeConv,
-    UserPage, sign_extend,
+    Attr, ClockOffset, HwReader, ReadSource, RingSize, Sampler, SelfMonitor, Software, Target,
+    TimeConv, UserPage, sign_extend,
 };
 
 /// Fixed hardware values; counts calls.
@@ -307,4 +307,86 @@ fn ring_first_page_is_a_user_page_too() {
         "{snap:?} {read:?}"
     );
     assert_eq!(snap.index, 0, "software events have no hardware counter");
+}
+
+fn clock_ns(clock: i32) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
+    assert_eq!(r, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Events opened with `use_clockid` stamp records with that clock: the measured offset
+/// to the same clock is zero within the bracket, for MONOTONIC and REALTIME alike.
+#[test]
+fn clock_offset_is_zero_against_the_events_own_clock() {
+    for clock in [libc::CLOCK_MONOTONIC, libc::CLOCK_REALTIME] {
+        let off = ClockOffset::measure(Some(clock), clock, 20).expect("measure");
+        assert_eq!(off.clock, clock);
+        assert!(
+            off.offset_ns.unsigned_abs() <= off.uncertainty_ns,
+            "clock {clock}: {off:?}"
+        );
+        assert!(
+            off.uncertainty_ns < 1_000_000,
+            "a bracket under 1 ms: {off:?}"
+        );
+    }
+}
+
+/// The default perf clock against CLOCK_MONOTONIC: the measured offset converts the
+/// timestamp of a later, independent sample into the monotonic interval around it.
+#[test]
+fn clock_offset_converts_sample_times_to_monotonic() {
+    let off = ClockOffset::measure(None, libc::CLOCK_MONOTONIC, 20).expect("measure");
+    eprintln!(
+        "perf clock - CLOCK_MONOTONIC = {} ns (+- {} ns)",
+        off.offset_ns, off.uncertainty_ns
+    );
+    let attr = Attr::new(Software::ContextSwitches)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_TIME);
+    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(4)).unwrap();
+    s.enable().unwrap();
+    let mut windows = Vec::new();
+    for _ in 0..5 {
+        let before = clock_ns(libc::CLOCK_MONOTONIC);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let after = clock_ns(libc::CLOCK_MONOTONIC);
+        windows.push((before, after));
+        // A gap of 5 ms without sleeping: a conversion off by more than the window
+        // would land the sleep's switch-out sample in a gap.
+        let end = after + 5_000_000;
+        while clock_ns(libc::CLOCK_MONOTONIC) < end {
+            std::hint::spin_loop();
+        }
+    }
+    s.disable().unwrap();
+    let mut times = Vec::new();
+    s.ring()
+        .drain(|r| {
+            if r.type_ == sys::PERF_RECORD_SAMPLE {
+                let mut b = [0u8; 8];
+                let mut scratch = Vec::new();
+                b.copy_from_slice(r.data.contiguous(&mut scratch));
+                times.push(off.perf_to_clock(u64::from_ne_bytes(b)));
+            }
+        })
+        .unwrap();
+    for &m in &times {
+        assert_eq!(off.perf_to_clock(off.clock_to_perf(m)), m);
+    }
+    // Every sleep switches out inside its window (preemption may add samples in the
+    // gaps; those are not checked).
+    let slack = off.uncertainty_ns + 50_000;
+    for &(a, b) in &windows {
+        assert!(
+            times.iter().any(|&m| m + slack >= a && m <= b + slack),
+            "no sample in monotonic window {a}..{b}: {times:?}"
+        );
+    }
 }
