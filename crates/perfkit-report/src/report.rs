@@ -197,6 +197,8 @@ pub struct Row {
     frame: Option<FrameId>,
     /// The aggregated stacks that contribute, with the entry's depth in each (leaf = 0).
     contrib: Vec<(u32, u16)>,
+    /// The last aggregated stack that counted this row's children.
+    last_stack: Option<u32>,
 }
 
 /// One event's section of the report.
@@ -268,7 +270,6 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
         // Rows are keyed by interned ids; their text is formatted once, at the end.
         let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
-        let mut seen: Vec<RowKey> = Vec::new();
         let mut frames: Vec<FrameId> = Vec::new();
         for (ai, &((thread, stack, cpu, name_idx), (period, n))) in agg.iter().enumerate() {
             let t = &p.threads[thread as usize];
@@ -297,19 +298,20 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             if !opts.children {
                 r.contrib.push((ai as u32, 0));
             } else {
-                seen.clear();
+                // A row is counted once per stack, however often it recurs in it: the
+                // row remembers the last stack (by index) that counted it.
                 for (depth, &f) in frames.iter().enumerate() {
                     let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
-                    if seen.contains(&k) {
-                        continue;
-                    }
                     let (r, _) = rows
                         .entry(k)
                         .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
+                    if r.last_stack == Some(ai as u32) {
+                        continue;
+                    }
+                    r.last_stack = Some(ai as u32);
                     r.children += period;
                     r.contrib
                         .push((ai as u32, depth.min(u16::MAX as usize) as u16));
-                    seen.push(k);
                 }
             }
         }
@@ -391,6 +393,7 @@ impl Row {
             samples: 0,
             frame,
             contrib: Vec::new(),
+            last_stack: None,
         }
     }
 }
