@@ -1,0 +1,133 @@
+//! Where the parser looks things up: the sysfs PMU directory, tracefs, and libpfm4. All
+//! injectable, so tests parse against fixture trees.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::pfm::Pfm;
+use crate::pmu::{Pmu, read_pmus};
+
+/// The sysfs directory of PMUs on a real machine.
+pub const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";
+
+/// Whether and how to use libpfm4 for names perf does not know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PfmSetting {
+    /// Never use libpfm4.
+    Disabled,
+    /// `dlopen("libpfm.so.4")` on first use, if it is installed.
+    System,
+    /// Load the library at this path.
+    Path(PathBuf),
+}
+
+/// The environment the parser resolves names in.
+///
+/// [`Env::system`] reads the machine; [`Env::new`] takes a fixture tree: `sysfs` is a
+/// directory laid out like `/sys/bus/event_source/devices` (one sub-directory per PMU with
+/// `type`, `format/`, `events/`, ...), `tracefs` one laid out like `/sys/kernel/tracing`
+/// (`events/<subsys>/<event>/{id,format}`).
+#[derive(Debug)]
+pub struct Env {
+    /// PMU directory (`/sys/bus/event_source/devices`).
+    pub sysfs: PathBuf,
+    /// tracefs mount point, if any.
+    pub tracefs: Option<PathBuf>,
+    /// libpfm4 use.
+    pub pfm: PfmSetting,
+    pmus: OnceLock<Vec<Pmu>>,
+    pfm_lib: OnceLock<Option<Pfm>>,
+}
+
+impl Env {
+    /// This machine: sysfs PMUs, tracefs where it is mounted (not mounting it; see
+    /// [`crate::tracefs::find_or_mount_tracefs`]), libpfm4 if installed.
+    pub fn system() -> Env {
+        Env::new(SYSFS_PMUS, crate::tracefs::find_tracefs()).with_pfm(PfmSetting::System)
+    }
+
+    /// A fixture environment, with libpfm4 disabled.
+    pub fn new(sysfs: impl Into<PathBuf>, tracefs: Option<PathBuf>) -> Env {
+        Env {
+            sysfs: sysfs.into(),
+            tracefs,
+            pfm: PfmSetting::Disabled,
+            pmus: OnceLock::new(),
+            pfm_lib: OnceLock::new(),
+        }
+    }
+
+    /// Choose libpfm4 use.
+    pub fn with_pfm(mut self, pfm: PfmSetting) -> Env {
+        self.pfm = pfm;
+        self.pfm_lib = OnceLock::new();
+        self
+    }
+
+    /// Every PMU, read once.
+    pub fn pmus(&self) -> &[Pmu] {
+        self.pmus.get_or_init(|| read_pmus(&self.sysfs))
+    }
+
+    /// The PMU named `name`.
+    pub fn pmu(&self, name: &str) -> Option<&Pmu> {
+        self.pmus().iter().find(|p| p.name == name)
+    }
+
+    /// The PMU whose dynamic type is `ty`.
+    pub fn pmu_by_type(&self, ty: u32) -> Option<&Pmu> {
+        self.pmus().iter().find(|p| p.type_ == ty)
+    }
+
+    /// The core (CPU) PMUs: one on ordinary machines (`cpu`), several on hybrid ones.
+    pub fn core_pmus(&self) -> Vec<&Pmu> {
+        self.pmus().iter().filter(|p| p.is_core).collect()
+    }
+
+    /// Whether generic hardware events must be opened once per core PMU (more than one).
+    pub fn is_hybrid(&self) -> bool {
+        self.core_pmus().len() > 1
+    }
+
+    /// libpfm4, loaded on first use (None if disabled or not installed).
+    pub fn pfm(&self) -> Option<&Pfm> {
+        self.pfm_lib
+            .get_or_init(|| match &self.pfm {
+                PfmSetting::Disabled => None,
+                PfmSetting::System => Pfm::load(None).ok(),
+                PfmSetting::Path(p) => Pfm::load(Some(p)).ok(),
+            })
+            .as_ref()
+    }
+
+    /// The tracefs root, if known.
+    pub fn tracefs(&self) -> Option<&Path> {
+        self.tracefs.as_deref()
+    }
+
+    /// Parse an event list (`-e` argument). See [`crate::parse`].
+    pub fn parse(&self, input: &str) -> Result<crate::EventList, crate::ParseError> {
+        crate::parse::parse(self, input)
+    }
+
+    /// The name perf would print for `attr`, resolving tracepoint ids through tracefs and
+    /// dynamic PMU types through sysfs (`sched:sched_switch`, `msr/tsc/`); see
+    /// [`crate::names::name_of`] for the rest.
+    pub fn name_of(&self, attr: &perfkit_sys::perf_event_attr) -> String {
+        let m = crate::names::modifier_suffix(attr);
+        if attr.type_ == perfkit_sys::PERF_TYPE_TRACEPOINT {
+            if let Some(n) = self
+                .tracefs()
+                .and_then(|t| crate::tracefs::name_of_id(t, attr.config))
+            {
+                return format!("{n}{m}");
+            }
+        }
+        if attr.type_ >= perfkit_sys::PERF_TYPE_MAX {
+            if let Some(p) = self.pmu_by_type(attr.type_) {
+                return format!("{}{m}", crate::parse::pmu_event_name(p, attr));
+            }
+        }
+        crate::names::name_of(attr)
+    }
+}
