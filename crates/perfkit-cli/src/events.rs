@@ -1,11 +1,17 @@
-//! The events a command opens: parsed from `-e` strings, or the default set.
+//! The events a command opens: parsed from `-e` strings by `perfkit-events`, or the default
+//! set.
 //!
-//! The full grammar lives in the `perfkit-events` crate; this module adapts its result to
-//! the flat list `stat` and `record` work with (group membership kept as indices).
+//! `perfkit-events` returns groups of ready attrs; this module flattens them into the list
+//! `stat` and `record` work with (group membership kept as indices), keeping what each
+//! event asked for explicitly (period, call-graph, filter, `:S`, uprobe path).
+
+use std::ffi::CString;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Result, bail};
-use perfkit::sys::{self, perf_event_attr};
-use perfkit::{Attr, Hardware, Software};
+use perfkit::Attr;
+use perfkit::sys::perf_event_attr;
+use perfkit_events::{Env, EventList, UserTerms};
 
 /// One event to open, as the user named it.
 #[derive(Clone, Debug)]
@@ -22,89 +28,92 @@ pub struct EventSpec {
     pub group: usize,
     /// Whether it leads its group (a lone event leads a group of one).
     pub leader: bool,
-    /// CPUs the PMU is restricted to (sysfs `cpumask`).
+    /// Whether the user grouped it with braces (opened with a group fd).
+    pub grouped: bool,
+    /// CPUs the PMU is restricted to (sysfs `cpumask`, or a hybrid core PMU's cpus).
     pub cpus: Option<Vec<u32>>,
     /// Tracepoint filter.
     pub filter: Option<String>,
+    /// Settings given in the event string, which command-line defaults must not override.
+    pub terms: UserTerms,
+    /// `:S`: the leader's samples read the whole group (`PERF_SAMPLE_READ`).
+    pub sample_read: bool,
+    /// The group has `:S` (leader sampling): only its leader samples.
+    pub leader_sampling: bool,
+    /// `:P`: open with the highest `precise_ip` that works.
+    pub precise_max: bool,
+    /// The uprobe's binary: `attr.config1` points into it, so it lives as long as any copy
+    /// of this spec.
+    #[expect(
+        dead_code,
+        reason = "held, not read: the kernel reads it through attr.config1"
+    )]
+    pub uprobe_path: Option<Arc<CString>>,
 }
 
-impl EventSpec {
-    fn simple(name: &str, attr: perf_event_attr, group: usize) -> EventSpec {
-        EventSpec {
-            name: name.to_string(),
-            attr,
-            scale: 1.0,
-            unit: String::new(),
-            group,
-            leader: true,
-            cpus: None,
-            filter: None,
+/// The parser's view of this machine, read once per run.
+pub fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(Env::system)
+}
+
+fn flatten(list: EventList, out: &mut Vec<EventSpec>) {
+    for g in list.groups {
+        let group = out.last().map_or(0, |s: &EventSpec| s.group + 1);
+        let leader_sampling = g.leader_sampling;
+        for (i, e) in g.members.into_iter().enumerate() {
+            let uprobe_path = e.uprobe_path.map(Arc::new);
+            let mut attr = e.attr;
+            if let Some(p) = &uprobe_path {
+                attr.config1 = p.as_ptr() as u64;
+            }
+            // A hybrid machine's copies of one generic event are separate events, each
+            // leading its own group unless the user grouped them.
+            let group = if g.is_group { group } else { group + i };
+            out.push(EventSpec {
+                name: e.name,
+                attr,
+                scale: e.scale,
+                unit: e.unit,
+                group,
+                leader: !g.is_group || i == 0,
+                grouped: g.is_group,
+                cpus: e.cpus,
+                filter: e.filter,
+                terms: e.terms,
+                sample_read: e.sample_read || (leader_sampling && i == 0),
+                leader_sampling: leader_sampling && g.is_group,
+                precise_max: e.precise_max,
+                uprobe_path,
+            });
         }
     }
 }
 
-fn lookup(name: &str) -> Option<perf_event_attr> {
-    let hw = |h: Hardware| Attr::new(h).raw().to_owned();
-    let sw = |s: Software| Attr::new(s).raw().to_owned();
-    Some(match name {
-        "cycles" | "cpu-cycles" => hw(Hardware::CpuCycles),
-        "instructions" => hw(Hardware::Instructions),
-        "cache-references" => hw(Hardware::CacheReferences),
-        "cache-misses" => hw(Hardware::CacheMisses),
-        "branches" | "branch-instructions" => hw(Hardware::BranchInstructions),
-        "branch-misses" => hw(Hardware::BranchMisses),
-        "bus-cycles" => hw(Hardware::BusCycles),
-        "stalled-cycles-frontend" | "idle-cycles-frontend" => hw(Hardware::StalledCyclesFrontend),
-        "stalled-cycles-backend" | "idle-cycles-backend" => hw(Hardware::StalledCyclesBackend),
-        "ref-cycles" => hw(Hardware::RefCpuCycles),
-        "cpu-clock" => sw(Software::CpuClock),
-        "task-clock" => sw(Software::TaskClock),
-        "page-faults" | "faults" => sw(Software::PageFaults),
-        "context-switches" | "cs" => sw(Software::ContextSwitches),
-        "cpu-migrations" | "migrations" => sw(Software::CpuMigrations),
-        "minor-faults" => sw(Software::PageFaultsMin),
-        "major-faults" => sw(Software::PageFaultsMaj),
-        "alignment-faults" => sw(Software::AlignmentFaults),
-        "emulation-faults" => sw(Software::EmulationFaults),
-        "dummy" => sw(Software::Dummy),
-        "bpf-output" => sw(Software::BpfOutput),
-        "cgroup-switches" => sw(Software::CgroupSwitches),
-        _ => return None,
-    })
-}
-
-/// Parse the `-e` arguments (each may be a comma-separated list).
-pub fn parse(specs: &[String]) -> Result<Vec<EventSpec>> {
+/// Parse the `-e` arguments (each may be a comma-separated list with groups), and the
+/// `--filter` that follows each, as `(event string, filters)` pairs.
+pub fn parse_with_filters(specs: &[(String, Vec<String>)]) -> Result<Vec<EventSpec>> {
     let mut out = Vec::new();
-    for spec in specs {
-        for item in spec.split(',').filter(|s| !s.is_empty()) {
-            let (base, mods) = item.split_once(':').unwrap_or((item, ""));
-            let Some(mut attr) = lookup(base) else {
-                bail!(
-                    "unknown event `{item}`: run `perfkit list` to see the events of this machine"
-                );
-            };
-            for m in mods.chars() {
-                match m {
-                    'u' => attr.set(
-                        sys::attr_flags::EXCLUDE_KERNEL | sys::attr_flags::EXCLUDE_HV,
-                        true,
-                    ),
-                    'k' => attr.set(
-                        sys::attr_flags::EXCLUDE_USER | sys::attr_flags::EXCLUDE_HV,
-                        true,
-                    ),
-                    _ => bail!("unknown modifier `{m}` in `{item}`"),
-                }
-            }
-            let g = out.len();
-            out.push(EventSpec::simple(item, attr, g));
+    for (spec, filters) in specs {
+        let mut list = env()
+            .parse(spec)
+            .map_err(|e| anyhow::anyhow!("bad -e argument\n{}", e.to_string().trim_end()))?;
+        for f in filters {
+            list.set_filter(f)
+                .map_err(|e| anyhow::anyhow!("{e} (after -e {spec})"))?;
         }
+        flatten(list, &mut out);
     }
     if out.is_empty() {
         bail!("no events given to -e");
     }
     Ok(out)
+}
+
+/// Parse the `-e` arguments (each may be a comma-separated list with groups).
+pub fn parse(specs: &[String]) -> Result<Vec<EventSpec>> {
+    let pairs: Vec<(String, Vec<String>)> = specs.iter().map(|s| (s.clone(), vec![])).collect();
+    parse_with_filters(&pairs)
 }
 
 /// perf stat's default events: the clock, switches, migrations, faults, and the
@@ -128,49 +137,26 @@ pub fn default_stat_events(system_wide: bool) -> Vec<EventSpec> {
         }
     }
     names.extend(["instructions", "branches", "branch-misses"]);
-    names
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| Some(EventSpec::simple(n, lookup(n)?, i)))
-        .collect()
+    let mut out = Vec::new();
+    for n in names {
+        if let Ok(list) = env().parse(n) {
+            flatten(list, &mut out);
+        }
+    }
+    out
 }
 
 fn opens_here(name: &str) -> bool {
-    let Some(attr) = lookup(name) else {
+    let Ok(list) = env().parse(name) else {
         return false;
     };
-    let attr = Attr::from_raw(attr).exclude_kernel(true).exclude_hv(true);
-    perfkit::Counter::open(&attr, &perfkit::Target::this_process()).is_ok()
+    list.events().all(|e| {
+        let attr = Attr::from_raw(e.attr).exclude_kernel(true).exclude_hv(true);
+        perfkit::Counter::open(&attr, &perfkit::Target::this_process()).is_ok()
+    })
 }
 
 /// The attr in the shape of `perf -vv` (`perf_event_attr:` then one non-zero field a line).
 pub fn describe_attr(attr: &perf_event_attr) -> String {
-    let mut s = String::from(
-        "------------------------------------------------------------\nperf_event_attr:\n",
-    );
-    let mut field = |name: &str, v: String| s.push_str(&format!("  {name:<32} {v}\n"));
-    field("type", attr.type_.to_string());
-    field("size", attr.size.to_string());
-    if attr.config != 0 {
-        field("config", format!("{:#x}", attr.config));
-    }
-    if attr.sample_period != 0 {
-        field(
-            "{ sample_period, sample_freq }",
-            attr.sample_period.to_string(),
-        );
-    }
-    if attr.sample_type != 0 {
-        field("sample_type", format!("{:#x}", attr.sample_type));
-    }
-    if attr.read_format != 0 {
-        field("read_format", format!("{:#x}", attr.read_format));
-    }
-    for (name, bit) in sys::attr_flags::ALL {
-        if attr.has(bit) {
-            field(name, "1".into());
-        }
-    }
-    s.push_str("------------------------------------------------------------");
-    s
+    perfkit_events::format_attr(attr).trim_end().to_string()
 }

@@ -13,7 +13,7 @@ mod report;
 mod stat;
 mod topology;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Performance counters for Linux: count, sample and read profiles.
@@ -63,7 +63,18 @@ pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    if let Some((_, sub)) = matches.subcommand() {
+        match &mut cli.cmd {
+            Cmd::Stat(a) => a.event_filters = pair_filters(sub, &a.events, &a.filters),
+            Cmd::Record(a) => a.event_filters = pair_filters(sub, &a.events, &a.filters),
+            _ => {}
+        }
+    }
     let result = match cli.cmd {
         Cmd::Stat(args) => stat::run(args),
         Cmd::Record(args) => record::run(args),
@@ -81,6 +92,30 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Give each `--filter` to the `-e` written before it, as perf does.
+fn pair_filters(
+    m: &clap::ArgMatches,
+    events: &[String],
+    filters: &[String],
+) -> Vec<(String, Vec<String>)> {
+    let ev_idx: Vec<usize> = m.indices_of("events").map_or(vec![], |i| i.collect());
+    let f_idx: Vec<usize> = m.indices_of("filters").map_or(vec![], |i| i.collect());
+    let mut out: Vec<(String, Vec<String>)> =
+        events.iter().map(|e| (e.clone(), Vec::new())).collect();
+    for (f, fi) in filters.iter().zip(f_idx) {
+        match ev_idx.iter().rposition(|&ei| ei < fi) {
+            Some(k) => out[k].1.push(f.clone()),
+            // A filter before any -e: keep it on the first so the error names it.
+            None => {
+                if let Some(first) = out.first_mut() {
+                    first.1.push(f.clone());
+                }
+            }
+        }
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -249,6 +249,9 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
                         | sys::PERF_RECORD_EVENT_UPDATE
                         | sys::PERF_RECORD_HEADER_BUILD_ID
                         | sys::PERF_RECORD_HEADER_TRACING_DATA
+                        | sys::PERF_RECORD_HEADER_ATTR
+                        | sys::PERF_RECORD_HEADER_FEATURE
+                        | sys::PERF_RECORD_FINISHED_ROUND
                 ) {
                     *skipped.entry(type_).or_default() += 1;
                 }

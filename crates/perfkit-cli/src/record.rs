@@ -28,32 +28,71 @@ struct Opened {
 }
 
 /// Open every event for every (cpu, task): the first counter of each CPU owns the ring.
+/// Members of a `{...}` group open into their leader on the same (cpu, task); tracepoint
+/// filters are set; events whose PMU covers only some CPUs skip the others.
 fn open_all(
     attrs: &[sys::perf_event_attr],
+    specs: &[EventSpec],
     names: &[String],
     cpus: &[u32],
     tasks: &[i32],
     pages: usize,
 ) -> Result<Opened> {
     let mut rings = Vec::new();
-    let mut counters = Vec::new();
+    let mut counters: Vec<Counter> = Vec::new();
     let mut ids = vec![Vec::new(); attrs.len()];
+    let fail = |e: perfkit::Error, name: &str| {
+        let e = e.with_event(name);
+        let hint = e
+            .hint()
+            .map(|h| format!("\n  hint: {h}"))
+            .unwrap_or_default();
+        anyhow!("{e}{hint}")
+    };
     for &cpu in cpus {
         let mut owner: Option<usize> = None;
+        // Index into `counters` of each event's counter per task on this CPU.
+        let mut here: Vec<Vec<Option<usize>>> = vec![vec![None; tasks.len()]; attrs.len()];
         for (ei, a) in attrs.iter().enumerate() {
-            for &task in tasks {
+            let spec = &specs[ei];
+            if spec.cpus.as_ref().is_some_and(|c| !c.contains(&cpu)) {
+                continue;
+            }
+            let leader = if spec.grouped && !spec.leader {
+                specs[..ei]
+                    .iter()
+                    .rposition(|s| s.group == spec.group && s.leader)
+            } else {
+                None
+            };
+            for (ti, &task) in tasks.iter().enumerate() {
                 let target = if task == -1 {
                     Target::cpu(cpu)
                 } else {
                     Target::pid_on_cpu(task, cpu)
                 };
-                let mut c = Counter::open(&Attr::from_raw(*a), &target).map_err(|e| {
-                    let hint = e
-                        .hint()
-                        .map(|h| format!("\n  hint: {h}"))
-                        .unwrap_or_default();
-                    anyhow!("{e}{hint}")
-                })?;
+                let group_fd = match leader {
+                    Some(l) => match here[l][ti] {
+                        Some(ci) => Some(counters[ci].as_fd()),
+                        None => continue,
+                    },
+                    None => None,
+                };
+                let mut attr = Attr::from_raw(*a);
+                let mut res = Counter::open_raw(&attr, &target, group_fd, 0);
+                // `:P`: the highest precise_ip the PMU takes.
+                if spec.precise_max {
+                    for p in (0..=2u8).rev() {
+                        if res.as_ref().is_err_and(|e| e.errno() == libc::EINVAL) {
+                            attr = attr.precise_ip(p);
+                            res = Counter::open_raw(&attr, &target, group_fd, 0);
+                        }
+                    }
+                }
+                let mut c = res.map_err(|e| fail(e, &names[ei]))?;
+                if let Some(f) = &spec.filter {
+                    c.set_filter(f).map_err(|e| fail(e, &names[ei]))?;
+                }
                 c.set_name(names[ei].clone());
                 ids[ei].push(c.id()?);
                 match owner {
@@ -67,6 +106,7 @@ fn open_all(
                         .set_output(Some(&counters[o]))
                         .map_err(|e| anyhow!("{e}"))?,
                 }
+                here[ei][ti] = Some(counters.len());
                 counters.push(c);
             }
         }
@@ -276,7 +316,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             events::parse(&["cpu-clock".to_string()])?
         }
     } else {
-        events::parse(&args.events).context("-e")?
+        events::parse_with_filters(&args.event_filters)?
     };
     let several = specs.len() > 1;
     let system_wide = args.all_cpus || args.cpu.is_some();
@@ -355,7 +395,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         .iter_mut()
         .map(|s| std::mem::take(&mut s.name))
         .collect();
-    let mut opened = open_all(&attrs, &names, &cpus, &tasks, pages)?;
+    let mut opened = open_all(&attrs, &specs, &names, &cpus, &tasks, pages)?;
     let file_events: Vec<FileEvent> = attrs
         .iter()
         .zip(&names)

@@ -16,6 +16,12 @@ pub struct RecordArgs {
     /// Events to sample (perf's syntax; default cycles, or cpu-clock without a PMU).
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
+    /// Tracepoint filter for the -e before it (`--filter 'prev_pid == 0'`), like perf.
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Each -e with the --filter options that follow it (filled in by `main`).
+    #[arg(skip)]
+    pub event_filters: Vec<(String, Vec<String>)>,
     /// Samples per second (`max` = kernel.perf_event_max_sample_rate).
     #[arg(short = 'F', long = "freq", value_name = "HZ")]
     pub freq: Option<String>,
@@ -230,8 +236,26 @@ pub fn sampling_attr(
     first: bool,
 ) -> sys::perf_event_attr {
     let mut a = spec.attr;
+    // Event terms win over the command line: call-graph=, stack-size=, inherit.
+    let call_graph = match spec.terms.call_graph {
+        Some(perfkit_events::CallGraph::None) => CallGraph::None,
+        Some(perfkit_events::CallGraph::Fp) => CallGraph::Fp,
+        Some(perfkit_events::CallGraph::Dwarf) => CallGraph::Dwarf(
+            spec.terms
+                .stack_size
+                .map_or(DEFAULT_DWARF_STACK, |s| s.next_multiple_of(8).min(65528)),
+        ),
+        // No branch stacks on this machine: lbr falls back to the command line choice.
+        Some(perfkit_events::CallGraph::Lbr) | None => call_graph,
+    };
+    let inherit = spec.terms.inherit.unwrap_or(inherit);
+    // `{a,b}:S`: only the leader samples; the members are read into its samples.
+    let member_of_sampling_group = spec.grouped && !spec.leader && spec.leader_sampling;
     // A period or frequency given in the event string (pmu/period=N/) wins.
-    if a.sample_period == 0 {
+    if member_of_sampling_group {
+        a.sample_period = 0;
+        a.set(f::FREQ, false);
+    } else if a.sample_period == 0 {
         match sampling {
             Sampling::Freq(hz) => {
                 a.sample_period = hz;
@@ -268,8 +292,16 @@ pub fn sampling_attr(
         }
     }
     a.read_format = sys::PERF_FORMAT_ID | sys::PERF_FORMAT_LOST;
-    a.set(f::DISABLED, true);
-    a.set(f::INHERIT, inherit);
+    if spec.sample_read {
+        a.sample_type |= sys::PERF_SAMPLE_READ;
+        if spec.grouped {
+            a.read_format |= sys::PERF_FORMAT_GROUP;
+        }
+    }
+    // Group members follow their leader, which alone is enabled.
+    a.set(f::DISABLED, spec.leader);
+    // The kernel cannot inherit PERF_SAMPLE_READ groups (perf turns inherit off too).
+    a.set(f::INHERIT, inherit && !(spec.sample_read && spec.grouped));
     a.set(f::SAMPLE_ID_ALL, true);
     if first {
         a.set(f::MMAP, true);

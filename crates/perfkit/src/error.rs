@@ -99,6 +99,13 @@ impl Error {
         self
     }
 
+    /// Name the event the way the user wrote it (`sched:sched_switch` rather than the
+    /// attr's `tracepoint 372`).
+    pub fn with_event(mut self, event: impl Into<String>) -> Self {
+        self.event = event.into();
+        self
+    }
+
     /// The class of failure.
     pub fn kind(&self) -> ErrorKind {
         self.kind

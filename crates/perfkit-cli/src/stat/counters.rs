@@ -129,7 +129,7 @@ pub fn open_all(
             slots.push(match res {
                 Ok(c) => Slot::Open(c),
                 Err(e) if e.is_not_supported() => Slot::NotSupported,
-                Err(e) => Slot::Failed(e),
+                Err(e) => Slot::Failed(e.with_event(spec.name.clone())),
             });
         }
         let name = if fell_back[ei] && !spec.name.contains(':') {

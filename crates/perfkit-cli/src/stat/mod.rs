@@ -29,6 +29,12 @@ pub struct StatArgs {
     /// Events to count (perf's syntax, comma separated; `perfkit list` shows them).
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
+    /// Tracepoint filter for the -e before it (`--filter 'prev_pid == 0'`), like perf.
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Each -e with the --filter options that follow it (filled in by `main`).
+    #[arg(skip)]
+    pub event_filters: Vec<(String, Vec<String>)>,
     /// Count existing processes (all their threads), comma separated.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<String>,
@@ -275,7 +281,7 @@ fn plan(args: &StatArgs) -> Result<Plan> {
     let mut specs = if args.events.is_empty() {
         events::default_stat_events(matches!(scope, Scope::Cpus(_)))
     } else {
-        events::parse(&args.events).context("-e")?
+        events::parse_with_filters(&args.event_filters)?
     };
     // -G pairs cgroups with events in order; --for-each-cgroup repeats every event.
     let mut cg_of_spec: Vec<Option<usize>> = vec![None; specs.len()];
