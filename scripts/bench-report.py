@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """perfkit report/script vs perf report/script on the same perf.data, side by side.
 
-Records (with `perf record -g`) a CPU-bound workload long enough for >= 100K samples with
-callchains, then times, in one run:
+Records (with `perf record -g`) CPU-bound workloads long enough for >= 100K samples with
+callchains -- a shallow one (main;spin) and a deep one (chains of 8 to 40 frames through
+mutually recursive functions, where perf's children mode is slow) -- then times, in one run:
   report --stdio with children     (goal: perfkit 5x faster than perf)
   report --stdio --no-children     (goal: 2x faster)
   script                           (goal: 3x faster)
@@ -23,14 +24,18 @@ tmp = tempfile.mkdtemp()
 work = os.path.join(tmp, "workload")
 subprocess.run(["cc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", work,
                 os.path.join(ROOT, "crates/perfkit-cli/tests/fixtures/workload.c")], check=True)
-data = os.path.join(tmp, "perf.data")
 # perf's default 4000 Hz on 2 threads: SAMPLES / 8000 seconds of wall time.
 secs = max(1, SAMPLES // 8000 + 1)
-subprocess.run(["perf", "record", "-q", "-g", "-o", data, "--", work, "threads", "2",
-                str(secs * 1000)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-n = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True,
-                   text=True).stdout.count("\n")
-print(f"recorded {os.path.getsize(data)/1e6:.1f} MB, about {n} lines of perf script -F ip")
+files = []
+for kind, mode in [("shallow", "threads"), ("deep", "deep")]:
+    data = os.path.join(tmp, f"{kind}.data")
+    subprocess.run(["perf", "record", "-q", "-g", "-o", data, "--", work, mode, "2",
+                    str(secs * 1000)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    n = subprocess.run(["perf", "script", "-i", data, "-F", "tid"], capture_output=True,
+                       text=True).stdout.count("\n")
+    print(f"{kind}: recorded {os.path.getsize(data)/1e6:.1f} MB, {n} samples")
+    files.append((kind, data))
 
 def measure(cmd):
     best = None
@@ -48,15 +53,16 @@ def rss_of(cmd):
                          stderr=subprocess.PIPE, text=True).stderr.strip().splitlines()
     return int(out[-1]) if out and out[-1].isdigit() else 0
 
-cases = [
-    ("report (children)", ["report", "--stdio", "-q", "-i", data], ["report", "--stdio", "-i", data]),
-    ("report --no-children", ["report", "--stdio", "-q", "--no-children", "-i", data],
-     ["report", "--stdio", "--no-children", "-i", data]),
-    ("script", ["script", "-q", "-i", data], ["script", "-i", data]),
-]
-print(f"{'case':24} {'perfkit s':>10} {'perf s':>10} {'speed-up':>9} {'perfkit MB':>11} {'perf MB':>8}")
-for name, ours, theirs in cases:
-    a = measure([PERFKIT] + ours)
-    b = measure(["perf"] + theirs)
-    ra, rb = rss_of([PERFKIT] + ours), rss_of(["perf"] + theirs)
-    print(f"{name:24} {a:10.3f} {b:10.3f} {b/a:8.2f}x {ra/1024:11.1f} {rb/1024:8.1f}")
+print(f"{'case':32} {'perfkit s':>10} {'perf s':>10} {'speed-up':>9} {'perfkit MB':>11} {'perf MB':>8}")
+for kind, data in files:
+    cases = [
+        ("report (children)", ["report", "--stdio", "-q", "-i", data], ["report", "--stdio", "-i", data]),
+        ("report --no-children", ["report", "--stdio", "-q", "--no-children", "-i", data],
+         ["report", "--stdio", "--no-children", "-i", data]),
+        ("script", ["script", "-q", "-i", data], ["script", "-i", data]),
+    ]
+    for name, ours, theirs in cases:
+        a = measure([PERFKIT] + ours)
+        b = measure(["perf"] + theirs)
+        ra, rb = rss_of([PERFKIT] + ours), rss_of(["perf"] + theirs)
+        print(f"{kind + ' ' + name:32} {a:10.3f} {b:10.3f} {b/a:8.2f}x {ra/1024:11.1f} {rb/1024:8.1f}")
