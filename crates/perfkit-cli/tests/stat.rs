@@ -828,3 +828,123 @@ fn thread_target_counts_one_thread() {
     // One spinning thread for 200 ms: at most one CPU's worth.
     assert!((50.0..=230.0).contains(&ms), "{ms} msec");
 }
+
+#[test]
+fn event_syntax_tracepoints_uprobes_groups() {
+    let w = need_workload!();
+    let tracing = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .any(|t| {
+            std::path::Path::new(t)
+                .join("events/syscalls/sys_enter_getpid")
+                .exists()
+        });
+    if !tracing {
+        eprintln!("skipped: no syscalls tracepoints (tracefs not mounted or no permission)");
+        return;
+    }
+    // A group, a tracepoint counted exactly, a glob that expands, and a modifier.
+    let (code, err) = stderr_of(
+        perfkit()
+            .args([
+                "stat",
+                "-x",
+                ",",
+                "-e",
+                "{task-clock,page-faults}:u,syscalls:sys_enter_getpid",
+                "-e",
+                "syscalls:sys_enter_getp*id",
+                "--",
+            ])
+            .arg(w)
+            .args(["getpid", "1234"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    let names: Vec<&str> = rows.iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(
+        names[..3],
+        ["task-clock:u", "page-faults:u", "syscalls:sys_enter_getpid"]
+    );
+    assert!(names.contains(&"syscalls:sys_enter_getppid"), "{names:?}");
+    let getpid: Vec<u64> = rows
+        .iter()
+        .filter(|r| r[2] == "syscalls:sys_enter_getpid")
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    assert_eq!(getpid, [1234, 1234], "{err}");
+    assert!(
+        rows[1][0].parse::<u64>().unwrap() > 0,
+        "page faults counted"
+    );
+
+    // A tracepoint filter applies to the -e before it.
+    let (code, err) = stderr_of(
+        perfkit()
+            .args([
+                "stat",
+                "-x",
+                ",",
+                "-e",
+                "raw_syscalls:sys_enter",
+                "--filter",
+            ])
+            .arg(format!("id == {}", libc_getpid_nr()))
+            .args(["--"])
+            .arg(w)
+            .args(["getpid", "500"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(csv_rows(&err)[0][0], "500", "{err}");
+
+    // A uprobe on a function of the program, resolved from its ELF symbol table.
+    let uprobe = format!("uprobe:{}:probe_target", w.display());
+    let (code, err) = stderr_of(
+        perfkit()
+            .args(["stat", "-x", ",", "-e", &uprobe, "--"])
+            .arg(w)
+            .args(["calls", "777"]),
+    );
+    if err.contains("uprobe")
+        && code != 0
+        && !std::path::Path::new("/sys/bus/event_source/devices/uprobe").exists()
+    {
+        eprintln!("skipped uprobe part: no uprobe PMU: {err}");
+        return;
+    }
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(csv_rows(&err)[0][0], "777", "{err}");
+}
+
+/// getpid's system call number on this architecture.
+fn libc_getpid_nr() -> i64 {
+    if cfg!(target_arch = "x86_64") {
+        39
+    } else {
+        172
+    }
+}
+
+#[test]
+fn malformed_events_point_at_the_position() {
+    for (arg, col, want) in [
+        ("cyclez", 0, "did you mean `cycles`"),
+        ("cycles,,instructions", 7, "^"),
+        ("{cycles,instructions", 0, "^"),
+        ("cycles:q", 7, "modifier"),
+        ("nosuch:tracepoint", 0, "perfkit list"),
+    ] {
+        let (code, err) = stderr_of(perfkit().args(["stat", "-e", arg, "--", "true"]));
+        assert_eq!(code, 1, "{arg}: {err}");
+        assert!(err.contains(want), "{arg}: {err}");
+        // The caret sits under the offending byte of the echoed string.
+        let lines: Vec<&str> = err.lines().collect();
+        let echo = lines
+            .iter()
+            .position(|l| l.contains(&format!("'{arg}'")))
+            .expect(&err);
+        let start = lines[echo].find('\'').unwrap() + 1;
+        let caret = lines[echo + 1].find('^').expect(&err);
+        assert_eq!(caret, start + col, "{arg}: {err}");
+    }
+}
