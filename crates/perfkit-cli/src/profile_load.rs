@@ -11,6 +11,7 @@ use perfkit_records::{ParsedRecord, Record};
 use perfkit_report::build::{Builder, Input, UserStack};
 use perfkit_report::{EventDesc, Profile};
 use perfkit_symbols::{Mapping, Options};
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -48,12 +49,57 @@ impl Diagnostics {
     }
 }
 
+/// perf's delivery of `PERF_SAMPLE_READ` samples: each counter read in the sample (every
+/// member of a `{a,b}:S` group, or the event alone) becomes a sample of its own event,
+/// with the growth of that counter since its last read as the period; no growth, no
+/// sample.
+#[derive(Default)]
+struct SampleRead {
+    /// Event index of each counter id.
+    attr_of: HashMap<u64, usize>,
+    /// Last value read of each counter id.
+    last: HashMap<u64, u64>,
+}
+
+impl SampleRead {
+    fn new(attrs: &[perfkit_data::EventAttr]) -> SampleRead {
+        let mut attr_of = HashMap::new();
+        for (i, a) in attrs.iter().enumerate() {
+            for &id in &a.ids {
+                attr_of.insert(id, i);
+            }
+        }
+        SampleRead {
+            attr_of,
+            last: HashMap::new(),
+        }
+    }
+
+    /// `(event, period)` of each read value of this sample that grew.
+    fn split(&mut self, read: &perfkit_records::ReadValues<'_>, out: &mut Vec<(usize, u64)>) {
+        out.clear();
+        for v in read.iter() {
+            let Some(id) = v.id else { continue };
+            let Some(&ev) = self.attr_of.get(&id) else {
+                continue;
+            };
+            let before = self.last.insert(id, v.value).unwrap_or(0);
+            let period = v.value.wrapping_sub(before);
+            if period != 0 {
+                out.push((ev, period));
+            }
+        }
+    }
+}
+
 fn feed(
     b: &mut Builder,
     attr_index: usize,
     rec: &ParsedRecord<'_>,
     chain: &mut Vec<u64>,
     regs: &mut Vec<u64>,
+    reads: &mut SampleRead,
+    split: &mut Vec<(usize, u64)>,
 ) {
     let time = rec.time().unwrap_or(0);
     let (pid, tid) = (
@@ -79,18 +125,28 @@ fn feed(
                 }
                 _ => None,
             };
-            b.push(Input::Sample {
-                event: attr_index as u32,
-                pid: s.pid.unwrap_or(-1),
-                tid: s.tid.unwrap_or(-1),
-                time: s.time.unwrap_or(time),
-                cpu: s.cpu,
-                period: s.period.unwrap_or(1),
-                ip: s.ip.unwrap_or(0),
-                kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
-                callchain: chain,
-                user,
-            });
+            let one = [(attr_index, s.period.unwrap_or(1))];
+            let events: &[(usize, u64)] = match &s.read {
+                Some(r) => {
+                    reads.split(r, split);
+                    split
+                }
+                None => &one,
+            };
+            for &(event, period) in events {
+                b.push(Input::Sample {
+                    event: event as u32,
+                    pid: s.pid.unwrap_or(-1),
+                    tid: s.tid.unwrap_or(-1),
+                    time: s.time.unwrap_or(time),
+                    cpu: s.cpu,
+                    period,
+                    ip: s.ip.unwrap_or(0),
+                    kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
+                    callchain: chain,
+                    user,
+                });
+            }
         }
         Record::Mmap(m) if !m.data => b.push(Input::Mmap {
             pid: m.pid,
@@ -229,15 +285,23 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
     }
     let mut chain = Vec::new();
     let mut regs = Vec::new();
+    let mut reads = SampleRead::new(&file.attrs);
+    let mut split = Vec::new();
     let total = file.data_len().max(1);
     let show = opts.progress && std::io::stderr().is_terminal() && total > 16 << 20;
     let mut shown = 0;
     let mut skipped: std::collections::BTreeMap<u32, u64> = Default::default();
     let result = file.for_each(
         |item| match item {
-            Item::Event { attr, record } => {
-                feed(&mut builder, attr, &record, &mut chain, &mut regs)
-            }
+            Item::Event { attr, record } => feed(
+                &mut builder,
+                attr,
+                &record,
+                &mut chain,
+                &mut regs,
+                &mut reads,
+                &mut split,
+            ),
             Item::User { type_, .. } => {
                 if !matches!(
                     type_,

@@ -410,3 +410,38 @@ fn event_terms_and_leader_sampling_groups_as_perf_reads_them() {
         "{faults} faults in\n{text}"
     );
 }
+
+#[test]
+fn group_reads_and_several_events_script_like_perf() {
+    let w = need!();
+    let w = w.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, flags) in [
+        (
+            "leader.data",
+            vec!["-e", "{cpu-clock,page-faults}:S", "-c", "1000000"],
+        ),
+        (
+            "names.data",
+            vec!["-e", "task-clock/period=2000000/,cpu-clock", "-c", "700000"],
+        ),
+    ] {
+        let (file, err) = record(dir.path(), name, &flags, &[w, "pages", "20000"]);
+        let theirs = std::process::Command::new("perf")
+            .args(["script", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let ours = perfkit()
+            .args(["script", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let (t, o) = (
+            String::from_utf8_lossy(&theirs.stdout),
+            String::from_utf8_lossy(&ours.stdout),
+        );
+        assert!(t.lines().count() > 10, "{name}: {t}\n{err}");
+        assert_eq!(o, t, "{name}: perfkit script differs from perf script");
+    }
+}

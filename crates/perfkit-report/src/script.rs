@@ -200,7 +200,9 @@ fn sample_head(p: &Profile, s: &Sample, fields: &[Field], chain: bool, out: &mut
             .events
             .get(s.event as usize)
             .map_or("", |e| e.name.as_str());
-        let _ = write!(out, " {ev}:");
+        // perf right-aligns the name to the longest event name of the file.
+        let width = p.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
+        let _ = write!(out, " {ev:>width$}:");
     }
 }
 
