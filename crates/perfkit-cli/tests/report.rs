@@ -407,3 +407,55 @@ fn commands_that_exec_change_name() {
         "{text}"
     );
 }
+
+#[test]
+fn inline_shows_inlined_functions_in_callchains() {
+    if !have_perf() {
+        eprintln!("skipped: perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("inline");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/inline.c");
+    let built = std::process::Command::new("cc")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: no C compiler");
+        return;
+    }
+    let data = dir.path().join("inline.data");
+    let st = perfkit()
+        .args(["record", "-q", "-g", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&bin)
+        .arg("100000000")
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let args = ["report", "--stdio", "--no-children", "-i"];
+    let with = stdout(perfkit().args(args).arg(&data).arg("--inline"));
+    let without = stdout(perfkit().args(args).arg(&data));
+    // Self time stays with the real function; the chain shows what is inlined into it,
+    // innermost first.
+    let top = rows(&with);
+    assert_eq!(top[0].1, "outer", "{with}");
+    let lines: Vec<&str> = with.lines().map(str::trim).collect();
+    let at = |s: &str| lines.iter().position(|l| l.trim_start_matches("---") == s);
+    let (i, m, o) = (
+        at("inner (inlined)").expect(&with),
+        at("middle (inlined)").expect(&with),
+        at("outer").expect(&with),
+    );
+    assert!(i < m && m < o, "{with}");
+    assert!(!without.contains("(inlined)"), "{without}");
+    assert_eq!(rows(&without)[0].1, "outer", "{without}");
+}

@@ -3,7 +3,7 @@
 //! The input is a small enum ([`Input`]) rather than a perf.data type, so the same builder
 //! serves perf.data files (ours and perf's) and live rings (`top`).
 
-use crate::{EventDesc, Frame, Func, Profile, Sample, Switch, ThreadId};
+use crate::{EventDesc, Frame, FrameId, Func, Profile, Sample, Switch, ThreadId};
 use perfkit_symbols::{Mapping, Options, ProcessMaps, Symbolizer, UnknownReason};
 use perfkit_sys as sys;
 use rustc_hash::FxHashMap as HashMap;
@@ -115,6 +115,8 @@ pub struct Builder {
     maps: HashMap<i32, ProcessMaps>,
     kernel_maps: ProcessMaps,
     memo: HashMap<(i32, u64, u64), u32>,
+    /// Frames of the functions inlined at a frame's address (`--inline`), innermost first.
+    inlined_at: HashMap<FrameId, Vec<FrameId>>,
     unknown: HashMap<UnknownReason, u64>,
     chain: Vec<u32>,
     /// Kernel frames whose symbols are looked up in `finish`, when kallsyms (loaded on
@@ -135,6 +137,7 @@ impl Builder {
             maps: HashMap::default(),
             kernel_maps: ProcessMaps::new(),
             memo: HashMap::default(),
+            inlined_at: HashMap::default(),
             unknown: HashMap::default(),
             chain: Vec::new(),
             pending_kernel: Vec::new(),
@@ -253,14 +256,14 @@ impl Builder {
                             continue;
                         }
                         if in_kernel {
-                            chain.push(self.frame(pid, addr, true));
+                            self.push_frame(&mut chain, pid, addr, true);
                         }
                     }
                     for addr in self.unwind(pid, &u) {
-                        chain.push(self.frame(pid, addr, false));
+                        self.push_frame(&mut chain, pid, addr, false);
                     }
                 } else if callchain.is_empty() {
-                    chain.push(self.frame(pid, ip, kernel));
+                    self.push_frame(&mut chain, pid, ip, kernel);
                 } else {
                     let mut in_kernel = kernel;
                     for &addr in callchain {
@@ -273,7 +276,7 @@ impl Builder {
                         }
                         // Return addresses are looked up as they are, as perf does, so
                         // names and offsets agree with `perf report` and `perf script`.
-                        chain.push(self.frame(pid, addr, in_kernel));
+                        self.push_frame(&mut chain, pid, addr, in_kernel);
                     }
                 }
                 // Stored leaf first; the prefix tree is built from the root.
@@ -346,6 +349,7 @@ impl Builder {
                 map_offset: None,
                 sym_offset: None,
                 srcline: None,
+                inlined: false,
             });
             self.pending_kernel.push(frame);
             self.memo.insert(key, frame);
@@ -380,9 +384,42 @@ impl Builder {
             map_offset,
             sym_offset: sym.symbol.as_ref().map(|s| s.offset),
             srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
+            inlined: false,
         });
+        if !sym.inlined.is_empty() {
+            let inl: Vec<FrameId> = sym
+                .inlined
+                .iter()
+                .map(|i| {
+                    let func = self.profile.func(Func {
+                        name: format!("{} (inlined)", i.function.as_deref().unwrap_or("[unknown]")),
+                        dso: dso.to_string(),
+                        kernel,
+                    });
+                    self.profile.frame(Frame {
+                        func,
+                        addr,
+                        map_offset,
+                        sym_offset: None,
+                        srcline: i.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
+                        inlined: true,
+                    })
+                })
+                .collect();
+            self.inlined_at.insert(frame, inl);
+        }
         self.memo.insert(key, frame);
         frame
+    }
+
+    /// Push `addr`'s frame onto a leaf-first chain: the functions inlined there first
+    /// (innermost first, with `--inline`), then the function it is in.
+    fn push_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, kernel: bool) {
+        let f = self.frame(pid, addr, kernel);
+        if let Some(inl) = self.inlined_at.get(&f) {
+            chain.extend_from_slice(inl);
+        }
+        chain.push(f);
     }
 
     /// Samples whose user stack could not be fully unwound.

@@ -36,6 +36,9 @@ pub struct Frame {
     pub sym_offset: Option<u64>,
     /// Source file and line, when asked for and known.
     pub srcline: Option<(String, u32)>,
+    /// A function inlined at this address (`--inline`): shown in callchains as
+    /// `name (inlined)`, never the row a sample's self time goes to.
+    pub inlined: bool,
 }
 
 /// A node of the call-stack prefix tree: a frame called from `parent`.
@@ -280,6 +283,7 @@ pub(crate) mod testing {
                 map_offset: (!kernel).then_some(addr),
                 sym_offset: Some(addr & 0xf),
                 srcline: None,
+                inlined: false,
             })
         };
         let main = f(&mut p, "main", 0x1000, false);

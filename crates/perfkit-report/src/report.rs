@@ -162,7 +162,10 @@ impl Filter {
             return false;
         }
         if !self.dsos.is_empty() || !self.symbols.is_empty() {
-            let Some(leaf) = p.stack_frames(s.stack).next() else {
+            let Some(leaf) = p
+                .stack_frames(s.stack)
+                .find(|&f| !p.frames[f as usize].inlined)
+            else {
                 return false;
             };
             let f = p.func_of(leaf);
@@ -288,7 +291,12 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 cpu,
                 parent,
             };
-            let leaf = frames.first().copied();
+            // Self time goes to the function the address is in, not to what is inlined there.
+            let leaf = frames
+                .iter()
+                .copied()
+                .find(|&f| !p.frames[f as usize].inlined)
+                .or(frames.first().copied());
             let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent);
             let (r, _) = rows
                 .entry(leaf_key)
