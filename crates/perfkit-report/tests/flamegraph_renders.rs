@@ -34,6 +34,7 @@ fn profile() -> Profile {
             map_offset: None,
             sym_offset: None,
             srcline: None,
+            inlined: false,
         })
     };
     let main = frame(&mut p, "main", 0x10);
