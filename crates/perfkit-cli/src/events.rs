@@ -160,3 +160,21 @@ fn opens_here(name: &str) -> bool {
 pub fn describe_attr(attr: &perf_event_attr) -> String {
     perfkit_events::format_attr(attr).trim_end().to_string()
 }
+
+/// perf's fallback for PMUs that refuse the guest/host bits (msr, many uncore PMUs): when
+/// the open failed with EINVAL and `attr` sets exclude_guest or exclude_host, the same attr
+/// without them, to try again.
+pub fn without_guest_bits(
+    attr: &perfkit::Attr,
+    res: &perfkit::Result<perfkit::Counter>,
+) -> Option<perfkit::Attr> {
+    use perfkit::sys::attr_flags as f;
+    let einval = res.as_ref().is_err_and(|e| e.errno() == libc::EINVAL);
+    let bits = f::EXCLUDE_GUEST | f::EXCLUDE_HOST;
+    if !einval || attr.raw().flags & bits == 0 {
+        return None;
+    }
+    let mut plain = *attr;
+    plain.raw_mut().flags &= !bits;
+    Some(plain)
+}

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod events;
+mod list;
 mod profile_load;
 mod record;
 mod record_args;
@@ -34,6 +35,8 @@ enum Cmd {
     Report(report::ReportArgs),
     /// Print every sample of a recorded profile (like `perf script`).
     Script(report::ScriptArgs),
+    /// List the events this machine can name, and whether each opens here (like `perf list`).
+    List(list::ListArgs),
 }
 
 /// An error that carries the exit status to use (127 for a missing command, ...).
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Cmd::Record(args) => record::run(args),
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
+        Cmd::List(args) => list::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

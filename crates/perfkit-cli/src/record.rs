@@ -80,6 +80,11 @@ fn open_all(
                 };
                 let mut attr = Attr::from_raw(*a);
                 let mut res = Counter::open_raw(&attr, &target, group_fd, 0);
+                // Like perf: PMUs that know nothing of guests refuse exclude_guest.
+                if let Some(plain) = crate::events::without_guest_bits(&attr, &res) {
+                    res = Counter::open_raw(&plain, &target, group_fd, 0);
+                    attr = plain;
+                }
                 // `:P`: the highest precise_ip the PMU takes.
                 if spec.precise_max {
                     for p in (0..=2u8).rev() {

@@ -123,6 +123,18 @@ impl Env {
                 return format!("{n}{m}");
             }
         }
+        // The core PMU's raw type: its sysfs alias when one matches; `rNNN` cannot carry
+        // config1..3, so those need the `cpu/config=...,config1=.../` form.
+        if attr.type_ == perfkit_sys::PERF_TYPE_RAW {
+            if let Some(p) = self.pmu_by_type(attr.type_) {
+                if let Some(n) = crate::parse::pmu_alias_name(p, attr) {
+                    return format!("{n}{m}");
+                }
+                if (attr.config1, attr.config2, attr.config3) != (0, 0, 0) {
+                    return format!("{}{m}", crate::parse::pmu_terms_name(p, attr));
+                }
+            }
+        }
         if attr.type_ >= perfkit_sys::PERF_TYPE_MAX {
             if let Some(p) = self.pmu_by_type(attr.type_) {
                 return format!("{}{m}", crate::parse::pmu_event_name(p, attr));

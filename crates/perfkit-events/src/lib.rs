@@ -20,7 +20,7 @@
 //!   Errors are [`ParseError`]s with the byte offset, what was expected, and a suggestion.
 //! * [`names::name_of`] / [`Env::name_of`] go back from an attr to perf's name.
 //! * [`tracefs`] finds or mounts tracefs, lists and parses `format` files, decodes RAW data.
-//! * `list` (next): the `perfkit list` catalogue.
+//! * [`list`]: the `perfkit list` catalogue, with availability probed by opening each event.
 //! * [`format_attr`] prints an attr like `perf -vv`.
 //!
 //! # Dependencies
@@ -43,6 +43,7 @@
 mod env;
 mod error;
 pub mod glob;
+pub mod list;
 pub mod names;
 mod parse;
 pub mod pfm;

@@ -213,7 +213,7 @@ pub fn cache_name(cache: u64, op: u64, result: u64) -> Option<String> {
     Some(if result == 0 {
         format!("{c}-{}", o[1])
     } else {
-        format!("{c}-{}-{}", o[0], r[1])
+        format!("{c}-{}-{}", o[0], r[0])
     })
 }
 
@@ -341,6 +341,11 @@ pub fn all_symbolic_names() -> Vec<String> {
 /// The modifier suffix perf would print for the privilege and precision bits of `attr`
 /// (`:u`, `:k`, `:ppp`, `:G` ...), empty when everything is at its default.
 pub fn modifier_suffix(attr: &perf_event_attr) -> String {
+    // The shortest modifiers that parse back to the same bits: k/u/h for the levels still
+    // counted once any is excluded (perf's order), the precise level, then H/G only where
+    // the guest/host bits differ from what the parser would set for those modifiers. As in
+    // perf's parser, no modifier at all or a `u` or `p` modifier implies exclude_guest;
+    // any other modifier string leaves it clear.
     let mut m = String::new();
     let (eu, ek, eh) = (
         attr.has(f::EXCLUDE_USER),
@@ -348,33 +353,33 @@ pub fn modifier_suffix(attr: &perf_event_attr) -> String {
         attr.has(f::EXCLUDE_HV),
     );
     if eu || ek || eh {
-        if !eu {
-            m.push('u');
+        for (excluded, c) in [(ek, 'k'), (eu, 'u'), (eh, 'h')] {
+            if !excluded {
+                m.push(c);
+            }
         }
-        if !ek {
-            m.push('k');
-        }
-        if !eh {
-            m.push('h');
-        }
-    }
-    let (eh_, eg) = (attr.has(f::EXCLUDE_HOST), attr.has(f::EXCLUDE_GUEST));
-    match (eh_, eg) {
-        (true, false) => m.push('G'),
-        (false, false) => m.push_str("GH"),
-        _ => {}
-    }
-    if attr.has(f::EXCLUDE_IDLE) {
-        m.push('I');
     }
     for _ in 0..attr.precise_ip() {
         m.push('p');
+    }
+    if attr.has(f::EXCLUDE_IDLE) {
+        m.push('I');
     }
     if attr.has(f::PINNED) {
         m.push('D');
     }
     if attr.has(f::EXCLUSIVE) {
         m.push('e');
+    }
+    let default_eg = m.is_empty() || m.contains('u') || m.contains('p');
+    let (ehost, eguest) = (attr.has(f::EXCLUDE_HOST), attr.has(f::EXCLUDE_GUEST));
+    if (ehost, eguest) != (false, default_eg) {
+        match (ehost, eguest) {
+            (false, true) => m.push('H'),
+            (true, false) => m.push('G'),
+            (false, false) => m.push_str("GH"),
+            (true, true) => {}
+        }
     }
     if m.is_empty() { m } else { format!(":{m}") }
 }

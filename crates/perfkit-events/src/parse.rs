@@ -1499,6 +1499,14 @@ fn apply_mods(e: &mut ParsedEvent, m: &Mods) {
 /// The perf-style name of a PMU event from its attr: the sysfs alias whose terms encode
 /// exactly this config (`msr/tsc/`), else `pmu/field=value,.../` from the formats.
 pub fn pmu_event_name(p: &Pmu, attr: &perf_event_attr) -> String {
+    if let Some(n) = pmu_alias_name(p, attr) {
+        return n;
+    }
+    pmu_terms_name(p, attr)
+}
+
+/// `pmu/alias/` when a sysfs alias of `p` encodes exactly the config words of `attr`.
+pub fn pmu_alias_name(p: &Pmu, attr: &perf_event_attr) -> Option<String> {
     for (name, alias) in &p.aliases {
         let mut a = *attr;
         a.config = 0;
@@ -1524,9 +1532,14 @@ pub fn pmu_event_name(p: &Pmu, attr: &perf_event_attr) -> String {
             && (a.config, a.config1, a.config2, a.config3)
                 == (attr.config, attr.config1, attr.config2, attr.config3)
         {
-            return format!("{}/{name}/", p.name);
+            return Some(format!("{}/{name}/", p.name));
         }
     }
+    None
+}
+
+/// `pmu/field=value,.../` from the PMU's formats, for any config.
+pub fn pmu_terms_name(p: &Pmu, attr: &perf_event_attr) -> String {
     let mut parts = Vec::new();
     let mut rest = *attr;
     for (name, fmt) in &p.formats {

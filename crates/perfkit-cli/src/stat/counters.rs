@@ -108,6 +108,11 @@ pub fn open_all(
                 continue;
             }
             let mut res = Counter::open_raw(&attr, &target, leader, 0);
+            // Like perf: PMUs that know nothing of guests (msr, uncore) refuse exclude_guest.
+            if let Some(plain) = crate::events::without_guest_bits(&attr, &res) {
+                res = Counter::open_raw(&plain, &target, leader, 0);
+                attr = plain;
+            }
             // Like perf: a permission error on a task counter that counts the kernel is
             // retried for user space only.
             if let Err(e) = &res
