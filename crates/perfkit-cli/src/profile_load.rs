@@ -218,6 +218,16 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
     };
     if let Some(k) = &opts.kallsyms {
         sym_opts.kallsyms = k.clone();
+    } else if let Some(copy) = file
+        .features
+        .build_ids
+        .iter()
+        .find(|b| b.filename == "[kernel.kallsyms]")
+        .and_then(|b| perfkit_symbols::cached_kallsyms(&b.build_id, &sym_opts.kallsyms))
+    {
+        // As perf: the build-id cache's copy of this kernel's symbols, when it is the
+        // running kernel at the same address.
+        sym_opts.kallsyms = copy;
     }
     let events = file
         .attrs

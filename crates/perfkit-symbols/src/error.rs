@@ -60,6 +60,22 @@ impl From<ParseError> for Error {
     }
 }
 
+/// [`parse_hex`] on bytes (optional `0x`, at most 16 hex digits).
+pub(crate) fn parse_hex_bytes(b: &[u8]) -> Option<u64> {
+    let b = b
+        .strip_prefix(b"0x")
+        .or_else(|| b.strip_prefix(b"0X"))
+        .unwrap_or(b);
+    if b.is_empty() || b.len() > 16 {
+        return None;
+    }
+    let mut v = 0u64;
+    for &c in b {
+        v = (v << 4) | u64::from((c as char).to_digit(16)?);
+    }
+    Some(v)
+}
+
 pub(crate) fn parse_hex(s: &str) -> Option<u64> {
     let s = s
         .strip_prefix("0x")

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::{Error, ParseError, parse_hex};
+use crate::error::{Error, ParseError, parse_hex, parse_hex_bytes};
 
 /// One kernel function symbol.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,29 +40,44 @@ struct Parse {
 }
 
 impl Parse {
-    fn line(&mut self, line: &str, number: usize, source: &str) -> Result<(), ParseError> {
-        if line.trim().is_empty() {
+    fn line(&mut self, line: &[u8], number: usize, source: &str) -> Result<(), ParseError> {
+        // Works on bytes: /proc/kallsyms has ~200K lines and most are skipped, so nothing is
+        // allocated or UTF-8-checked until a line is known to be a text symbol.
+        let mut fields = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty());
+        let Some(first) = fields.next() else {
             return Ok(());
-        }
+        };
         let err = |message: &str| ParseError {
             source: source.to_owned(),
             line: number,
-            message: format!("{message}: {:?}", line.trim_end()),
+            message: format!("{message}: {:?}", String::from_utf8_lossy(line).trim_end()),
         };
-        let mut fields = line.split_whitespace();
-        let addr = fields
-            .next()
-            .and_then(parse_hex)
-            .ok_or_else(|| err("bad address"))?;
+        let addr = parse_hex_bytes(first).ok_or_else(|| err("bad address"))?;
         let ty = fields
             .next()
             .filter(|t| t.len() == 1)
-            .and_then(|t| t.chars().next())
+            .map(|t| t[0] as char)
             .ok_or_else(|| err("bad symbol type"))?;
         let name = fields.next().ok_or_else(|| err("missing symbol name"))?;
-        let module = match fields.next() {
+        let module_field = fields.next();
+        if !matches!(ty, 't' | 'T' | 'w' | 'W') {
+            if let Some(m) = module_field
+                && !(m.starts_with(b"[") && m.ends_with(b"]"))
+            {
+                return Err(err("bad module field"));
+            }
+            self.total += 1;
+            self.any_nonzero |= addr != 0;
+            return Ok(());
+        }
+        let name = std::str::from_utf8(name).map_err(|_| err("symbol name is not UTF-8"))?;
+        let module = match module_field {
             Some(m) => Some(
-                m.strip_prefix('[')
+                std::str::from_utf8(m)
+                    .ok()
+                    .and_then(|m| m.strip_prefix('['))
                     .and_then(|m| m.strip_suffix(']'))
                     .ok_or_else(|| err("bad module field"))?,
             ),
@@ -70,20 +85,19 @@ impl Parse {
         };
         self.total += 1;
         self.any_nonzero |= addr != 0;
-        if !matches!(ty, 't' | 'T' | 'w' | 'W') {
-            return Ok(());
-        }
         let rank = match ty {
             'T' => 0u8,
             'W' => 1,
             't' => 2,
             _ => 3,
         };
-        let module = module.map(|m| {
-            self.modules
-                .entry(m.to_string())
-                .or_insert_with(|| Arc::from(m))
-                .clone()
+        let module = module.map(|m| match self.modules.get(m) {
+            Some(a) => a.clone(),
+            None => {
+                let a: Arc<str> = Arc::from(m);
+                self.modules.insert(m.to_string(), a.clone());
+                a
+            }
         });
         self.symbols.push((
             rank,
@@ -117,6 +131,42 @@ impl Parse {
     }
 }
 
+/// The address of `_text` in a kallsyms file, read from its first lines only (the core
+/// kernel's text comes first, so this stops after a few lines even on `/proc/kallsyms`,
+/// whose full text the kernel formats at tens of milliseconds' cost).
+pub fn text_address(path: &Path) -> Option<u64> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let reader = std::io::BufReader::with_capacity(1 << 14, file);
+    for line in reader.lines().take(4096) {
+        let line = line.ok()?;
+        let mut f = line.split_whitespace();
+        let (addr, ty, name) = (f.next()?, f.next()?, f.next()?);
+        if name == "_text" && (ty == "T" || ty == "t") {
+            return parse_hex(addr);
+        }
+    }
+    None
+}
+
+/// perf's saved copy of the kernel's symbols for `build_id` in the build-id cache
+/// (`~/.debug/[kernel.kallsyms]/HEX/kallsyms`, written by `perf record`), when it exists and
+/// its `_text` address is the running kernel's (the same kernel, booted at the same KASLR
+/// offset). Reading it costs a few milliseconds; `/proc/kallsyms` costs the kernel tens.
+pub fn cached_copy(build_id: &[u8], proc_kallsyms: &Path) -> Option<std::path::PathBuf> {
+    if build_id.is_empty() {
+        return None;
+    }
+    let home = std::env::var_os("HOME")?;
+    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let path = Path::new(&home)
+        .join(".debug/[kernel.kallsyms]")
+        .join(hex)
+        .join("kallsyms");
+    let saved = text_address(&path)?;
+    (saved != 0 && text_address(proc_kallsyms) == Some(saved)).then_some(path)
+}
+
 /// Size given to the last symbol of the table (kallsyms has no sizes; perf does the same).
 const LAST_SYMBOL_SIZE: u64 = 4096;
 
@@ -133,7 +183,7 @@ impl Kallsyms {
         let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
         let source = path.display().to_string();
         let mut p = Parse::default();
-        let mut line = Vec::new();
+        let mut line = Vec::with_capacity(256);
         let mut n = 0;
         loop {
             line.clear();
@@ -141,7 +191,7 @@ impl Kallsyms {
                 break;
             }
             n += 1;
-            p.line(&String::from_utf8_lossy(&line), n, &source)?;
+            p.line(&line, n, &source)?;
         }
         Ok(p.finish())
     }
@@ -150,7 +200,7 @@ impl Kallsyms {
     pub fn parse(text: &str, source: &str) -> Result<Kallsyms, ParseError> {
         let mut p = Parse::default();
         for (i, line) in text.lines().enumerate() {
-            p.line(line, i + 1, source)?;
+            p.line(line.as_bytes(), i + 1, source)?;
         }
         Ok(p.finish())
     }

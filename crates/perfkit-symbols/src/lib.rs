@@ -110,7 +110,7 @@ pub mod unwind;
 pub use demangle::demangle;
 pub use elf::build_id_hex;
 pub use error::{Error, ParseError};
-pub use kallsyms::{Kallsyms, KernelSymbol, kernel_hidden_hint};
+pub use kallsyms::{Kallsyms, KernelSymbol, cached_copy as cached_kallsyms, kernel_hidden_hint};
 pub use maps::{ProcMapsEntry, ProcessMaps, parse_proc_maps, read_proc_maps};
 pub use perfmap::{JitSymbol, PerfMap};
 pub use symbolizer::{Options, Symbolizer, is_kernel_address};
