@@ -154,13 +154,22 @@ pub fn text_address(path: &Path) -> Option<u64> {
 /// its `_text` address is the running kernel's (the same kernel, booted at the same KASLR
 /// offset). Reading it costs a few milliseconds; `/proc/kallsyms` costs the kernel tens.
 pub fn cached_copy(build_id: &[u8], proc_kallsyms: &Path) -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    cached_copy_in(&Path::new(&home).join(".debug"), build_id, proc_kallsyms)
+}
+
+/// [`cached_copy`] in the build-id cache at `debug_dir` (perf's `~/.debug`).
+pub fn cached_copy_in(
+    debug_dir: &Path,
+    build_id: &[u8],
+    proc_kallsyms: &Path,
+) -> Option<std::path::PathBuf> {
     if build_id.is_empty() {
         return None;
     }
-    let home = std::env::var_os("HOME")?;
     let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
-    let path = Path::new(&home)
-        .join(".debug/[kernel.kallsyms]")
+    let path = debug_dir
+        .join("[kernel.kallsyms]")
         .join(hex)
         .join("kallsyms");
     let saved = text_address(&path)?;
@@ -307,6 +316,35 @@ ffffffffc0001100 T nft_register\t[nf_tables]
         assert!(e.message.contains("type"));
         let e = Kallsyms::parse("ffffffff81000000 T\n", "f").unwrap_err();
         assert!(e.message.contains("name"));
+    }
+
+    #[test]
+    fn build_id_cache_copy_is_used_only_for_the_same_kernel_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("live");
+        std::fs::write(
+            &live,
+            "ffffffff81000000 T _text\nffffffff81000010 T start\n",
+        )
+        .unwrap();
+        let id = [0x4a, 0x5a, 0x01];
+        let copy = dir.path().join("[kernel.kallsyms]/4a5a01/kallsyms");
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::write(
+            &copy,
+            "ffffffff81000000 T _text\nffffffff81000020 T other\n",
+        )
+        .unwrap();
+        assert_eq!(cached_copy_in(dir.path(), &id, &live), Some(copy.clone()));
+        // Another build id: no copy.
+        assert_eq!(cached_copy_in(dir.path(), &[1, 2], &live), None);
+        // The same kernel booted elsewhere (KASLR): the copy's addresses are wrong.
+        std::fs::write(&live, "ffffffff9a000000 T _text\n").unwrap();
+        assert_eq!(cached_copy_in(dir.path(), &id, &live), None);
+        // Hidden addresses in the copy are never used.
+        std::fs::write(&copy, "0000000000000000 T _text\n").unwrap();
+        std::fs::write(&live, "0000000000000000 T _text\n").unwrap();
+        assert_eq!(cached_copy_in(dir.path(), &id, &live), None);
     }
 
     #[test]
