@@ -149,7 +149,9 @@ fn rows(text: &str) -> Vec<(f64, String)> {
                 .trim_end_matches('%')
                 .parse()
                 .ok()?;
-            let sym = l.split("] ").nth(1)?.trim().to_string();
+            // The symbol follows the `[.] ` / `[k] ` marker (the dso may have brackets too).
+            let at = l.find("[.] ").or_else(|| l.find("[k] "))?;
+            let sym = l[at + 4..].trim().to_string();
             Some((pct, sym))
         })
         .collect()
@@ -323,8 +325,10 @@ fn truncated_file_reports_what_was_read_then_fails() {
     let bytes = std::fs::read(&f.plain).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cut = dir.path().join("cut.data");
-    // Cut in the middle of the data section.
-    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    // Cut in the middle of the data section (header: data offset and size at bytes 40..56).
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (data_off, data_size) = (word(40), word(48));
+    std::fs::write(&cut, &bytes[..data_off + data_size / 2]).unwrap();
     let out = perfkit()
         .args(["report", "--stdio", "-q", "--no-children", "-i"])
         .arg(&cut)
