@@ -192,7 +192,10 @@ fn report_matches_perf_report() {
             for (pct, sym) in b.iter().take(5) {
                 // perf expands inlined functions into rows of their own for dwarf
                 // profiles; perfkit names the function they were inlined into.
-                if *pct < 1.0 || sym.ends_with("(inlined)") {
+                // perf prints unresolved addresses as bare hex (`0000000000000000`);
+                // perfkit says `[unknown]` with the reason in the header.
+                let unresolved = sym.chars().all(|c| c.is_ascii_hexdigit());
+                if *pct < 1.0 || sym.ends_with("(inlined)") || unresolved {
                     continue;
                 }
                 let mine = a.iter().find(|(_, s)| s == sym).map(|r| r.0);
