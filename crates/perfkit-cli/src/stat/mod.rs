@@ -998,7 +998,7 @@ fn print_final(
     if !hw_rows.is_empty() && hw_rows.iter().all(|r| r.state == State::NotSupported) {
         out.push_str(
             "Note: this machine has no hardware counters (no PMU; usual in virtual machines): \
-             only software events can be counted here.\n",
+             only software events can be counted here (`perfkit list` shows what opens).\n",
         );
     }
     if let Some(run) = runs.first() {
