@@ -406,6 +406,19 @@ pub fn catalogue_of(env: &Env, filters: &[&str], opts: &ListOptions) -> Catalogu
             ),
         }
     }
+    // Opening and closing a tracepoint costs the kernel tens of milliseconds (it patches
+    // text); when the answer for all of them will come from one, start it now so it
+    // overlaps the rest of the work.
+    let tracepoint_probe = opts
+        .probe
+        .then(|| {
+            entries
+                .iter()
+                .find(|e| e.kind == Kind::Tracepoint)
+                .and_then(|e| e.attr)
+        })
+        .flatten()
+        .map(|attr| std::thread::spawn(move || probe_attr(&attr, None)));
     if wanted(Kind::Libpfm) && opts.libpfm {
         if let Some(pfm) = env.pfm() {
             for ev in pfm.events() {
@@ -434,7 +447,7 @@ pub fn catalogue_of(env: &Env, filters: &[&str], opts: &ListOptions) -> Catalogu
         }
     }
     if opts.probe {
-        probe_all(env, &mut entries, &mut notes);
+        probe_all(env, &mut entries, &mut notes, tracepoint_probe);
     }
     entries.sort_by_key(|e| e.kind);
     Catalogue { entries, notes }
@@ -504,19 +517,34 @@ fn reason(e: &perfkit::Error) -> String {
     }
 }
 
-fn probe_all(env: &Env, entries: &mut [Entry], notes: &mut Vec<String>) {
+fn probe_all(
+    env: &Env,
+    entries: &mut [Entry],
+    notes: &mut Vec<String>,
+    tracepoint_probe: Option<std::thread::JoinHandle<Availability>>,
+) {
     let tracepoints = entries
         .iter()
         .filter(|e| e.kind == Kind::Tracepoint && e.attr.is_some())
         .count();
     let mut tracepoint_answer: Option<Availability> = None;
+    let mut probe = tracepoint_probe;
     for e in entries.iter_mut() {
         if e.available != Availability::Unknown {
             continue;
         }
         let Some(attr) = e.attr else { continue };
         if e.kind == Kind::Tracepoint && tracepoints > TRACEPOINT_PROBE_LIMIT {
-            let a = tracepoint_answer.get_or_insert_with(|| probe_attr(&attr, None));
+            let a = match (&mut tracepoint_answer, &mut probe) {
+                (Some(a), _) => a,
+                (slot, pending) => {
+                    let answer = pending
+                        .take()
+                        .and_then(|h| h.join().ok())
+                        .unwrap_or_else(|| probe_attr(&attr, None));
+                    slot.insert(answer)
+                }
+            };
             e.available = a.clone();
             continue;
         }
