@@ -213,15 +213,7 @@ impl Entry {
 /// `type=N,config=0x...[,config1=..][,config2=..][,config3=..]`.
 fn encoding(attr: &perf_event_attr) -> String {
     let mut s = format!("type={},config={:#x}", attr.type_, attr.config);
-    for (n, v) in [
-        ("config1", attr.config1),
-        ("config2", attr.config2),
-        ("config3", attr.config3),
-    ] {
-        if v != 0 {
-            s.push_str(&format!(",{n}={v:#x}"));
-        }
-    }
+    names::push_extra_configs(attr, &mut s);
     s
 }
 

@@ -449,15 +449,7 @@ pub fn base_name(attr: &perf_event_attr) -> String {
         }
         t => {
             let mut s = format!("pmu-type-{t}/config={c:#x}");
-            for (n, v) in [
-                ("config1", attr.config1),
-                ("config2", attr.config2),
-                ("config3", attr.config3),
-            ] {
-                if v != 0 {
-                    s.push_str(&format!(",{n}={v:#x}"));
-                }
-            }
+            push_extra_configs(attr, &mut s);
             s.push('/');
             s
         }
@@ -480,4 +472,17 @@ pub fn name_of(attr: &perf_event_attr) -> String {
         return format!("{base}:rw{m}");
     }
     format!("{base}{m}")
+}
+
+/// Append `,config1=0x..` (and config2, config3) for each of them that is not zero.
+pub(crate) fn push_extra_configs(attr: &perf_event_attr, s: &mut String) {
+    for (n, v) in [
+        ("config1", attr.config1),
+        ("config2", attr.config2),
+        ("config3", attr.config3),
+    ] {
+        if v != 0 {
+            s.push_str(&format!(",{n}={v:#x}"));
+        }
+    }
 }
