@@ -111,6 +111,10 @@ pub struct ScriptArgs {
     /// Kernel symbols from this file instead of /proc/kallsyms.
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
+    /// Show the functions inlined at each callchain address (DWARF; slower), innermost
+    /// first, as `name (inlined)`.
+    #[arg(long)]
+    pub inline: bool,
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -312,7 +316,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     }
     let load = LoadOptions {
         srcline: fields.contains(&Field::Srcline),
-        inline: false,
+        inline: args.inline,
         kallsyms: args.kallsyms.clone(),
         progress: !args.quiet,
     };

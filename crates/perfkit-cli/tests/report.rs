@@ -465,4 +465,93 @@ fn inline_shows_inlined_functions_in_callchains() {
     assert!(i < m && m < o, "{with}");
     assert!(!without.contains("(inlined)"), "{without}");
     assert_eq!(rows(&without)[0].1, "outer", "{without}");
+
+    // `script --inline`: the same frames in each callchain, at the address of the function
+    // they are inlined into, and `inlined: true` in JSON; without it, none.
+    let script = stdout(
+        perfkit()
+            .args(["script", "-q", "--inline", "-i"])
+            .arg(&data),
+    );
+    let chain_with_inner: Vec<&str> = script
+        .split("\n\n")
+        .find(|s| s.contains("inner (inlined)"))
+        .expect(&script)
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .collect();
+    let addr = |l: &str| l.split_whitespace().next().unwrap().to_string();
+    assert!(
+        chain_with_inner[0].contains("inner (inlined)"),
+        "{chain_with_inner:?}"
+    );
+    assert!(
+        chain_with_inner[1].contains("middle (inlined)"),
+        "{chain_with_inner:?}"
+    );
+    assert!(
+        chain_with_inner[2].contains(" outer+0x"),
+        "{chain_with_inner:?}"
+    );
+    assert_eq!(addr(chain_with_inner[0]), addr(chain_with_inner[2]));
+    let plain = stdout(perfkit().args(["script", "-q", "-i"]).arg(&data));
+    assert!(!plain.contains("(inlined)"));
+    let json = stdout(
+        perfkit()
+            .args(["script", "-q", "--json", "--inline", "-i"])
+            .arg(&data),
+    );
+    let o: serde_json::Value = json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|o| o["callchain"][0]["inlined"] == true)
+        .expect(&json);
+    assert_eq!(o["callchain"][0]["sym"], "inner (inlined)");
+    assert_eq!(
+        o["sym"], "outer",
+        "the sample's own symbol is the real function"
+    );
+}
+
+#[test]
+fn script_names_the_idle_task_swapper() {
+    if !have_perf() {
+        eprintln!("skipped: perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("all.data");
+    let st = perfkit()
+        .args(["record", "-q", "-a", "-o"])
+        .arg(&data)
+        .args(["--", "sleep", "0.3"])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let fields = ["-F", "comm,tid"];
+    let ours = stdout(
+        perfkit()
+            .args(["script", "-q"])
+            .args(fields)
+            .arg("-i")
+            .arg(&data),
+    );
+    let theirs = perf_stdout(&["script", "-F", "comm,tid"], &data);
+    let idle = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("0"))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (idle(&ours), idle(&theirs));
+    // A 2-CPU machine mostly idle for 0.3 s: the idle task is sampled.
+    assert!(!b.is_empty(), "perf saw no idle samples:\n{theirs}");
+    assert_eq!(a.len(), b.len());
+    assert!(a.iter().all(|c| c == "swapper"), "{a:?}");
+    assert_eq!(a, b);
 }

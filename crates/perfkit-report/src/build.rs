@@ -161,6 +161,10 @@ impl Builder {
         let t = &mut self.profile.threads[id as usize];
         if t.names.is_empty() {
             t.start = time;
+            if pid == 0 && tid == 0 {
+                // The idle task has no COMM record; perf names it `swapper`.
+                t.names.push((0, "swapper".to_string()));
+            }
         }
         t.end = t.end.max(time);
         id

@@ -219,7 +219,11 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
                 out.push_str(&frame_text(p, f, fields, true));
             }
             out.push('\n');
-        } else if let Some(&f) = frames.first() {
+        } else if let Some(&f) = frames
+            .iter()
+            .find(|&&f| !p.frames[f as usize].inlined)
+            .or(frames.first())
+        {
             let _ = write!(out, "  {}", frame_text(p, f, fields, false));
         }
     }
@@ -246,6 +250,9 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
             if let Some((file, line)) = &fr.srcline {
                 o["srcline"] = json!(format!("{file}:{line}"));
             }
+            if fr.inlined {
+                o["inlined"] = json!(true);
+            }
             o
         })
         .collect();
@@ -261,7 +268,11 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
     if let Some(cpu) = s.cpu {
         o["cpu"] = json!(cpu);
     }
-    if let Some(leaf) = frames.first() {
+    if let Some(leaf) = frames
+        .iter()
+        .find(|f| f.get("inlined").is_none())
+        .or(frames.first())
+    {
         o["ip"] = leaf["ip"].clone();
         o["sym"] = leaf["sym"].clone();
         o["dso"] = leaf["dso"].clone();
