@@ -138,6 +138,28 @@ fn perf_stdout(args: &[&str], file: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `perfkit record -q FLAGS -o DATA -- COMMAND`, which must succeed.
+fn record_ok<S: AsRef<std::ffi::OsStr>>(
+    data: &Path,
+    flags: &[&str],
+    command: impl IntoIterator<Item = S>,
+) {
+    let st = perfkit()
+        .args(["record", "-q"])
+        .args(flags)
+        .arg("-o")
+        .arg(data)
+        .arg("--")
+        .args(command)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+}
+
 /// (percent, symbol) rows of a `--no-children` report.
 fn rows(text: &str) -> Vec<(f64, String)> {
     text.lines()
@@ -435,19 +457,7 @@ fn inline_shows_inlined_functions_in_callchains() {
         return;
     }
     let data = dir.path().join("inline.data");
-    let st = perfkit()
-        .args(["record", "-q", "-g", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&bin)
-        .arg("100000000")
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    record_ok(&data, &["-g"], [bin.as_os_str(), "100000000".as_ref()]);
     let args = ["report", "--stdio", "--no-children", "-i"];
     let with = stdout(perfkit().args(args).arg(&data).arg("--inline"));
     let without = stdout(perfkit().args(args).arg(&data));
@@ -522,17 +532,7 @@ fn script_names_the_idle_task_swapper() {
     }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("all.data");
-    let st = perfkit()
-        .args(["record", "-q", "-a", "-o"])
-        .arg(&data)
-        .args(["--", "sleep", "0.3"])
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    record_ok(&data, &["-a"], ["sleep", "0.3"]);
     let fields = ["-F", "comm,tid"];
     let ours = stdout(
         perfkit()
