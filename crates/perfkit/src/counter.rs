@@ -252,6 +252,17 @@ impl Counter {
                         err = err.with_detail(why);
                     }
                 }
+                ErrorKind::NotSupported
+                    if cfg!(target_arch = "aarch64")
+                        && err.errno() == libc::EOPNOTSUPP
+                        && raw.type_ != sys::PERF_TYPE_SOFTWARE
+                        && raw.type_ != sys::PERF_TYPE_TRACEPOINT
+                        && raw.config1 & 1 != 0 =>
+                {
+                    err = err.with_detail(
+                        "a 64-bit counter was asked for (attr.config1 bit 0) and this CPU's                          PMU has only 32-bit event counters (64-bit ones came with PMUv3p5):                          open it without bit 0 (perfkit::arm64_user_access(attr, false)); the                          kernel still counts 64 bits, only user-space reads see 32",
+                    );
+                }
                 ErrorKind::NoSuchTask if target.pid_value() > 0 => {
                     err = err.with_detail(format!("no process or thread {}", target.pid_value()));
                 }

@@ -1,0 +1,594 @@
+//! `perfkit-hwtest`: the library's hardware-counter paths, exercised on a real PMU.
+//!
+//! This machine and CI have no hardware PMU, so `scripts/arm64-pmu-test.sh` boots this
+//! program in qemu-system-aarch64, whose TCG emulation has an ARMv8 PMUv3 (6 event
+//! counters + the cycle counter) with exact instruction counts under `-icount shift=0`.
+//! It uses only `perfkit`'s public API, the way a user would, and prints one line per
+//! test: `PASS name: detail`, `FAIL name: detail` or `SKIP name: reason`.
+//!
+//! ```text
+//! perfkit-hwtest [--cpu NAME]     run the tests (NAME: max or cortex-a57, from the script)
+//! perfkit-hwtest --spin N         run the 4-instruction loop N times and exit (for stat)
+//! ```
+//!
+//! Without `--cpu` (on a development machine) a missing PMU makes the tests SKIP; with it
+//! (in the guest) a missing event is a failure.
+
+use perfkit::{
+    Attr, Count, Counter, ErrorKind, Group, Hardware, PausedChild, ReadSource, RingSize, Sampler,
+    Scaled, SelfMonitor, Target, arm64_user_access, sys,
+};
+use perfkit_hwtest::{Outcome, parse_stat_count, spin};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// The loop length used by most tests: 4 instructions per iteration.
+const N: u64 = 10_000_000;
+
+struct Run {
+    /// The CPU model the guest was booted with (None: not in the guest).
+    cpu: Option<String>,
+    passed: u32,
+    failed: u32,
+}
+
+impl Run {
+    fn report(&mut self, name: &str, outcome: Outcome) {
+        match outcome {
+            Outcome::Pass(d) => {
+                self.passed += 1;
+                println!("PASS {name}: {d}");
+            }
+            Outcome::Fail(d) => {
+                self.failed += 1;
+                println!("FAIL {name}: {d}");
+            }
+            Outcome::Skip(d) if self.cpu.is_some() => {
+                // In the guest the PMU is there: a skip means something is broken.
+                self.failed += 1;
+                println!("FAIL {name}: {d}");
+            }
+            Outcome::Skip(d) => println!("SKIP {name}: {d}"),
+        }
+    }
+}
+
+/// Turn a library error into a skip when the machine has no such event, else a failure.
+fn open_err(what: &str, e: perfkit::Error) -> Outcome {
+    if e.kind() == ErrorKind::NotSupported {
+        Outcome::Skip(format!("{what}: {e} (no hardware PMU here)"))
+    } else {
+        Outcome::Fail(format!("{what}: {e}"))
+    }
+}
+
+macro_rules! tri {
+    ($what:expr, $e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(err) => return open_err($what, err),
+        }
+    };
+}
+
+/// Instructions of this thread in user space only: the loop and nothing of the kernel.
+fn user_instructions() -> Attr {
+    Attr::new(Hardware::Instructions)
+        .exclude_kernel(true)
+        .exclude_hv(true)
+}
+
+fn user_cycles() -> Attr {
+    Attr::new(Hardware::CpuCycles)
+        .exclude_kernel(true)
+        .exclude_hv(true)
+}
+
+/// Reset, enable, run `n` loop iterations, disable, read.
+fn measure(c: &Counter, n: u64) -> perfkit::Result<Count> {
+    c.reset()?;
+    c.enable()?;
+    spin(n);
+    c.disable()?;
+    c.read()
+}
+
+/// The constant added to `4 * n` by enabling and disabling around the loop.
+fn loop_constant(c: &Counter) -> perfkit::Result<i64> {
+    let v = measure(c, 1_000_000)?.value;
+    Ok(v as i64 - 4_000_000)
+}
+
+fn instructions_exact() -> Outcome {
+    let c = tri!(
+        "instructions",
+        Counter::open(&user_instructions(), &Target::this_process())
+    );
+    let k = tri!("instructions", loop_constant(&c));
+    let mut seen = Vec::new();
+    for n in [N, N, 3 * N] {
+        let v = tri!("instructions", measure(&c, n)).value;
+        if v as i64 != 4 * n as i64 + k {
+            return Outcome::Fail(format!("{v} instructions for 4 x {n} + {k}"));
+        }
+        seen.push(v);
+    }
+    Outcome::Pass(format!(
+        "4 x N + {k} exactly, every run: {} (N={N}), {} (again), {} (N={})",
+        seen[0],
+        seen[1],
+        seen[2],
+        3 * N
+    ))
+}
+
+fn cycles_count() -> Outcome {
+    let c = tri!(
+        "cycles",
+        Counter::open(&user_cycles(), &Target::this_process())
+    );
+    let a = tri!("cycles", measure(&c, N)).value;
+    let b = tri!("cycles", measure(&c, 2 * N)).value;
+    if a == 0 {
+        return Outcome::Fail("0 cycles for a 40M-instruction loop".into());
+    }
+    // Twice the loop, about twice the cycles.
+    let ratio = b as f64 / a as f64;
+    if !(1.9..=2.1).contains(&ratio) {
+        return Outcome::Fail(format!("{a} cycles for N, {b} for 2N (ratio {ratio:.3})"));
+    }
+    Outcome::Pass(format!(
+        "{a} cycles for N={N}, {b} for 2N (ratio {ratio:.4})"
+    ))
+}
+
+fn group_read() -> Outcome {
+    let t = Target::this_process();
+    let mut g = tri!("group", Group::open(&user_cycles(), &t));
+    let ins = tri!("group", g.add(&user_instructions(), &t));
+    let mut runs = Vec::new();
+    for n in [N, N, 2 * N] {
+        tri!("group", g.reset());
+        tri!("group", g.enable());
+        spin(n);
+        tri!("group", g.disable());
+        let r = tri!("group", g.read());
+        let cyc = r.counts()[0];
+        let inst = *r.get(ins).expect("member");
+        if cyc.time_running != cyc.time_enabled || inst.time_running != inst.time_enabled {
+            return Outcome::Fail(format!("a 2-event group was multiplexed: {cyc:?} {inst:?}"));
+        }
+        runs.push((n, cyc.value, inst.value));
+    }
+    let (n0, c0, i0) = runs[0];
+    let (_, c1, i1) = runs[1];
+    let (n2, c2, i2) = runs[2];
+    let k = i0 as i64 - 4 * n0 as i64;
+    if i1 != i0 || i2 as i64 != 4 * n2 as i64 + k || !(0..1000).contains(&k) {
+        return Outcome::Fail(format!("instructions {i0}, {i1}, {i2} not 4N + constant"));
+    }
+    let (r0, r1, r2) = (
+        c0 as f64 / i0 as f64,
+        c1 as f64 / i1 as f64,
+        c2 as f64 / i2 as f64,
+    );
+    let spread = (r0.max(r1).max(r2) - r0.min(r1).min(r2)) / r0;
+    if c0 == 0 || spread > 0.01 {
+        return Outcome::Fail(format!(
+            "cycles per instruction {r0:.4}, {r1:.4}, {r2:.4} differ by {:.2}%",
+            spread * 100.0
+        ));
+    }
+    Outcome::Pass(format!(
+        "PERF_FORMAT_GROUP read: {i0} instructions, {c0} cycles (CPI {r0:.4}); again {i1}/{c1}; \
+         2N {i2}/{c2} (CPI {r2:.4}): same ratio within {:.3}%",
+        spread * 100.0
+    ))
+}
+
+fn group_too_big() -> Outcome {
+    let t = Target::this_process();
+    // The cycle counter plus 7 instructions events: 8 events, 7 counters.
+    let mut g = tri!("group leader", Group::open(&user_cycles(), &t));
+    for i in 0..7 {
+        if let Err(e) = g.add(&user_instructions(), &t) {
+            // The kernel may refuse the member that cannot fit, at open: also a detection.
+            return if g.len() == 7 && i == 6 {
+                Outcome::Pass(format!("the 8th member was refused at open: {e}"))
+            } else {
+                Outcome::Fail(format!("member {} refused: {e}", i + 1))
+            };
+        }
+    }
+    tri!("group", g.enable());
+    spin(N);
+    tri!("group", g.disable());
+    let r = tri!("group", g.read());
+    let states: Vec<Scaled> = r.counts().iter().map(Count::scaled).collect();
+    if states.iter().all(|s| *s == Scaled::NotCounted) {
+        let c = r.counts()[0];
+        Outcome::Pass(format!(
+            "8 events on 7 counters: all {} members never scheduled (time_enabled {} ns, \
+             time_running 0), reported as not counted, not as zeros",
+            states.len(),
+            c.time_enabled.unwrap_or(0)
+        ))
+    } else {
+        Outcome::Fail(format!("expected every member not counted, got {states:?}"))
+    }
+}
+
+fn multiplexing() -> Outcome {
+    let t = Target::this_process();
+    let n = 5 * N;
+    let mut cs = Vec::new();
+    for _ in 0..10 {
+        cs.push(tri!(
+            "instructions",
+            Counter::open(&user_instructions(), &t)
+        ));
+    }
+    for c in &cs {
+        tri!("enable", c.enable());
+    }
+    spin(n);
+    for c in &cs {
+        tri!("disable", c.disable());
+    }
+    let truth = (4 * n) as f64;
+    let mut worst = 0.0f64;
+    let mut fractions = Vec::new();
+    for (i, c) in cs.iter().enumerate() {
+        let v = tri!("read", c.read());
+        match v.scaled() {
+            Scaled::Scaled {
+                estimate,
+                running_fraction,
+                ..
+            } => {
+                let err = (estimate as f64 - truth).abs() / truth;
+                worst = worst.max(err);
+                fractions.push(running_fraction);
+                if err > 0.02 {
+                    return Outcome::Fail(format!(
+                        "event {i}: scaled {estimate} vs true {truth} ({:.2}% off, ran {:.1}%)",
+                        err * 100.0,
+                        running_fraction * 100.0
+                    ));
+                }
+            }
+            other => {
+                return Outcome::Fail(format!(
+                    "event {i} was not multiplexed: {other:?} (enabled {:?}, running {:?})",
+                    v.time_enabled, v.time_running
+                ));
+            }
+        }
+    }
+    let avg = fractions.iter().sum::<f64>() / fractions.len() as f64;
+    Outcome::Pass(format!(
+        "10 events on 6 counters: each ran {:.0}% of the time on average, every \
+         time_running < time_enabled, scaled counts within {:.3}% of {truth} (limit 2%)",
+        avg * 100.0,
+        worst * 100.0
+    ))
+}
+
+fn set_user_access(on: bool) -> std::io::Result<()> {
+    std::fs::write(
+        "/proc/sys/kernel/perf_user_access",
+        if on { "1" } else { "0" },
+    )
+}
+
+/// Self-monitoring reads from the user page (`mrs`) against `read(2)`.
+fn user_read(sixty_four: bool) -> Outcome {
+    if let Err(e) = set_user_access(true) {
+        return Outcome::Skip(format!("cannot set kernel.perf_user_access=1: {e}"));
+    }
+    let attr = arm64_user_access(user_instructions(), sixty_four);
+    let m = tri!("open", SelfMonitor::open(&attr, &Target::this_process()));
+    let mut gaps = Vec::new();
+    let mut widths = (0, 0);
+    for n in [N, N, 2 * N] {
+        tri!("reset", m.counter().reset());
+        tri!("enable", m.counter().enable());
+        spin(n);
+        let fast = tri!("self read", m.read());
+        let slow = tri!("read", m.counter().read());
+        tri!("disable", m.counter().disable());
+        if fast.source != ReadSource::UserPage {
+            return Outcome::Fail(format!(
+                "the read did not come from the user page: {}",
+                m.why_not_user_readable().unwrap_or_default()
+            ));
+        }
+        let snap = m.page().read();
+        widths = (snap.pmc_width, snap.index);
+        // Only user-space instructions count: read(2) sees exactly the user page's value
+        // plus the instructions between the `mrs` and the `svc` of read(2), the same
+        // number every time.
+        gaps.push(slow.value as i64 - fast.value as i64);
+        if fast.value < 4 * n {
+            return Outcome::Fail(format!("user read {} < 4 x {n}", fast.value));
+        }
+    }
+    let want_width = if sixty_four { 64 } else { 32 };
+    if gaps.iter().any(|&g| g != gaps[0]) || !(0..500).contains(&gaps[0]) {
+        return Outcome::Fail(format!(
+            "read(2) - user read: {gaps:?}, not one small constant"
+        ));
+    }
+    Outcome::Pass(format!(
+        "{want_width}-bit counter (pmc_width {}, index {}): the user-page read equals read(2) \
+         less the {} user instructions between them, identical in every run",
+        widths.0, widths.1, gaps[0]
+    ))
+}
+
+fn user_read_64_refused() -> Outcome {
+    if let Err(e) = set_user_access(true) {
+        return Outcome::Skip(format!("cannot set kernel.perf_user_access=1: {e}"));
+    }
+    let attr = arm64_user_access(user_instructions(), true);
+    match SelfMonitor::open(&attr, &Target::this_process()) {
+        Ok(_) => Outcome::Fail("a 64-bit event counter was granted on a CPU without them".into()),
+        Err(e) if e.errno() == libc::EOPNOTSUPP && e.to_string().contains("32-bit") => {
+            Outcome::Pass(format!("refused: {e}"))
+        }
+        Err(e) => Outcome::Fail(format!("refused, but without a clear reason: {e}")),
+    }
+}
+
+fn user_read_fallback(sixty_four: bool) -> Outcome {
+    if let Err(e) = set_user_access(false) {
+        return Outcome::Skip(format!("cannot set kernel.perf_user_access=0: {e}"));
+    }
+    let attr = arm64_user_access(user_instructions(), sixty_four);
+    let out = (|| {
+        let m = tri!("open", SelfMonitor::open(&attr, &Target::this_process()));
+        let plain = tri!(
+            "open",
+            Counter::open(&user_instructions(), &Target::this_process())
+        );
+        let k = tri!("measure", loop_constant(&plain));
+        tri!("reset", m.counter().reset());
+        tri!("enable", m.counter().enable());
+        spin(N);
+        tri!("disable", m.counter().disable());
+        let r = tri!("self read", m.read());
+        if r.source != ReadSource::Syscall {
+            return Outcome::Fail(format!("read from the user page with access off: {r:?}"));
+        }
+        if r.value as i64 != 4 * N as i64 + k {
+            return Outcome::Fail(format!("fallback read {} != 4 x {N} + {k}", r.value));
+        }
+        Outcome::Pass(format!(
+            "perf_user_access=0: index 0, the read fell back to read(2): {} = 4 x N + {k} \
+             exactly; why: {}",
+            r.value,
+            m.why_not_user_readable().unwrap_or_default()
+        ))
+    })();
+    let _ = set_user_access(true);
+    out
+}
+
+fn sampling() -> Outcome {
+    let period = 1_000_000;
+    let attr = user_instructions()
+        .sample_period(period)
+        .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID);
+    let mut s = tri!(
+        "sampler",
+        Sampler::open(&attr, &Target::this_process(), RingSize::Pages(64))
+    );
+    tri!("reset", s.counter().reset());
+    tri!("enable", s.enable());
+    spin(2 * N);
+    tri!("disable", s.disable());
+    let total = tri!("read", s.counter().read()).value;
+    let mut samples = 0u64;
+    let mut others = 0u64;
+    if let Err(e) = s.ring().drain(|r| {
+        if r.type_ == sys::PERF_RECORD_SAMPLE {
+            samples += 1;
+        } else {
+            others += 1;
+        }
+    }) {
+        return Outcome::Fail(format!("ring: {e}"));
+    }
+    let expect = total / period;
+    if samples.abs_diff(expect) > 1 {
+        return Outcome::Fail(format!(
+            "{samples} samples for {total} instructions at period {period} (expected {expect})"
+        ));
+    }
+    Outcome::Pass(format!(
+        "{samples} samples for {total} instructions at period {period}: total/N = {expect} \
+         ({others} other records)"
+    ))
+}
+
+fn exclude_bits() -> Outcome {
+    let t = Target::this_process();
+    let all = tri!(
+        "open",
+        Counter::open(&Attr::new(Hardware::Instructions).exclude_hv(true), &t)
+    );
+    let user = tri!("open", Counter::open(&user_instructions(), &t));
+    let kern = tri!(
+        "open",
+        Counter::open(
+            &Attr::new(Hardware::Instructions)
+                .exclude_user(true)
+                .exclude_hv(true),
+            &t
+        )
+    );
+    for c in [&all, &user, &kern] {
+        tri!("enable", c.enable());
+    }
+    spin(N);
+    for _ in 0..200 {
+        // SAFETY: getppid has no arguments and cannot fail; a cheap trip into the kernel.
+        unsafe { libc::getppid() };
+    }
+    for c in [&all, &user, &kern] {
+        tri!("disable", c.disable());
+    }
+    let (a, u, k) = (
+        tri!("read", all.read()).value,
+        tri!("read", user.read()).value,
+        tri!("read", kern.read()).value,
+    );
+    let sum = u + k;
+    let off = sum.abs_diff(a) as f64 / a as f64;
+    if !(u < a && k < a && k > 0 && u >= 4 * N && off < 0.01) {
+        return Outcome::Fail(format!(
+            "all {a}, exclude_kernel {u}, exclude_user {k}: expected user+kernel = all"
+        ));
+    }
+    Outcome::Pass(format!(
+        "all {a} = exclude_kernel {u} + exclude_user {k} (within {:.3}%): each bit removes \
+         its side",
+        off * 100.0
+    ))
+}
+
+/// `perfkit stat` in the guest on the loop program: the instruction count the library
+/// sees for the same command, and the IPC shadow metric.
+fn perfkit_stat() -> Outcome {
+    let me = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => return Outcome::Fail(format!("current_exe: {e}")),
+    };
+    let perfkit = me.with_file_name("perfkit");
+    if !perfkit.exists() {
+        return Outcome::Skip(format!("no perfkit binary next to {}", me.display()));
+    }
+    // Without the event (a development machine), nothing to compare.
+    drop(tri!(
+        "instructions",
+        Counter::open(&user_instructions(), &Target::this_process())
+    ));
+    let n = 5 * N;
+    let args: Vec<OsString> = vec!["--spin".into(), n.to_string().into()];
+    // The library, the way stat does it: held before exec, enable_on_exec, inherit.
+    let lib = (|| -> Result<u64, String> {
+        let child = PausedChild::spawn(me.as_os_str(), &args).map_err(|e| e.to_string())?;
+        let attr = user_instructions()
+            .inherit(true)
+            .enable_on_exec(true)
+            .disabled(true);
+        let c = Counter::open(&attr, &Target::pid(child.pid())).map_err(|e| e.to_string())?;
+        let pid = child.start().map_err(|e| e.to_string())?;
+        perfkit::wait(pid).map_err(|e| e.to_string())?;
+        Ok(c.read().map_err(|e| e.to_string())?.value)
+    })();
+    let lib = match lib {
+        Ok(v) => v,
+        Err(e) => return Outcome::Fail(format!("library count of the command: {e}")),
+    };
+    let out = std::process::Command::new(&perfkit)
+        .args(["stat", "-e", "cycles,instructions,instructions:u", "--"])
+        .arg(&me)
+        .args(&args)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return Outcome::Fail(format!("running {}: {e}", perfkit.display())),
+    };
+    let text = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Outcome::Fail(format!("perfkit stat failed: {text}"));
+    }
+    let Some(stat_u) = parse_stat_count(&text, "instructions:u") else {
+        return Outcome::Fail(format!("no instructions:u line in:\n{text}"));
+    };
+    if stat_u != lib {
+        return Outcome::Fail(format!(
+            "perfkit stat counted {stat_u} user instructions, the library {lib}:\n{text}"
+        ));
+    }
+    if stat_u < 4 * n {
+        return Outcome::Fail(format!("{stat_u} < 4 x {n}"));
+    }
+    let ipc = text
+        .lines()
+        .find(|l| l.contains("insn per cycle"))
+        .map(str::trim);
+    match ipc {
+        Some(l) => Outcome::Pass(format!(
+            "perfkit stat and the library both count {stat_u} user instructions for \
+             `perfkit-hwtest --spin {n}`; IPC shown: `{}`",
+            l.split_whitespace().collect::<Vec<_>>().join(" ")
+        )),
+        None => Outcome::Fail(format!("no `insn per cycle` in:\n{text}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut cpu = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--spin" => {
+                let Some(n) = args.get(i + 1).and_then(|s| s.parse().ok()) else {
+                    eprintln!("perfkit-hwtest: --spin needs a number of iterations");
+                    return ExitCode::from(2);
+                };
+                spin(n);
+                return ExitCode::SUCCESS;
+            }
+            "--cpu" => {
+                cpu = args.get(i + 1).cloned();
+                i += 1;
+            }
+            other => {
+                eprintln!("perfkit-hwtest: unknown argument `{other}` (--cpu NAME | --spin N)");
+                return ExitCode::from(2);
+            }
+        }
+        i += 1;
+    }
+    let mut run = Run {
+        cpu: cpu.clone(),
+        passed: 0,
+        failed: 0,
+    };
+    let a57 = cpu.as_deref() == Some("cortex-a57");
+    println!(
+        "INFO arch {}, cpu {}",
+        std::env::consts::ARCH,
+        cpu.as_deref().unwrap_or("(host)")
+    );
+    run.report("instructions_exact", instructions_exact());
+    run.report("cycles", cycles_count());
+    run.report("group_read", group_read());
+    run.report("group_too_big", group_too_big());
+    run.report("multiplexing", multiplexing());
+    if cfg!(target_arch = "aarch64") {
+        if a57 {
+            run.report("user_read_32bit", user_read(false));
+            run.report("user_read_64bit_refused", user_read_64_refused());
+            run.report("user_read_fallback_32bit", user_read_fallback(false));
+        } else {
+            run.report("user_read_64bit", user_read(true));
+            run.report("user_read_fallback_64bit", user_read_fallback(true));
+        }
+    } else {
+        println!("SKIP user_read: the arm64 user-access tests run in the arm64 guest");
+    }
+    run.report("sampling", sampling());
+    run.report("exclude_user_kernel", exclude_bits());
+    run.report("perfkit_stat", perfkit_stat());
+    println!("INFO {} passed, {} failed", run.passed, run.failed);
+    if run.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The library's hardware-counter paths, tested on a real (emulated) PMU.
+#
+# This machine has no hardware PMU, but qemu-system-aarch64 under TCG emulates an ARMv8
+# PMUv3 (6 event counters + the cycle counter) and with `-icount shift=0` its instruction
+# counts are exact and repeatable. This script, run from the repository root as root with
+# no arguments:
+#
+#   1. installs qemu-system-arm, the aarch64 cross linker, cpio (apt) and the Rust aarch64
+#      standard library (rustup);
+#   2. downloads a Debian arm64 kernel and busybox (cached in $PERFKIT_ARM64_CACHE,
+#      default /var/cache/perfkit-arm64, so a second run downloads nothing);
+#   3. cross-builds perfkit-hwtest and the perfkit command for aarch64, statically linked;
+#   4. packs them into an initramfs whose /init runs the tests;
+#   5. boots it twice: `-cpu max` (64-bit event counters) and `-cpu cortex-a57` (32-bit
+#      event counters), with `-icount shift=0`;
+#   6. prints every test's PASS/FAIL line, `N passed, M failed`, and the boot-to-result time.
+#
+# Exit status 0 only when every test ran and passed. A step that fails says which and why.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+CACHE=${PERFKIT_ARM64_CACHE:-/var/cache/perfkit-arm64}
+TARGET=aarch64-unknown-linux-gnu
+export DEBIAN_FRONTEND=noninteractive
+STEP=start
+
+fail() {
+    echo "arm64-pmu-test: FAILED in step '$STEP': $*" >&2
+    exit 1
+}
+step() {
+    STEP=$1
+    echo "== $STEP"
+}
+# Run a command; on failure, stop with its last lines of output.
+run() {
+    local log
+    log=$(mktemp)
+    if ! "$@" >"$log" 2>&1; then
+        tail -n 25 "$log" >&2
+        rm -f "$log"
+        fail "\`$*\` failed"
+    fi
+    rm -f "$log"
+}
+
+[ "$(id -u)" = 0 ] || { STEP=checks; fail "run as root (it installs packages and runs qemu)"; }
+mkdir -p "$CACHE" || { STEP=checks; fail "cannot create the cache directory $CACHE"; }
+t_start=$(date +%s.%N)
+
+# --- 1. host tools ------------------------------------------------------------------------
+step "host packages (qemu-system-arm, gcc-aarch64-linux-gnu, cpio)"
+need=()
+command -v qemu-system-aarch64 >/dev/null || need+=(qemu-system-arm)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
+command -v cpio >/dev/null || need+=(cpio)
+if [ ${#need[@]} -gt 0 ]; then
+    run apt-get update -qq
+    run apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+step "Rust standard library for $TARGET"
+if ! rustc --print target-libdir --target "$TARGET" 2>/dev/null | xargs -I{} test -d {}; then
+    command -v rustup >/dev/null ||
+        fail "no rustup to add the $TARGET target; install it with https://rustup.rs"
+    run rustup target add "$TARGET"
+fi
+
+# --- 2. guest kernel and busybox ----------------------------------------------------------
+step "arm64 kernel and busybox (cache: $CACHE)"
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    run dpkg --add-architecture arm64
+    run apt-get update -qq
+fi
+kernel_deb=$(ls "$CACHE"/linux-image-*_arm64.deb 2>/dev/null | head -n 1)
+busybox_deb=$(ls "$CACHE"/busybox-static_*_arm64.deb 2>/dev/null | head -n 1)
+if [ -z "$kernel_deb" ] || [ -z "$busybox_deb" ]; then
+    # The current stock kernel: what the linux-image-arm64 metapackage points at.
+    kpkg=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null |
+        sed -n 's/^ *Depends: \(linux-image-[0-9][^:]*\).*/\1/p' | head -n 1)
+    if [ -z "$kpkg" ]; then
+        run apt-get update -qq
+        kpkg=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null |
+            sed -n 's/^ *Depends: \(linux-image-[0-9][^:]*\).*/\1/p' | head -n 1)
+    fi
+    [ -n "$kpkg" ] || fail "apt knows no linux-image-arm64:arm64 (is the Debian arm64 archive reachable?)"
+    (cd "$CACHE" && run apt-get download "$kpkg:arm64" busybox-static:arm64)
+    kernel_deb=$(ls "$CACHE"/linux-image-*_arm64.deb 2>/dev/null | head -n 1)
+    busybox_deb=$(ls "$CACHE"/busybox-static_*_arm64.deb 2>/dev/null | head -n 1)
+    [ -n "$kernel_deb" ] && [ -n "$busybox_deb" ] || fail "the downloads did not produce the .deb files"
+fi
+if [ ! -d "$CACHE/kernel" ]; then
+    run dpkg-deb -x "$kernel_deb" "$CACHE/kernel.tmp"
+    mv "$CACHE/kernel.tmp" "$CACHE/kernel"
+fi
+if [ ! -d "$CACHE/busybox" ]; then
+    run dpkg-deb -x "$busybox_deb" "$CACHE/busybox.tmp"
+    mv "$CACHE/busybox.tmp" "$CACHE/busybox"
+fi
+vmlinuz=$(ls "$CACHE"/kernel/boot/vmlinuz-* 2>/dev/null | head -n 1)
+[ -n "$vmlinuz" ] || fail "no boot/vmlinuz-* in $kernel_deb"
+[ -x "$CACHE/busybox/bin/busybox" ] || fail "no bin/busybox in $busybox_deb"
+
+# --- 3. cross-build -----------------------------------------------------------------------
+step "cross-build perfkit-hwtest and perfkit for $TARGET (static)"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static"
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
+run cargo build --release --locked --target "$TARGET" -p perfkit-hwtest -p perfkit-cli
+bin_dir=$target_dir/$TARGET/release
+[ -x "$bin_dir/perfkit-hwtest" ] && [ -x "$bin_dir/perfkit" ] || fail "no binaries in $bin_dir"
+
+# --- 4. initramfs -------------------------------------------------------------------------
+step "initramfs"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rootfs=$work/rootfs
+mkdir -p "$rootfs"/{bin,proc,sys,dev,tmp}
+cp "$CACHE/busybox/bin/busybox" "$rootfs/bin/busybox"
+cp "$bin_dir/perfkit-hwtest" "$bin_dir/perfkit" "$rootfs/bin/"
+cat >"$rootfs/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+cpu=$(sed -n 's/.*hwtest.cpu=\([^ ]*\).*/\1/p' /proc/cmdline)
+echo "HWTEST-BEGIN cpu=$cpu"
+/bin/perfkit-hwtest --cpu "$cpu"
+echo "HWTEST-END status=$?"
+poweroff -f
+EOF
+chmod +x "$rootfs/init"
+(cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initrd.gz") ||
+    fail "cpio/gzip of the initramfs failed"
+
+# --- 5. boot ------------------------------------------------------------------------------
+passed=0
+failed=0
+boot() {
+    local cpu=$1 name=$2 log=$work/console-$2.log
+    step "boot -cpu $cpu"
+    local t0 t1
+    t0=$(date +%s.%N)
+    timeout 600 qemu-system-aarch64 -M virt -cpu "$cpu" -smp 1 -m 512 -nographic \
+        -no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
+        -append "console=ttyAMA0 rdinit=/init panic=-1 quiet hwtest.cpu=$name" \
+        -icount shift=0 </dev/null >"$log" 2>&1
+    local rc=$?
+    t1=$(date +%s.%N)
+    tr -d '\r' <"$log" >"$log.txt"
+    if ! grep -q '^HWTEST-END' "$log.txt"; then
+        tail -n 30 "$log.txt" >&2
+        fail "the guest (-cpu $cpu) did not finish its tests (qemu exit $rc)"
+    fi
+    grep -E '^(PASS|FAIL|SKIP|INFO) ' "$log.txt" | sed "s/^/[$name] /"
+    passed=$((passed + $(grep -c '^PASS ' "$log.txt")))
+    failed=$((failed + $(grep -c '^FAIL ' "$log.txt")))
+    printf '[%s] boot to result: %.1f s\n' "$name" "$(echo "$t1 - $t0" | bc -l)"
+}
+command -v bc >/dev/null || { STEP=checks; run apt-get install -y -qq --no-install-recommends bc; }
+boot "max,pauth-impdef=on" max
+boot "cortex-a57" cortex-a57
+
+t_end=$(date +%s.%N)
+echo "$passed passed, $failed failed"
+printf 'total time: %.1f s\n' "$(echo "$t_end - $t_start" | bc -l)"
+[ "$passed" -gt 0 ] || fail "no test reported a result"
+[ "$failed" -eq 0 ]
