@@ -130,6 +130,8 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
+# No address-space randomisation: the same command runs the same instructions.
+echo 0 >/proc/sys/kernel/randomize_va_space
 cpu=$(sed -n 's/.*hwtest.cpu=\([^ ]*\).*/\1/p' /proc/cmdline)
 echo "HWTEST-BEGIN cpu=$cpu"
 /bin/perfkit-hwtest --cpu "$cpu"

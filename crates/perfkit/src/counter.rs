@@ -250,6 +250,13 @@ impl Counter {
                 ErrorKind::InvalidAttr => {
                     if let Some(why) = explain_einval(attr.raw()) {
                         err = err.with_detail(why);
+                    } else if group.is_some() && attr.raw().type_ != sys::PERF_TYPE_SOFTWARE {
+                        err = err.with_detail(
+                            "the kernel would not add it to the group: a group is scheduled \
+                             all at once, so its hardware events must fit on the PMU's \
+                             counters together (and be on the leader's CPU and task); this \
+                             one does not fit: split the group or leave this event out of it",
+                        );
                     }
                 }
                 ErrorKind::NotSupported
@@ -260,7 +267,10 @@ impl Counter {
                         && raw.config1 & 1 != 0 =>
                 {
                     err = err.with_detail(
-                        "a 64-bit counter was asked for (attr.config1 bit 0) and this CPU's                          PMU has only 32-bit event counters (64-bit ones came with PMUv3p5):                          open it without bit 0 (perfkit::arm64_user_access(attr, false)); the                          kernel still counts 64 bits, only user-space reads see 32",
+                        "a 64-bit counter was asked for (attr.config1 bit 0) and this CPU's \
+                         PMU has only 32-bit event counters (64-bit ones came with PMUv3p5): \
+                         open it without bit 0 (perfkit::arm64_user_access(attr, false)); \
+                         the kernel still counts 64 bits, only user-space reads see 32",
                     );
                 }
                 ErrorKind::NoSuchTask if target.pid_value() > 0 => {
