@@ -87,7 +87,9 @@ if [ -z "$kernel_deb" ] || [ -z "$busybox_deb" ]; then
             sed -n 's/^ *Depends: \(linux-image-[0-9][^:]*\).*/\1/p' | head -n 1)
     fi
     [ -n "$kpkg" ] || fail "apt knows no linux-image-arm64:arm64 (is the Debian arm64 archive reachable?)"
-    (cd "$CACHE" && run apt-get download "$kpkg:arm64" busybox-static:arm64)
+    cd "$CACHE" || fail "cannot enter $CACHE"
+    run apt-get download "$kpkg:arm64" busybox-static:arm64
+    cd "$ROOT" || fail "cannot return to $ROOT"
     kernel_deb=$(ls "$CACHE"/linux-image-*_arm64.deb 2>/dev/null | head -n 1)
     busybox_deb=$(ls "$CACHE"/busybox-static_*_arm64.deb 2>/dev/null | head -n 1)
     [ -n "$kernel_deb" ] && [ -n "$busybox_deb" ] || fail "the downloads did not produce the .deb files"
