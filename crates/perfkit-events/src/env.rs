@@ -128,16 +128,16 @@ impl Env {
         if attr.type_ == perfkit_sys::PERF_TYPE_RAW {
             if let Some(p) = self.pmu_by_type(attr.type_) {
                 if let Some(n) = crate::parse::pmu_alias_name(p, attr) {
-                    return format!("{n}{m}");
+                    return crate::names::with_modifiers(n, &m);
                 }
                 if (attr.config1, attr.config2, attr.config3) != (0, 0, 0) {
-                    return format!("{}{m}", crate::parse::pmu_terms_name(p, attr));
+                    return crate::names::with_modifiers(crate::parse::pmu_terms_name(p, attr), &m);
                 }
             }
         }
         if attr.type_ >= perfkit_sys::PERF_TYPE_MAX {
             if let Some(p) = self.pmu_by_type(attr.type_) {
-                return format!("{}{m}", crate::parse::pmu_event_name(p, attr));
+                return crate::names::with_modifiers(crate::parse::pmu_event_name(p, attr), &m);
             }
         }
         crate::names::name_of(attr)

@@ -42,6 +42,7 @@
 
 mod env;
 mod error;
+pub mod fixture;
 pub mod glob;
 pub mod list;
 pub mod names;

@@ -385,8 +385,9 @@ pub fn modifier_suffix(attr: &perf_event_attr) -> String {
 }
 
 /// The base name of an event from its attr alone (no sysfs or tracefs lookups): `cycles`,
-/// `task-clock`, `L1-dcache-load-misses`, `r1a2`, `mem:0x1000/4:w`, `tracepoint:316`,
-/// `pmu-type-10/config=0x0/`. Use [`crate::Env::name_of`] to name tracepoints and PMU
+/// `task-clock`, `L1-dcache-load-misses`, `r1a2`, `mem:0x1000/4:w`; ids no name is
+/// known for in perf's numeric `TYPE:CONFIG` form (`2:316`, `1:0x6e`, `10:0x0`), and
+/// `pmu-type-10/config=0x0,config1=0x1/` when config1..3 are set too. Use [`crate::Env::name_of`] to name tracepoints and PMU
 /// events by their sysfs/tracefs names.
 pub fn base_name(attr: &perf_event_attr) -> String {
     let c = attr.config;
@@ -397,7 +398,7 @@ pub fn base_name(attr: &perf_event_attr) -> String {
             let id = c & sys::PERF_HW_EVENT_MASK;
             let n = HARDWARE
                 .get(id as usize)
-                .map_or_else(|| format!("hardware:{id:#x}"), |s| s.name.to_string());
+                .map_or_else(|| format!("0:{id:#x}"), |s| s.name.to_string());
             if pmu != 0 {
                 format!("pmu-type-{pmu}/{n}/")
             } else {
@@ -406,13 +407,13 @@ pub fn base_name(attr: &perf_event_attr) -> String {
         }
         sys::PERF_TYPE_SOFTWARE => SOFTWARE
             .get(c as usize)
-            .map_or_else(|| format!("software:{c:#x}"), |s| s.name.to_string()),
+            .map_or_else(|| format!("1:{c:#x}"), |s| s.name.to_string()),
         sys::PERF_TYPE_HW_CACHE => {
             let pmu = c >> sys::PERF_PMU_TYPE_SHIFT;
             let id = c & sys::PERF_HW_EVENT_MASK;
             let n = cache_name(id & 0xff, (id >> 8) & 0xff, (id >> 16) & 0xff)
                 .filter(|_| id >> 24 == 0)
-                .unwrap_or_else(|| format!("hw-cache:{id:#x}"));
+                .unwrap_or_else(|| format!("3:{id:#x}"));
             if pmu != 0 {
                 format!("pmu-type-{pmu}/{n}/")
             } else {
@@ -420,7 +421,7 @@ pub fn base_name(attr: &perf_event_attr) -> String {
             }
         }
         sys::PERF_TYPE_RAW => format!("r{c:x}"),
-        sys::PERF_TYPE_TRACEPOINT => format!("tracepoint:{c}"),
+        sys::PERF_TYPE_TRACEPOINT => format!("2:{c}"),
         sys::PERF_TYPE_BREAKPOINT => {
             let mut s = format!("mem:{:#x}", attr.config1);
             let default_len = if attr.bp_type == sys::HW_BREAKPOINT_X {
@@ -447,6 +448,7 @@ pub fn base_name(attr: &perf_event_attr) -> String {
             }
             s
         }
+        t if (attr.config1, attr.config2, attr.config3) == (0, 0, 0) => format!("{t}:{c:#x}"),
         t => {
             let mut s = format!("pmu-type-{t}/config={c:#x}");
             push_extra_configs(attr, &mut s);
@@ -471,7 +473,19 @@ pub fn name_of(attr: &perf_event_attr) -> String {
         // `mem:ADDR:u` would read the modifier as an access type: spell the access out.
         return format!("{base}:rw{m}");
     }
-    format!("{base}{m}")
+    with_modifiers(base, &m)
+}
+
+/// `name` followed by the modifier suffix `m` (`:u`, `:ppp`...), the way perf writes it:
+/// right after the closing slash of a `pmu/terms/` event (`cpu/event=0x3c/u`), after a
+/// colon otherwise.
+pub fn with_modifiers(mut name: String, m: &str) -> String {
+    if name.ends_with('/') {
+        name.push_str(m.strip_prefix(':').unwrap_or(m));
+    } else {
+        name.push_str(m);
+    }
+    name
 }
 
 /// Append `,config1=0x..` (and config2, config3) for each of them that is not zero.

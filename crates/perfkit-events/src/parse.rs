@@ -5,8 +5,9 @@
 //! item     := '{' event (',' event)* '}' (':' mods)?  |  event
 //! event    := 'mem:' ADDR ('/' LEN)? (':' [rwx]+)? (':' mods)?
 //!           | ('uprobe' | 'uretprobe') ':' PATH ':' (SYMBOL ('+' OFF)? | ADDR) (':' mods)?
-//!           | PMU '/' terms? '/' (':' mods)?            PMU from sysfs, `pmu_*` prefixes too
+//!           | PMU '/' terms? '/' (':'? mods)?           PMU from sysfs, `pmu_*` prefixes too
 //!           | NAME ('/' terms? '/')? (':' mods)?        hw, sw, cache, rHEX, sysfs alias
+//!                                          (after a `/`, the `:` before mods is optional)
 //!           | TYPE ':' CONFIG (':' mods)?               numeric
 //!           | SUBSYS ':' EVENT ('/' terms? '/')? (':' mods)?   tracepoint, globs allowed
 //!           | LIBPFM-STRING                             `pmu::event:umask:period=N`
@@ -23,6 +24,7 @@ use crate::env::Env;
 use crate::error::{ParseError, closest};
 use crate::glob;
 use crate::names;
+use crate::pmu::ConfigWord;
 use crate::pmu::Pmu;
 
 /// How to collect callchains (`call-graph=` term).
@@ -628,8 +630,15 @@ impl<'a> Parser<'a> {
         start: usize,
     ) -> Result<Vec<ParsedEvent>, ParseError> {
         let base_end = self.pos;
-        if self.peek() == Some(b':') {
-            self.pos += 1;
+        // perf writes a `pmu/terms/` event's modifiers right after the slash
+        // (`cpu/event=0x3c/u`); a colon there is accepted too.
+        let after_slash = self.pos > start
+            && self.b[self.pos - 1] == b'/'
+            && self.peek().is_some_and(|c| c.is_ascii_alphabetic());
+        if self.peek() == Some(b':') || after_slash {
+            if !after_slash {
+                self.pos += 1;
+            }
             let segs = self.parse_mod_segments()?;
             let mut mod_chars = String::new();
             let mut first_pos = None;
@@ -1539,26 +1548,46 @@ pub fn pmu_alias_name(p: &Pmu, attr: &perf_event_attr) -> Option<String> {
 }
 
 /// `pmu/field=value,.../` from the PMU's formats, for any config.
+///
+/// Each config word is spelled with format fields that do not overlap (wider fields
+/// first: a word such as `offcore_rsp` over `config1:0-63` wins over a `ldlat` on its low
+/// bits), or, when its set bits cannot all be covered that way, as `configN=0x...`; the
+/// name always parses back to the same attr, whatever order the terms are applied in.
 pub fn pmu_terms_name(p: &Pmu, attr: &perf_event_attr) -> String {
     let mut parts = Vec::new();
-    let mut rest = *attr;
-    for (name, fmt) in &p.formats {
-        let mut word = *fmt.word.field(&mut rest);
-        let v = fmt.extract(word);
-        if v != 0 {
-            parts.push(format!("{name}={v:#x}"));
-            let _ = fmt.apply(&mut word, 0);
-            *fmt.word.field(&mut rest) = word;
+    let mut fmts: Vec<(&String, &crate::pmu::Format)> = p.formats.iter().collect();
+    fmts.sort_by_key(|(name, f)| (std::cmp::Reverse(f.width()), *name));
+    for (word_name, word) in [
+        (ConfigWord::Config, "config"),
+        (ConfigWord::Config1, "config1"),
+        (ConfigWord::Config2, "config2"),
+        (ConfigWord::Config3, "config3"),
+    ]
+    .map(|(w, n)| (n, w))
+    {
+        let mut a = *attr;
+        let value = *word.field(&mut a);
+        if value == 0 {
+            continue;
         }
-    }
-    for (n, v) in [
-        ("config", rest.config),
-        ("config1", rest.config1),
-        ("config2", rest.config2),
-        ("config3", rest.config3),
-    ] {
-        if v != 0 {
-            parts.push(format!("{n}={v:#x}"));
+        let mut used = 0u64;
+        let mut terms = Vec::new();
+        for (name, f) in fmts.iter().filter(|(_, f)| f.word == word) {
+            let mask = f.mask();
+            if mask & used != 0 {
+                continue;
+            }
+            let v = f.extract(value);
+            if v != 0 {
+                terms.push((name.as_str(), v));
+                used |= mask;
+            }
+        }
+        if value & !used == 0 {
+            terms.sort_by_key(|(name, _)| *name);
+            parts.extend(terms.iter().map(|(name, v)| format!("{name}={v:#x}")));
+        } else {
+            parts.push(format!("{word_name}={value:#x}"));
         }
     }
     format!("{}/{}/", p.name, parts.join(","))

@@ -101,6 +101,18 @@ impl Format {
         self.ranges.iter().map(|(lo, hi)| hi - lo + 1).sum()
     }
 
+    /// The bits of its word this field occupies.
+    pub fn mask(&self) -> u64 {
+        self.ranges.iter().fold(0, |m, &(lo, hi)| {
+            let w = hi - lo + 1;
+            m | if w >= 64 {
+                u64::MAX
+            } else {
+                ((1u64 << w) - 1) << lo
+            }
+        })
+    }
+
     /// Largest value the field holds.
     pub fn max(&self) -> u64 {
         let w = self.width();

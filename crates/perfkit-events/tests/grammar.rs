@@ -247,7 +247,7 @@ fn table() -> Vec<(&'static str, Want)> {
         // ---- symbolic events with terms
         ("cycles/period=1000/", O(vec![evp(HW, 0, EG, 1000)])),
         ("task-clock/period=1000/", O(vec![evp(SW, 1, EG, 1000)])),
-        ("cycles/freq=4000/u", E(17)),
+        ("cycles/freq=4000/u", O(vec![evp(HW, 0, U | f::FREQ, 4000)])),
         (
             "cycles/freq=4000/:u",
             O(vec![evp(HW, 0, U | f::FREQ, 4000)]),
@@ -276,7 +276,8 @@ fn table() -> Vec<(&'static str, Want)> {
             "cpu/event=0xc0,umask=0x1,edge,inv,cmask=2/",
             O(vec![ev(4, 0x0284_01c0, EG)]),
         ),
-        ("cpu/event=0x3c/u", E(15)),
+        // perf's spelling: modifiers right after the slash.
+        ("cpu/event=0x3c/u", O(vec![ev(4, 0x3c, U)])),
         ("cpu/event=0x3c/:u", O(vec![ev(4, 0x3c, U)])),
         (
             "cpu/event=0x3c,period=10000/",

@@ -1,0 +1,231 @@
+//! Random mutations of valid event strings, in the normal test suite (the cargo-fuzz
+//! target `fuzz/fuzz_targets/event_parse.rs` explores further): the parser never panics,
+//! every error points inside the input and says something, and every event that parses
+//! prints a name that parses back to the same event.
+
+// A ParseError is large by design (it prints itself); see the crate docs.
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use common::Fixture;
+use perfkit_events::Env;
+use perfkit_sys::perf_event_attr;
+
+/// Valid strings of every syntax form (against the standard fixture machine).
+const SEEDS: &[&str] = &[
+    "cycles",
+    "instructions:u",
+    "cpu-clock:k",
+    "task-clock,page-faults,cs,migrations",
+    "{cycles,instructions}:S",
+    "{task-clock,faults}:u",
+    "cycles,{instructions,branches}:u,cs",
+    "L1-dcache-load-misses",
+    "LLC-store-misses:k",
+    "dTLB-loads",
+    "iTLB-load-misses",
+    "branch-loads",
+    "node-loads:u",
+    "l1d-load-miss",
+    "r10000013c",
+    "r1a8:pp",
+    "cpu/event=0x3c,umask=0x1/",
+    "cpu/event=0x3c/u",
+    "cpu/config=0x1234,config1=5,config2=6/",
+    "cpu/split=0xff/",
+    "cpu/cache-misses/",
+    "cpu/mem-loads,ldlat=30/pp",
+    "cpu/event=0xc0,umask=0x1,edge,inv,cmask=2/",
+    "cpu/event=0x3c,name=my_cycles/",
+    "cpu/event=0x3c,period=10000/",
+    "cpu/event=0x3c,freq=1000/",
+    "cpu/frontend=0x11/",
+    "cpu/offcore_rsp=0xffffffffffffffff/",
+    "power/energy-pkg/",
+    "uncore_imc_0/cas_count_read/",
+    "msr/tsc/",
+    "msr/smi/",
+    "cycles/call-graph=dwarf,stack-size=8192/",
+    "cycles/max-stack=32/",
+    "instructions/period=0x10,no-inherit/",
+    "cycles:period=1000",
+    "cycles:u:period=5",
+    "cycles:upp",
+    "task-clock:ukh",
+    "task-clock:GH",
+    "task-clock:D",
+    "task-clock:W",
+    "task-clock:e",
+    "task-clock:P",
+    "sched:sched_switch",
+    "sched:*",
+    "sched:sched_?akeup",
+    "syscalls:sys_enter_*",
+    "syscalls:sys_enter_[rw]*",
+    "sys*:sys_exit_read",
+    "sched:sched_switch,syscalls:sys_enter_*",
+    "sched:sched_switch/period=5,max-stack=3/",
+    "sched:sched_switch:u",
+    "mem:0x1000",
+    "mem:0x1000/8:x",
+    "mem:0x1000/1:w",
+    "mem:0x1000:rw",
+    "mem:4096:w:u",
+    "{mem:0x1000:w,mem:0x2000:rw}",
+    "1:1",
+    "4:0x3c",
+    "{cycles:u,instructions:u}:S,sched:sched_switch,mem:0x1000:w",
+];
+
+/// A seeded generator, so a failure reproduces.
+struct Rng(fastrand::Rng);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0.usize(..n.max(1))
+    }
+}
+
+/// Bytes the grammar gives meaning to, plus a few it does not.
+const ALPHABET: &[u8] = b"{},:/=*?[]-_.0x19afkuhGHIpPSDWe rwmcycles\\\"'\t\0\xff";
+
+fn mutate(rng: &mut Rng, s: &str, other: &str) -> String {
+    let mut b = s.as_bytes().to_vec();
+    for _ in 0..=rng.below(2) {
+        match rng.below(6) {
+            0 if !b.is_empty() => {
+                let i = rng.below(b.len());
+                b.remove(i);
+            }
+            1 => {
+                let i = rng.below(b.len() + 1);
+                b.insert(i, ALPHABET[rng.below(ALPHABET.len())]);
+            }
+            2 if !b.is_empty() => {
+                let i = rng.below(b.len());
+                b[i] = ALPHABET[rng.below(ALPHABET.len())];
+            }
+            3 => {
+                // Splice: a prefix of this one, a suffix of another.
+                let o = other.as_bytes();
+                let (i, j) = (rng.below(b.len() + 1), rng.below(o.len() + 1));
+                b.truncate(i);
+                b.extend_from_slice(&o[j..]);
+            }
+            4 if !b.is_empty() => {
+                // Duplicate a slice.
+                let i = rng.below(b.len());
+                let j = i + rng.below(b.len() - i);
+                let piece = b[i..=j.min(b.len() - 1)].to_vec();
+                let at = rng.below(b.len() + 1);
+                b.splice(at..at, piece);
+            }
+            _ if !b.is_empty() => {
+                // Truncate.
+                let i = rng.below(b.len());
+                b.truncate(i);
+            }
+            _ => {}
+        }
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// The attr flags event modifiers set.
+const MODIFIER_FLAGS: u64 = {
+    use perfkit_sys::attr_flags::*;
+    EXCLUDE_USER
+        | EXCLUDE_KERNEL
+        | EXCLUDE_HV
+        | EXCLUDE_IDLE
+        | EXCLUDE_HOST
+        | EXCLUDE_GUEST
+        | PINNED
+        | EXCLUSIVE
+};
+
+/// The fields that make an event the event it is (not its sampling settings, which names
+/// do not carry).
+/// (`bp_addr` and `bp_len` share config1 and config2.)
+fn identity(a: &perf_event_attr) -> (u32, u64, u64, u64, u64, u32, u64, u8) {
+    (
+        a.type_,
+        a.config,
+        a.config1,
+        a.config2,
+        a.config3,
+        a.bp_type,
+        a.flags & MODIFIER_FLAGS,
+        a.precise_ip(),
+    )
+}
+
+/// Check one input: no panic; an error points inside the input; an event's printed name
+/// parses back to the same event.
+fn check(env: &Env, input: &str) -> Result<bool, String> {
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| env.parse(input)))
+        .map_err(|_| format!("panic parsing {input:?}"))?;
+    match parsed {
+        Err(e) => {
+            if e.pos > input.len() || e.message.is_empty() {
+                return Err(format!("{input:?}: bad error {e:?}"));
+            }
+            // It prints, with the caret, without panicking.
+            let text = e.to_string();
+            if !text.contains('^') {
+                return Err(format!("{input:?}: no caret in {text}"));
+            }
+            Ok(false)
+        }
+        Ok(list) => {
+            for ev in list.groups.iter().flat_map(|g| &g.members) {
+                let name = env.name_of(&ev.attr);
+                let back = env
+                    .parse(&name)
+                    .map_err(|e| format!("{input:?} -> {name:?} does not parse: {e}"))?;
+                let again = &back.groups[0].members[0].attr;
+                if identity(again) != identity(&ev.attr) {
+                    return Err(format!(
+                        "{input:?} -> {name:?} -> another event:\n{:x?}\n{:x?}",
+                        identity(&ev.attr),
+                        identity(again)
+                    ));
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+#[test]
+fn seeds_parse_and_round_trip() {
+    let fx = Fixture::standard();
+    let env = fx.env();
+    for s in SEEDS {
+        assert_eq!(check(&env, s), Ok(true), "{s}");
+    }
+}
+
+#[test]
+fn random_mutations_never_panic_and_round_trip() {
+    let fx = Fixture::standard();
+    let env = fx.env();
+    let mut rng = Rng(fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15));
+    let (mut ok, mut errors) = (0, 0);
+    let mut failures = Vec::new();
+    for _ in 0..20_000 {
+        let a = SEEDS[rng.below(SEEDS.len())];
+        let b = SEEDS[rng.below(SEEDS.len())];
+        let input = mutate(&mut rng, a, b);
+        match check(&env, &input) {
+            Ok(true) => ok += 1,
+            Ok(false) => errors += 1,
+            Err(e) => failures.push(e),
+        }
+    }
+    eprintln!("{ok} parsed, {errors} errors, {} failures", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The mutations explore both sides.
+    assert!(ok > 500 && errors > 500, "{ok} parsed, {errors} errors");
+}
