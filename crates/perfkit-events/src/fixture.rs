@@ -198,3 +198,69 @@ pub fn env(root: &Path) -> crate::Env {
     let t = root.join("tracing");
     crate::Env::new(root.join("sysfs"), t.exists().then_some(t))
 }
+
+/// The attr flags event modifiers set.
+const MODIFIER_FLAGS: u64 = {
+    use perfkit_sys::attr_flags::*;
+    EXCLUDE_USER
+        | EXCLUDE_KERNEL
+        | EXCLUDE_HV
+        | EXCLUDE_IDLE
+        | EXCLUDE_HOST
+        | EXCLUDE_GUEST
+        | PINNED
+        | EXCLUSIVE
+};
+
+/// The fields that make an event the event it is (not its sampling settings, which names
+/// do not carry).
+/// (`bp_addr` and `bp_len` share config1 and config2.)
+fn identity(a: &perfkit_sys::perf_event_attr) -> (u32, u64, u64, u64, u64, u32, u64, u8) {
+    (
+        a.type_,
+        a.config,
+        a.config1,
+        a.config2,
+        a.config3,
+        a.bp_type,
+        a.flags & MODIFIER_FLAGS,
+        a.precise_ip(),
+    )
+}
+
+/// The invariants the random-mutation test and the fuzz target hold the parser to, for
+/// one input: an error points inside the input, says something and prints with a caret;
+/// every event that parses has a name ([`crate::Env::name_of`]) that parses back to the
+/// same event. `Ok(true)`: parsed, `Ok(false)`: a good error, `Err`: a broken invariant.
+pub fn check_input(env: &crate::Env, input: &str) -> Result<bool, String> {
+    match env.parse(input) {
+        Err(e) => {
+            if e.pos > input.len() || e.message.is_empty() {
+                return Err(format!("{input:?}: bad error {e:?}"));
+            }
+            // It prints, with the caret, without panicking.
+            let text = e.to_string();
+            if !text.contains('^') {
+                return Err(format!("{input:?}: no caret in {text}"));
+            }
+            Ok(false)
+        }
+        Ok(list) => {
+            for ev in list.groups.iter().flat_map(|g| &g.members) {
+                let name = env.name_of(&ev.attr);
+                let back = env
+                    .parse(&name)
+                    .map_err(|e| format!("{input:?} -> {name:?} does not parse: {e}"))?;
+                let again = &back.groups[0].members[0].attr;
+                if identity(again) != identity(&ev.attr) {
+                    return Err(format!(
+                        "{input:?} -> {name:?} -> another event:\n{:x?}\n{:x?}",
+                        identity(&ev.attr),
+                        identity(again)
+                    ));
+                }
+            }
+            Ok(true)
+        }
+    }
+}

@@ -422,6 +422,18 @@ pub fn base_name(attr: &perf_event_attr) -> String {
         }
         sys::PERF_TYPE_RAW => format!("r{c:x}"),
         sys::PERF_TYPE_TRACEPOINT => format!("2:{c}"),
+        sys::PERF_TYPE_BREAKPOINT
+            if !matches!(
+                attr.bp_type,
+                sys::HW_BREAKPOINT_R
+                    | sys::HW_BREAKPOINT_W
+                    | sys::HW_BREAKPOINT_RW
+                    | sys::HW_BREAKPOINT_X
+            ) && (attr.config1, attr.config2) == (0, 0) =>
+        {
+            // No access type: not a `mem:` event (`5:0x...` written numerically).
+            format!("5:{c:#x}")
+        }
         sys::PERF_TYPE_BREAKPOINT => {
             let mut s = format!("mem:{:#x}", attr.config1);
             let default_len = if attr.bp_type == sys::HW_BREAKPOINT_X {
