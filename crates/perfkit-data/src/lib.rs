@@ -25,6 +25,7 @@ mod error;
 mod features;
 mod read;
 pub mod synth;
+pub mod tracing_data;
 mod write;
 
 pub use error::ReadError;

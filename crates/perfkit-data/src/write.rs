@@ -52,6 +52,29 @@ pub struct PerfDataWriter {
     raw_bytes: u64,
     mapped: BTreeSet<(i32, u16, String)>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// HEADER_TRACING_DATA: the format files of the tracepoints recorded.
+    tracing: Option<Vec<u8>>,
+}
+
+/// The tracing data for the tracepoint events among `events`, from this machine's tracefs.
+fn tracing_blob(events: &[FileEvent]) -> io::Result<Option<Vec<u8>>> {
+    let ids: Vec<u64> = events
+        .iter()
+        .filter(|e| e.attr.type_ == sys::PERF_TYPE_TRACEPOINT)
+        .map(|e| e.attr.config)
+        .collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let tracefs = crate::tracing_data::tracefs().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            "tracepoints are recorded but tracefs is not mounted, so their formats cannot be \
+             saved: mount it with `mount -t tracefs nodev /sys/kernel/tracing`",
+        )
+    })?;
+    let t = crate::tracing_data::TracingData::from_tracefs(&tracefs, &ids)?;
+    Ok(Some(t.to_bytes()))
 }
 
 fn w32(v: &mut Vec<u8>, x: u32) {
@@ -176,10 +199,23 @@ impl PerfDataWriter {
             let r = record(sys::PERF_RECORD_HEADER_FEATURE, 0, &body, &[]);
             w.raw_write(&r)?;
         }
+        // Tracepoint formats: a 16-byte record whose size field gives the 8-byte aligned
+        // length of the blob that follows it, outside the record.
+        if let Some(blob) = w.tracing.clone() {
+            let aligned = blob.len().next_multiple_of(8);
+            let mut body = Vec::new();
+            w32(&mut body, aligned as u32);
+            w32(&mut body, 0);
+            let r = record(sys::PERF_RECORD_HEADER_TRACING_DATA, 0, &body, &[]);
+            w.raw_write(&r)?;
+            w.raw_write(&blob)?;
+            w.raw_write(&vec![0; aligned - blob.len()])?;
+        }
         Ok(w)
     }
 
     fn new(out: Out, events: Vec<FileEvent>, opts: WriteOptions) -> io::Result<Self> {
+        let tracing = tracing_blob(&events)?;
         let zstd = match opts.compress {
             Some(level) => Some(zstd::bulk::Compressor::new(level)?),
             None => None,
@@ -203,6 +239,7 @@ impl PerfDataWriter {
             raw_bytes: 0,
             mapped: BTreeSet::new(),
             zstd,
+            tracing,
         })
     }
 
@@ -547,6 +584,9 @@ impl PerfDataWriter {
             w32(&mut s, ratio.max(1) as u32);
             w32(&mut s, self.opts.chunk as u32);
             feats.push((f::COMPRESSED, s));
+        }
+        if let Some(blob) = self.tracing.take() {
+            feats.push((f::TRACING_DATA, blob));
         }
         feats.sort_by_key(|x| x.0);
         let index_at = self.data_start + self.data_len;

@@ -135,6 +135,22 @@ impl Env {
                 }
             }
         }
+        // Hybrid machines: a hardware or cache event of one core PMU (its type in the
+        // high 32 bits of config) is `cpu_core/cycles/`.
+        let pmu_bits = attr.config >> perfkit_sys::PERF_PMU_TYPE_SHIFT;
+        if matches!(
+            attr.type_,
+            perfkit_sys::PERF_TYPE_HARDWARE | perfkit_sys::PERF_TYPE_HW_CACHE
+        ) && pmu_bits != 0
+            && let Some(p) = self.pmu_by_type(pmu_bits as u32)
+        {
+            let mut plain = *attr;
+            plain.config &= perfkit_sys::PERF_HW_EVENT_MASK;
+            let base = crate::names::base_name(&plain);
+            if !base.contains(':') {
+                return crate::names::with_modifiers(format!("{}/{base}/", p.name), &m);
+            }
+        }
         if attr.type_ >= perfkit_sys::PERF_TYPE_MAX {
             if let Some(p) = self.pmu_by_type(attr.type_) {
                 return crate::names::with_modifiers(crate::parse::pmu_event_name(p, attr), &m);

@@ -396,13 +396,11 @@ pub fn base_name(attr: &perf_event_attr) -> String {
         sys::PERF_TYPE_HARDWARE => {
             let pmu = c >> sys::PERF_PMU_TYPE_SHIFT;
             let id = c & sys::PERF_HW_EVENT_MASK;
-            let n = HARDWARE
-                .get(id as usize)
-                .map_or_else(|| format!("0:{id:#x}"), |s| s.name.to_string());
-            if pmu != 0 {
-                format!("pmu-type-{pmu}/{n}/")
-            } else {
-                n
+            match HARDWARE.get(id as usize) {
+                // An extended type (PMU in the high 32 bits) whose PMU is not known here.
+                _ if pmu != 0 => format!("0:{c:#x}"),
+                Some(s) => s.name.to_string(),
+                None => format!("0:{id:#x}"),
             }
         }
         sys::PERF_TYPE_SOFTWARE => SOFTWARE
@@ -411,13 +409,10 @@ pub fn base_name(attr: &perf_event_attr) -> String {
         sys::PERF_TYPE_HW_CACHE => {
             let pmu = c >> sys::PERF_PMU_TYPE_SHIFT;
             let id = c & sys::PERF_HW_EVENT_MASK;
-            let n = cache_name(id & 0xff, (id >> 8) & 0xff, (id >> 16) & 0xff)
-                .filter(|_| id >> 24 == 0)
-                .unwrap_or_else(|| format!("3:{id:#x}"));
-            if pmu != 0 {
-                format!("pmu-type-{pmu}/{n}/")
-            } else {
-                n
+            match cache_name(id & 0xff, (id >> 8) & 0xff, (id >> 16) & 0xff) {
+                _ if pmu != 0 || id >> 24 != 0 => format!("3:{c:#x}"),
+                Some(n) => n,
+                None => format!("3:{id:#x}"),
             }
         }
         sys::PERF_TYPE_RAW => format!("r{c:x}"),

@@ -148,6 +148,8 @@ const REGRESSIONS: &[&str] = &[
     // Unknown ids were named `software:0x6e`, `pmu-type-11/config=0x1/`.
     "1:110",
     "11:1",
+    // A hardware event of an extended PMU type nobody here has was `pmu-type-N/0:0x18/`.
+    "000:000500000000000000000030",
     // perf's `pmu/terms/MODS` spelling.
     "cpu/event=0x3c/u",
 ];
