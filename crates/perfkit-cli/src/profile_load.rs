@@ -9,7 +9,7 @@ use perfkit::sys;
 use perfkit_data::{Item, PerfData};
 use perfkit_records::{ParsedRecord, Record};
 use perfkit_report::build::{Builder, Input, UserStack};
-use perfkit_report::{EventDesc, Profile};
+use perfkit_report::{EventDesc, Profile, TraceEvent};
 use perfkit_symbols::{Mapping, Options};
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -145,6 +145,7 @@ fn feed(
                     kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
                     callchain: chain,
                     user,
+                    raw: s.raw,
                 });
             }
         }
@@ -229,12 +230,17 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         // running kernel at the same address.
         sym_opts.kallsyms = copy;
     }
+    let (formats, trace_warning) = trace_formats(&file);
     let events = file
         .attrs
         .iter()
         .map(|a| EventDesc {
             name: a.name.clone(),
             callchain: a.attr.sample_type & sys::PERF_SAMPLE_CALLCHAIN != 0,
+            trace: (a.attr.type_ == sys::PERF_TYPE_TRACEPOINT)
+                .then(|| formats.iter().find(|f| f.id == a.attr.config))
+                .flatten()
+                .map(|f| Box::new(TraceEvent::new(f.clone()))),
         })
         .collect();
     let mut builder = Builder::new(events, sym_opts);
@@ -289,6 +295,7 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         warnings: file.warnings.clone(),
         ..Diagnostics::default()
     };
+    diag.warnings.extend(trace_warning);
     for (bit, why) in &ft.unparsed {
         diag.warnings
             .push(format!("feature section {bit} skipped: {why}"));
@@ -393,4 +400,63 @@ pub fn dump_raw(path: &Path) -> Result<u8> {
     out.flush()?;
     r.map_err(|e| anyhow!("{}: {e}", path.display()))?;
     Ok(0)
+}
+
+/// The tracepoint formats of a file: from its tracing data (HEADER_TRACING_DATA), else
+/// from this machine's tracefs by id (right when the file was recorded on this boot of
+/// this machine), with a warning saying so.
+fn trace_formats(
+    file: &perfkit_data::PerfData,
+) -> (Vec<perfkit_events::tracefs::TraceFormat>, Option<String>) {
+    use perfkit_events::tracefs::{self, TraceFormat};
+    let ids: Vec<u64> = file
+        .attrs
+        .iter()
+        .filter(|a| a.attr.type_ == sys::PERF_TYPE_TRACEPOINT)
+        .map(|a| a.attr.config)
+        .collect();
+    if ids.is_empty() {
+        return (Vec::new(), None);
+    }
+    if let Some(blob) = &file.features.tracing_data {
+        return match perfkit_data::tracing_data::TracingData::parse(blob) {
+            Ok(t) => (
+                t.formats()
+                    .filter_map(|(_, text)| TraceFormat::parse(&text).ok())
+                    .collect(),
+                None,
+            ),
+            Err(e) => (
+                Vec::new(),
+                Some(format!("{e}: tracepoint fields are not shown")),
+            ),
+        };
+    }
+    let local = tracefs::find_tracefs().map(|t| {
+        ids.iter()
+            .filter_map(|&id| {
+                let name = tracefs::name_of_id(&t, id)?;
+                let (sys, ev) = name.split_once(':')?;
+                TraceFormat::read(&t, sys, ev).ok()
+            })
+            .collect::<Vec<_>>()
+    });
+    match local {
+        Some(f) if !f.is_empty() => (
+            f,
+            Some(
+                "the file has no tracing data (HEADER_TRACING_DATA): tracepoint fields are \
+                 decoded with this machine's tracefs formats"
+                    .into(),
+            ),
+        ),
+        _ => (
+            Vec::new(),
+            Some(
+                "the file has no tracing data and tracefs has no such tracepoints: \
+                 tracepoint fields are not shown"
+                    .into(),
+            ),
+        ),
+    }
 }

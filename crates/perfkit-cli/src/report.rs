@@ -324,12 +324,17 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
-    if fields.is_empty() {
-        fields = Field::defaults(profile.samples.iter().any(|s| s.cpu.is_some()));
+    let defaults = fields.is_empty();
+    let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
+    if defaults {
+        fields = Field::defaults(has_cpu);
     }
     write_out(&None, |w| {
         let mut text = String::with_capacity(1 << 16);
         let mut sw = script::ScriptWriter::new(&profile, &fields);
+        if defaults {
+            sw = sw.with_trace_fields(Field::tracepoint_defaults(has_cpu));
+        }
         for s in &profile.samples {
             if args.json {
                 text.push_str(&script::sample_json(&profile, s).to_string());

@@ -50,6 +50,7 @@ mod parse;
 pub mod pfm;
 pub mod pmu;
 mod print;
+pub mod printfmt;
 pub mod tracefs;
 pub mod uprobe;
 

@@ -305,6 +305,11 @@ impl TraceFormat {
             .find(|f| f.name == name)
     }
 
+    /// Decode one field of a RAW sample payload (native byte order).
+    pub fn decode_one(&self, f: &Field, raw: &[u8]) -> Result<Value, DecodeError> {
+        decode_field(f, raw)
+    }
+
     /// Decode a RAW sample payload (native byte order) into `(field, value)` pairs for the
     /// event's own fields (`common` = true adds the `common_*` fields first).
     pub fn decode<'a>(

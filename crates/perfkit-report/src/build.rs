@@ -34,6 +34,8 @@ pub enum Input<'a> {
         callchain: &'a [u64],
         /// User registers and stack copy (`--call-graph dwarf`), unwound here.
         user: Option<UserStack<'a>>,
+        /// `PERF_SAMPLE_RAW` data (kept for tracepoint events).
+        raw: Option<&'a [u8]>,
     },
     /// `PERF_RECORD_MMAP` / `MMAP2` (executable mappings only are needed).
     Mmap {
@@ -206,7 +208,8 @@ impl Builder {
             } => {
                 // A new thread inherits its parent's name; a new process its address space.
                 let parent = self.profile.thread(ppid, ptid);
-                let name = self.profile.threads[parent as usize].name().to_string();
+                let parent = &self.profile.threads[parent as usize];
+                let name = (!parent.names.is_empty()).then(|| parent.name().to_string());
                 if pid != ppid
                     && let Some(m) = self.maps.get(&ppid).cloned()
                 {
@@ -214,7 +217,7 @@ impl Builder {
                 }
                 let id = self.thread(pid, tid, time);
                 let t = &mut self.profile.threads[id as usize];
-                if t.names.is_empty() && name != "[unknown]" {
+                if let Some(name) = name.filter(|_| t.names.is_empty()) {
                     t.names.push((time, name));
                 }
             }
@@ -243,8 +246,20 @@ impl Builder {
                 kernel,
                 callchain,
                 user,
+                raw,
             } => {
                 let thread = self.thread(pid, tid, time);
+                let raw = raw
+                    .filter(|_| {
+                        self.profile
+                            .events
+                            .get(event as usize)
+                            .is_some_and(|e| e.trace.is_some())
+                    })
+                    .map(|r| {
+                        self.profile.raw.push(r.into());
+                        (self.profile.raw.len() - 1) as u32
+                    });
                 let mut chain = std::mem::take(&mut self.chain);
                 chain.clear();
                 if let Some(u) = user.filter(|u| !u.stack.is_empty() && u.abi != 0) {
@@ -293,6 +308,7 @@ impl Builder {
                     event,
                     period,
                     stack,
+                    raw,
                 });
             }
         }
@@ -487,6 +503,7 @@ mod tests {
             vec![EventDesc {
                 name: "cpu-clock".into(),
                 callchain: true,
+                trace: None,
             }],
             Options::default(),
         );
@@ -518,6 +535,7 @@ mod tests {
                 kernel: false,
                 callchain: &chain,
                 user: None,
+                raw: None,
             });
         }
         b.push(Input::Lost { count: 4 });

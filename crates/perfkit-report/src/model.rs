@@ -57,6 +57,8 @@ pub struct Thread {
     pub pid: i32,
     /// Thread id.
     pub tid: i32,
+    /// The name before any COMM record gave it one: perf's `:TID`.
+    pub unnamed: String,
     /// Names over time: (time it took the name, name); the last is the current one.
     pub names: Vec<(u64, String)>,
     /// First and last time seen.
@@ -73,11 +75,13 @@ impl Thread {
             .rev()
             .find(|(t, _)| *t <= time)
             .or_else(|| self.names.first())
-            .map_or("[unknown]", |(_, n)| n.as_str())
+            .map_or(self.unnamed.as_str(), |(_, n)| n.as_str())
     }
     /// The thread's last name.
     pub fn name(&self) -> &str {
-        self.names.last().map_or("[unknown]", |(_, n)| n.as_str())
+        self.names
+            .last()
+            .map_or(self.unnamed.as_str(), |(_, n)| n.as_str())
     }
 }
 
@@ -96,6 +100,8 @@ pub struct Sample {
     pub period: u64,
     /// The leaf of the call stack (the sampled ip is the leaf frame).
     pub stack: Option<StackId>,
+    /// Index of its RAW data in [`Profile::raw`] (tracepoint samples).
+    pub raw: Option<u32>,
 }
 
 /// A context switch, for timeline markers.
@@ -117,6 +123,30 @@ pub struct EventDesc {
     /// Whether its samples carry callchains (`PERF_SAMPLE_CALLCHAIN`): `script` prints
     /// them on their own lines even when a chain has one frame, as perf does.
     pub callchain: bool,
+    /// A tracepoint's format (from the file's tracing data), to print its samples' fields.
+    pub trace: Option<Box<TraceEvent>>,
+}
+
+/// A tracepoint event's format and parsed print fmt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEvent {
+    /// The `format` file.
+    pub format: perfkit_events::tracefs::TraceFormat,
+    /// Its `print fmt:`, when it parses.
+    pub print: Option<perfkit_events::printfmt::PrintFmt>,
+}
+
+impl TraceEvent {
+    /// From a format; the print fmt is parsed once here.
+    pub fn new(format: perfkit_events::tracefs::TraceFormat) -> TraceEvent {
+        let print = perfkit_events::printfmt::PrintFmt::parse(&format.print_fmt).ok();
+        TraceEvent { format, print }
+    }
+
+    /// A sample's fields as perf script prints them.
+    pub fn text(&self, raw: &[u8]) -> String {
+        perfkit_events::printfmt::format_record(&self.format, self.print.as_ref(), raw)
+    }
 }
 
 /// Why some samples have no symbols, counted for the report header.
@@ -141,6 +171,8 @@ pub struct Profile {
     pub stacks: Vec<StackNode>,
     /// Samples in time order.
     pub samples: Vec<Sample>,
+    /// RAW data of tracepoint samples ([`Sample::raw`]).
+    pub raw: Vec<Box<[u8]>>,
     /// Context switches.
     pub switches: Vec<Switch>,
     /// Samples the kernel lost (PERF_RECORD_LOST).
@@ -213,6 +245,7 @@ impl Profile {
         self.threads.push(Thread {
             pid,
             tid,
+            unnamed: format!(":{tid}"),
             ..Thread::default()
         });
         self.thread_ids.insert((pid, tid), id);
@@ -265,6 +298,7 @@ pub(crate) mod testing {
         p.events.push(EventDesc {
             name: "cpu-clock".into(),
             callchain: true,
+            trace: None,
         });
         let f = |p: &mut Profile, name: &str, addr: u64, kernel: bool| {
             let func = p.func(Func {
@@ -311,6 +345,7 @@ pub(crate) mod testing {
                 event: 0,
                 period: 250_000,
                 stack,
+                raw: None,
             });
         }
         p.switches.push(Switch {

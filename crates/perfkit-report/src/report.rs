@@ -279,7 +279,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             let comm = t
                 .names
                 .get(name_idx as usize)
-                .map_or("[unknown]", |(_, n)| n.as_str());
+                .map_or(t.unnamed.as_str(), |(_, n)| n.as_str());
             let comm_id = ids.comm(comm);
             frames.clear();
             frames.extend(p.stack_frames(stack));
@@ -330,7 +330,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 let comm = t
                     .names
                     .get(seed.name_idx as usize)
-                    .map_or("[unknown]", |(_, n)| n.as_str());
+                    .map_or(t.unnamed.as_str(), |(_, n)| n.as_str());
                 let parent = seed.parent.map(|f| p.funcs[f as usize].name.as_str());
                 row.keys = opts
                     .sort

@@ -32,6 +32,8 @@ pub enum Field {
     Dso,
     /// Source line.
     Srcline,
+    /// A tracepoint sample's fields, formatted by its print fmt.
+    Trace,
 }
 
 impl Field {
@@ -50,12 +52,32 @@ impl Field {
             "symoff" => Field::Symoff,
             "dso" => Field::Dso,
             "srcline" => Field::Srcline,
+            "trace" => Field::Trace,
             _ => return None,
         })
     }
     /// Every field name, for error messages.
     pub const NAMES: &'static str =
-        "comm, tid, pid, cpu, time, period, event, ip, sym, symoff, dso, srcline";
+        "comm, tid, pid, cpu, time, period, event, ip, sym, symoff, dso, srcline, trace";
+
+    /// perf's default fields for tracepoint samples: no period, the formatted fields after
+    /// the event name (and the callchain, when recorded, on the following lines).
+    pub fn tracepoint_defaults(has_cpu: bool) -> Vec<Field> {
+        let mut f = vec![Field::Comm, Field::Tid];
+        if has_cpu {
+            f.push(Field::Cpu);
+        }
+        f.extend([
+            Field::Time,
+            Field::Event,
+            Field::Trace,
+            Field::Ip,
+            Field::Sym,
+            Field::Symoff,
+            Field::Dso,
+        ]);
+        f
+    }
 
     /// perf's default fields (cpu only when recorded).
     pub fn defaults(has_cpu: bool) -> Vec<Field> {
@@ -114,6 +136,8 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
 pub struct ScriptWriter<'p> {
     profile: &'p Profile,
     fields: Vec<Field>,
+    /// The fields of tracepoint samples, when they differ (perf's per-type defaults).
+    trace_fields: Option<Vec<Field>>,
     chain_lines: Vec<Option<Box<str>>>,
 }
 
@@ -123,13 +147,40 @@ impl<'p> ScriptWriter<'p> {
         ScriptWriter {
             profile,
             fields: fields.to_vec(),
+            trace_fields: None,
             chain_lines: vec![None; profile.frames.len()],
         }
     }
 
+    /// Print tracepoint samples with these fields (perf's defaults for them differ from
+    /// the other events').
+    pub fn with_trace_fields(mut self, fields: Vec<Field>) -> Self {
+        self.trace_fields = Some(fields);
+        self
+    }
+
     /// Append one sample's text to `out`.
     pub fn sample(&mut self, s: &Sample, out: &mut String) {
-        let (p, fields) = (self.profile, &self.fields);
+        let p = self.profile;
+        if let Some(trace) = trace_text(p, s) {
+            let fields = self.trace_fields.as_ref().unwrap_or(&self.fields);
+            let chain = has_chain(p, s);
+            sample_head(p, s, fields, chain, out);
+            if fields.contains(&Field::Trace) {
+                out.push(' ');
+                out.push_str(&trace);
+            }
+            if chain && wants_frames(fields) {
+                for f in p.stack_frames(s.stack) {
+                    out.push_str("\n\t");
+                    out.push_str(&frame_text(p, f, fields, true));
+                }
+                out.push('\n');
+            }
+            out.push('\n');
+            return;
+        }
+        let fields = &self.fields;
         if !has_chain(p, s) {
             return sample_text(p, s, fields, out);
         }
@@ -147,6 +198,13 @@ impl<'p> ScriptWriter<'p> {
         }
         out.push_str("\n\n");
     }
+}
+
+/// A tracepoint sample's fields as perf script prints them.
+fn trace_text(p: &Profile, s: &Sample) -> Option<String> {
+    let ev = p.events.get(s.event as usize)?.trace.as_ref()?;
+    let raw = p.raw.get(s.raw? as usize)?;
+    Some(ev.text(raw))
 }
 
 /// Whether the sample's event recorded callchains (then perf prints them on their own
@@ -278,6 +336,22 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
         o["dso"] = leaf["dso"].clone();
     }
     o["callchain"] = json!(frames);
+    if let (Some(ev), Some(raw)) = (
+        p.events
+            .get(s.event as usize)
+            .and_then(|e| e.trace.as_ref()),
+        s.raw.and_then(|r| p.raw.get(r as usize)),
+    ) {
+        o["trace"] = json!(ev.text(raw));
+        if let Ok(fields) = ev.format.decode(raw, false) {
+            o["fields"] = serde_json::Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), json!(v)))
+                    .collect(),
+            );
+        }
+    }
     o
 }
 

@@ -21,6 +21,7 @@ fn profile() -> Profile {
     p.events.push(EventDesc {
         name: "cpu-clock".into(),
         callchain: true,
+        trace: None,
     });
     let frame = |p: &mut Profile, name: &str, addr| {
         let func = p.func(Func {
@@ -52,6 +53,7 @@ fn profile() -> Profile {
             event: 0,
             period: 1000,
             stack: if i % 4 == 0 { warm } else { hot },
+            raw: None,
         });
     }
     p

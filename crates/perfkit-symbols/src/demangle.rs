@@ -4,13 +4,13 @@ use std::borrow::Cow;
 
 /// Demangle a symbol name: Rust (legacy `_ZN...17h<hash>E` and v0 `_R...`, printed without
 /// the hash suffix as perf and backtraces do) with `rustc-demangle`, then C++ (Itanium
-/// `_Z...`) with `cpp_demangle`. Names that are neither are returned unchanged.
+/// `_Z...`) with `cpp_demangle`, without parameter lists as perf prints them. Names that are neither are returned unchanged.
 ///
 /// ```
 /// use perfkit_symbols::demangle;
 /// assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
 /// assert_eq!(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
-///            "std::vector<int, std::allocator<int> >::push_back(int const&)");
+///            "std::vector<int, std::allocator<int> >::push_back");
 /// assert_eq!(demangle("getpid"), "getpid");
 /// ```
 pub fn demangle(name: &str) -> Cow<'_, str> {
@@ -25,8 +25,10 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
             Some(i) => (&name[..i], &name[i..]),
             None => (name, ""),
         };
+        // Without the parameter list, as perf prints C++ names.
+        let opts = cpp_demangle::DemangleOptions::new().no_params();
         if let Ok(sym) = cpp_demangle::Symbol::new(base)
-            && let Ok(s) = sym.demangle()
+            && let Ok(s) = sym.demangle_with_options(&opts)
         {
             return Cow::Owned(if suffix.is_empty() {
                 s
@@ -59,9 +61,9 @@ mod tests {
 
     #[test]
     fn cpp() {
-        assert_eq!(demangle("_Z3fooi"), "foo(int)");
-        assert_eq!(demangle("_ZN2ns5Klass6methodEv"), "ns::Klass::method()");
-        assert_eq!(demangle("_Z3fooi.constprop.0"), "foo(int) [.constprop.0]");
+        assert_eq!(demangle("_Z3fooi"), "foo");
+        assert_eq!(demangle("_ZN2ns5Klass6methodEv"), "ns::Klass::method");
+        assert_eq!(demangle("_Z3fooi.constprop.0"), "foo [.constprop.0]");
     }
 
     #[test]
