@@ -331,7 +331,8 @@ impl P {
                     }
                     Ok(Expr::Call(id, args))
                 } else {
-                    Err(format!("unknown identifier `{id}`"))
+                    // The helpers name dynamic fields bare: `__get_str(comm)`.
+                    Ok(Expr::Field(id))
                 }
             }
             Tok::Punct(p) => Err(format!("unexpected `{p}`")),

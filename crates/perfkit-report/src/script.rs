@@ -347,7 +347,17 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
             o["fields"] = serde_json::Value::Object(
                 fields
                     .into_iter()
-                    .map(|(k, v)| (k.to_string(), json!(v)))
+                    .map(|(k, v)| {
+                        use perfkit_events::tracefs::Value;
+                        let v = match v {
+                            Value::Signed(x) => json!(x),
+                            Value::Unsigned(x) => json!(x),
+                            Value::Str(x) => json!(x),
+                            Value::Array(x) => json!(x),
+                            Value::Bytes(x) => json!(x),
+                        };
+                        (k.to_string(), v)
+                    })
                     .collect(),
             );
         }

@@ -1,0 +1,256 @@
+//! Tracepoints end to end against perf 6.1: files perfkit records carry the tracing data
+//! (HEADER_TRACING_DATA) perf needs to format them, in file and pipe mode; `perfkit script`
+//! prints the same lines as `perf script` for them and for perf's own files.
+
+use assert_cmd::Command;
+use std::path::Path;
+use std::process::Stdio;
+
+fn perfkit() -> Command {
+    Command::cargo_bin("perfkit").expect("perfkit binary")
+}
+
+/// perf and tracefs, or a printed reason to skip.
+fn ready() -> bool {
+    let perf = std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !perf {
+        eprintln!("skipped: perf is not installed");
+        return false;
+    }
+    if !Path::new("/sys/kernel/tracing/events").exists() {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+            .status();
+    }
+    if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists() {
+        eprintln!("skipped: tracefs is not mounted and cannot be (needs root)");
+        return false;
+    }
+    true
+}
+
+fn perf_script(input: &Path, stdin_file: bool) -> (String, String) {
+    let mut c = std::process::Command::new("perf");
+    c.arg("script");
+    if stdin_file {
+        c.args(["-i", "-"])
+            .stdin(std::fs::File::open(input).unwrap());
+    } else {
+        c.arg("-i").arg(input).stdin(Stdio::null());
+    }
+    let out = c.output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn perfkit_script(input: &Path) -> String {
+    let out = perfkit()
+        .args(["script", "-q", "-i"])
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `event: fields` part of each tracepoint line.
+fn trace_parts(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains("sched:") || l.contains("raw_syscalls:"))
+        .map(|l| {
+            let i = l.find(": ").map_or(0, |i| i + 2);
+            l[i..].split_whitespace().collect::<Vec<_>>().join(" ")
+        })
+        .collect()
+}
+
+/// Lines equal, whole; the few that differ are counted and shown.
+fn assert_same_lines(ours: &str, theirs: &str, what: &str) {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(a.len(), b.len(), "{what}: line counts");
+    let differ: Vec<(&&str, &&str)> = a.iter().zip(&b).filter(|(x, y)| x != y).collect();
+    eprintln!("{what}: {} lines, {} differ", a.len(), differ.len());
+    for (x, y) in differ.iter().take(5) {
+        eprintln!("  perfkit: {x}\n  perf:    {y}");
+    }
+    assert!(
+        differ.is_empty(),
+        "{what}: {} of {} lines differ",
+        differ.len(),
+        a.len()
+    );
+}
+
+const WORKLOAD: &[&str] = &[
+    "sh",
+    "-c",
+    "for i in 1 2 3 4 5; do ls / >/dev/null; done; sleep 0.05",
+];
+
+#[test]
+fn perfkit_tracepoint_files_are_formatted_by_perf_and_by_perfkit_alike() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tp.data");
+    let out = perfkit()
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-e",
+            "sched:sched_process_exec",
+            "-e",
+            "raw_syscalls:sys_enter",
+            "--filter",
+            "id == 39 || id == 257",
+            "-o",
+        ])
+        .arg(&file)
+        .arg("--")
+        .args(WORKLOAD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (theirs, err) = perf_script(&file, false);
+    assert!(!err.contains("Error"), "perf script complained: {err}");
+    let ours = perfkit_script(&file);
+    let parts = trace_parts(&theirs);
+    // perf formats every sample: exec of ls with its filename, syscalls with their args.
+    assert!(
+        parts.iter().any(
+            |l| l.starts_with("sched:sched_process_exec: filename=/usr/bin/ls")
+                || l.starts_with("sched:sched_process_exec: filename=/bin/ls")
+        ),
+        "{theirs}"
+    );
+    assert!(
+        parts
+            .iter()
+            .any(|l| l.starts_with("raw_syscalls:sys_enter: NR 257 (")),
+        "{theirs}"
+    );
+    // The filter kept only getpid (39) and openat (257).
+    assert!(
+        parts
+            .iter()
+            .filter(|l| l.starts_with("raw_syscalls:"))
+            .all(|l| l.contains("NR 39 ") || l.contains("NR 257 ")),
+        "{theirs}"
+    );
+    assert_same_lines(&ours, &theirs, "perfkit file");
+    // perf report opens it.
+    let rep = std::process::Command::new("perf")
+        .args(["report", "--stdio", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("sched:sched_switch"));
+}
+
+#[test]
+fn pipe_mode_carries_the_tracing_data() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pipe.data");
+    let out = perfkit()
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-a",
+            "-o",
+            "-",
+            "--",
+        ])
+        .args(WORKLOAD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&file, &out.stdout).unwrap();
+    let (theirs, err) = perf_script(&file, true);
+    assert!(!err.contains("Error"), "perf script complained: {err}");
+    assert!(
+        trace_parts(&theirs)
+            .iter()
+            .all(|l| l.contains("prev_comm="))
+    );
+    assert!(!theirs.is_empty());
+    assert_same_lines(&perfkit_script(&file), &theirs, "perfkit pipe");
+}
+
+#[test]
+fn perfs_own_tracepoint_files_print_the_same() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("perf.data");
+    let out = std::process::Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-e",
+            "raw_syscalls:sys_enter",
+            "-o",
+        ])
+        .arg(&file)
+        .arg("--")
+        .args(WORKLOAD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (theirs, _) = perf_script(&file, false);
+    assert!(trace_parts(&theirs).len() > 10, "{theirs}");
+    assert_same_lines(&perfkit_script(&file), &theirs, "perf file");
+    // JSON: the fields by name.
+    let json = perfkit()
+        .args(["script", "-q", "--json", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let first = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|o| o["event"] == "sched:sched_switch")
+        .expect("a sched_switch sample");
+    assert!(first["fields"]["prev_pid"].is_number(), "{first}");
+    assert!(first["fields"]["next_comm"].is_string(), "{first}");
+    assert!(
+        first["trace"].as_str().unwrap().starts_with("prev_comm="),
+        "{first}"
+    );
+}
