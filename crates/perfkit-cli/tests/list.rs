@@ -1,12 +1,10 @@
 //! `perfkit list` as a user runs it: kinds and filters, availability that matches what
 //! `perfkit stat` can open, JSON for tools, and agreement with `perf list` on the names.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
 
-fn perfkit() -> Command {
-    Command::cargo_bin("perfkit").expect("perfkit binary")
-}
+use common::perfkit;
+use serde_json::Value;
 
 fn stdout(args: &[&str]) -> String {
     let out = perfkit().args(args).output().unwrap();

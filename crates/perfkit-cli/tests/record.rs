@@ -1,20 +1,11 @@
 //! `perfkit record` files open in the real `perf report` and `perf script` with the same
 //! sample counts, commands and hot symbols as perfkit sees; exit statuses pass through.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{have_perf, perf_ok, perfkit, run_ok};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-
-fn perfkit() -> Command {
-    Command::cargo_bin("perfkit").expect("perfkit binary")
-}
-
-fn have_perf() -> bool {
-    std::process::Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn workload() -> Option<&'static PathBuf> {
     static W: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -61,21 +52,6 @@ fn wait_for_data(path: &Path, bytes: u64) {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-}
-
-fn perf_out(args: &[&str], file: &Path) -> String {
-    let out = std::process::Command::new("perf")
-        .args(args)
-        .arg("-i")
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "perf {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn sample_lines(script: &str) -> usize {
@@ -133,7 +109,7 @@ fn files_open_in_perf_with_the_same_samples() {
             0o600,
             "{name}: files are private"
         );
-        let script = perf_out(&["script"], &file);
+        let script = perf_ok(&["script"], &file);
         let n = sample_lines(&script);
         assert_eq!(
             n,
@@ -150,7 +126,7 @@ fn files_open_in_perf_with_the_same_samples() {
             n,
             "{name}: perfkit script agrees"
         );
-        let report = perf_out(
+        let report = perf_ok(
             &["report", "--stdio", "--no-children", "--sort", "comm,sym"],
             &file,
         );
@@ -173,13 +149,12 @@ fn pipe_output_is_read_by_perf() {
     let w = need!();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pipe.data");
-    let o = perfkit()
-        .args(["record", "-o", "-", "--"])
-        .arg(w)
-        .args(["spin", "200"])
-        .output()
-        .unwrap();
-    assert!(o.status.success());
+    let o = run_ok(
+        perfkit()
+            .args(["record", "-o", "-", "--"])
+            .arg(w)
+            .args(["spin", "200"]),
+    );
     std::fs::write(&file, &o.stdout).unwrap();
     let n = reported_samples(&String::from_utf8_lossy(&o.stderr));
     let perf = std::process::Command::new("perf")
@@ -196,7 +171,7 @@ fn system_wide_and_attach() {
     let dir = tempfile::tempdir().unwrap();
     let (file, err) = record(dir.path(), "all", &["-a", "-F", "500"], &["sleep", "0.3"]);
     assert!(reported_samples(&err) > 0);
-    let script = perf_out(&["script", "-F", "comm,cpu"], &file);
+    let script = perf_ok(&["script", "-F", "comm,cpu"], &file);
     assert!(script.lines().count() > 10);
     // Attach to a running process.
     let mut child = std::process::Command::new(w)
@@ -218,7 +193,7 @@ fn system_wide_and_attach() {
     child.kill().ok();
     child.wait().ok();
     assert!(st.success(), "{st:?}");
-    let report = perf_out(&["report", "--stdio", "--sort", "comm,sym"], &out);
+    let report = perf_ok(&["report", "--stdio", "--sort", "comm,sym"], &out);
     assert!(report.contains("spin"), "{report}");
 }
 
@@ -250,13 +225,12 @@ fn exit_status_and_bad_input() {
     assert_ne!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("perf_event_max_sample_rate"));
     // The old file is kept as .old.
-    let o = perfkit()
-        .args(["record", "-q", "-o"])
-        .arg(&out)
-        .args(["--", "true"])
-        .output()
-        .unwrap();
-    assert!(o.status.success());
+    run_ok(
+        perfkit()
+            .args(["record", "-q", "-o"])
+            .arg(&out)
+            .args(["--", "true"]),
+    );
     assert!(dir.path().join("x.data.old").exists());
 }
 
@@ -278,7 +252,7 @@ fn interrupted_target_still_leaves_a_readable_file() {
     perfkit::kill(rec.id() as i32, libc::SIGINT).unwrap();
     let st = rec.wait().unwrap();
     assert_eq!(st.code(), Some(130));
-    let report = perf_out(&["report", "--stdio"], &out);
+    let report = perf_ok(&["report", "--stdio"], &out);
     assert!(report.contains("spin"), "{report}");
 }
 
@@ -327,7 +301,7 @@ fn switch_output_on_signal_writes_readable_pieces() {
     pieces.sort();
     assert_eq!(pieces.len(), 2, "{pieces:?}");
     for p in &pieces {
-        let report = perf_out(&["report", "--stdio", "--sort", "sym"], p);
+        let report = perf_ok(&["report", "--stdio", "--sort", "sym"], p);
         assert!(report.contains("spin"), "{}: {report}", p.display());
     }
 }

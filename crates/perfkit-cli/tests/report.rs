@@ -2,20 +2,11 @@
 //! sample counts, the same top symbols (within 0.5 percentage points), the same script
 //! lines, and exports that parse back with the hot functions in them.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{have_perf, perfkit, run_ok, stdout_ok};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-
-fn perfkit() -> Command {
-    Command::cargo_bin("perfkit").expect("perfkit binary")
-}
-
-fn have_perf() -> bool {
-    std::process::Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -118,16 +109,6 @@ macro_rules! need_fixture {
     };
 }
 
-fn stdout(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn perf_stdout(args: &[&str], file: &Path) -> String {
     let out = std::process::Command::new("perf")
         .args(args)
@@ -144,19 +125,14 @@ fn record_ok<S: AsRef<std::ffi::OsStr>>(
     flags: &[&str],
     command: impl IntoIterator<Item = S>,
 ) {
-    let st = perfkit()
-        .args(["record", "-q"])
-        .args(flags)
-        .arg("-o")
-        .arg(data)
-        .arg("--")
-        .args(command)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    run_ok(
+        perfkit()
+            .args(["record", "-q"])
+            .args(flags)
+            .arg("-o")
+            .arg(data)
+            .arg("--")
+            .args(command),
     );
 }
 
@@ -196,7 +172,7 @@ fn report_matches_perf_report() {
             } else {
                 "--no-children"
             };
-            let ours = stdout(
+            let ours = stdout_ok(
                 perfkit()
                     .args(["report", "--stdio", "-q", mode, "-i"])
                     .arg(file),
@@ -236,7 +212,7 @@ fn report_matches_perf_report() {
 fn script_matches_perf_script() {
     let f = need_fixture!();
     for file in [&f.fp, &f.plain, &f.threads, &f.execs, &f.ours] {
-        let ours = stdout(perfkit().args(["script", "-q", "-i"]).arg(file));
+        let ours = stdout_ok(perfkit().args(["script", "-q", "-i"]).arg(file));
         let theirs = perf_stdout(&["script"], file);
         let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
         assert_eq!(a.len(), b.len(), "line counts for {}", file.display());
@@ -254,7 +230,7 @@ fn script_matches_perf_script() {
 #[test]
 fn script_json_and_fields() {
     let f = need_fixture!();
-    let text = stdout(perfkit().args(["script", "-q", "--json", "-i"]).arg(&f.fp));
+    let text = stdout_ok(perfkit().args(["script", "-q", "--json", "-i"]).arg(&f.fp));
     let n = perf_stdout(&["script", "-F", "ip"], &f.plain)
         .lines()
         .count();
@@ -269,7 +245,7 @@ fn script_json_and_fields() {
         assert!(o["callchain"].is_array());
         assert!(o["pid"].as_i64().unwrap() > 0);
     }
-    let text = stdout(
+    let text = stdout_ok(
         perfkit()
             .args(["script", "-q", "-F", "comm,tid,sym", "-i"])
             .arg(&f.plain),
@@ -386,7 +362,7 @@ fn truncated_file_reports_what_was_read_then_fails() {
 #[test]
 fn dwarf_stacks_are_unwound() {
     let f = need_fixture!();
-    let text = stdout(
+    let text = stdout_ok(
         perfkit()
             .args([
                 "report",
@@ -413,7 +389,7 @@ fn dwarf_stacks_are_unwound() {
 #[test]
 fn commands_that_exec_change_name() {
     let f = need_fixture!();
-    let text = stdout(
+    let text = stdout_ok(
         perfkit()
             .args([
                 "report",
@@ -459,8 +435,8 @@ fn inline_shows_inlined_functions_in_callchains() {
     let data = dir.path().join("inline.data");
     record_ok(&data, &["-g"], [bin.as_os_str(), "100000000".as_ref()]);
     let args = ["report", "--stdio", "--no-children", "-i"];
-    let with = stdout(perfkit().args(args).arg(&data).arg("--inline"));
-    let without = stdout(perfkit().args(args).arg(&data));
+    let with = stdout_ok(perfkit().args(args).arg(&data).arg("--inline"));
+    let without = stdout_ok(perfkit().args(args).arg(&data));
     // Self time stays with the real function; the chain shows what is inlined into it,
     // innermost first.
     let top = rows(&with);
@@ -478,7 +454,7 @@ fn inline_shows_inlined_functions_in_callchains() {
 
     // `script --inline`: the same frames in each callchain, at the address of the function
     // they are inlined into, and `inlined: true` in JSON; without it, none.
-    let script = stdout(
+    let script = stdout_ok(
         perfkit()
             .args(["script", "-q", "--inline", "-i"])
             .arg(&data),
@@ -505,9 +481,9 @@ fn inline_shows_inlined_functions_in_callchains() {
         "{chain_with_inner:?}"
     );
     assert_eq!(addr(chain_with_inner[0]), addr(chain_with_inner[2]));
-    let plain = stdout(perfkit().args(["script", "-q", "-i"]).arg(&data));
+    let plain = stdout_ok(perfkit().args(["script", "-q", "-i"]).arg(&data));
     assert!(!plain.contains("(inlined)"));
-    let json = stdout(
+    let json = stdout_ok(
         perfkit()
             .args(["script", "-q", "--json", "--inline", "-i"])
             .arg(&data),
@@ -534,7 +510,7 @@ fn script_names_the_idle_task_swapper() {
     let data = dir.path().join("all.data");
     record_ok(&data, &["-a"], ["sleep", "0.3"]);
     let fields = ["-F", "comm,tid"];
-    let ours = stdout(
+    let ours = stdout_ok(
         perfkit()
             .args(["script", "-q"])
             .args(fields)

@@ -1,14 +1,13 @@
 //! `perfkit stat` as a user runs it: exit statuses, output formats parsed back, statistics
 //! checked by hand, aggregation that adds up, and agreement with `perf stat`.
 
+mod common;
+
 use assert_cmd::Command;
+use common::perfkit;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-
-fn perfkit() -> Command {
-    Command::cargo_bin("perfkit").expect("perfkit binary")
-}
 
 /// The C workload, compiled once per test run (None if no C compiler).
 fn workload() -> Option<&'static PathBuf> {

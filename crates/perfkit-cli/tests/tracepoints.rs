@@ -2,21 +2,15 @@
 //! (HEADER_TRACING_DATA) perf needs to format them, in file and pipe mode; `perfkit script`
 //! prints the same lines as `perf script` for them and for perf's own files.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{have_perf, perf_ok, perfkit, run_ok, stdout_ok};
 use std::path::Path;
 use std::process::Stdio;
 
-fn perfkit() -> Command {
-    Command::cargo_bin("perfkit").expect("perfkit binary")
-}
-
 /// perf and tracefs, or a printed reason to skip.
 fn ready() -> bool {
-    let perf = std::process::Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !perf {
+    if !have_perf() {
         eprintln!("skipped: perf is not installed");
         return false;
     }
@@ -49,17 +43,7 @@ fn perf_script(input: &Path, stdin_file: bool) -> (String, String) {
 }
 
 fn perfkit_script(input: &Path) -> String {
-    let out = perfkit()
-        .args(["script", "-q", "-i"])
-        .arg(input)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stdout_ok(perfkit().args(["script", "-q", "-i"]).arg(input))
 }
 
 /// The `event: fields` part of each tracepoint line.
@@ -103,29 +87,24 @@ fn perfkit_tracepoint_files_are_formatted_by_perf_and_by_perfkit_alike() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tp.data");
-    let out = perfkit()
-        .args([
-            "record",
-            "-q",
-            "-e",
-            "sched:sched_switch",
-            "-e",
-            "sched:sched_process_exec",
-            "-e",
-            "raw_syscalls:sys_enter",
-            "--filter",
-            "id == 39 || id == 257",
-            "-o",
-        ])
-        .arg(&file)
-        .arg("--")
-        .args(WORKLOAD)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        perfkit()
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "sched:sched_switch",
+                "-e",
+                "sched:sched_process_exec",
+                "-e",
+                "raw_syscalls:sys_enter",
+                "--filter",
+                "id == 39 || id == 257",
+                "-o",
+            ])
+            .arg(&file)
+            .arg("--")
+            .args(WORKLOAD),
     );
     let (theirs, err) = perf_script(&file, false);
     assert!(!err.contains("Error"), "perf script complained: {err}");
@@ -155,17 +134,7 @@ fn perfkit_tracepoint_files_are_formatted_by_perf_and_by_perfkit_alike() {
     );
     assert_same_lines(&ours, &theirs, "perfkit file");
     // perf report opens it.
-    let rep = std::process::Command::new("perf")
-        .args(["report", "--stdio", "-i"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        rep.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rep.stderr)
-    );
-    assert!(String::from_utf8_lossy(&rep.stdout).contains("sched:sched_switch"));
+    assert!(perf_ok(&["report", "--stdio"], &file).contains("sched:sched_switch"));
 }
 
 #[test]
@@ -175,24 +144,19 @@ fn pipe_mode_carries_the_tracing_data() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pipe.data");
-    let out = perfkit()
-        .args([
-            "record",
-            "-q",
-            "-e",
-            "sched:sched_switch",
-            "-a",
-            "-o",
-            "-",
-            "--",
-        ])
-        .args(WORKLOAD)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        perfkit()
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "sched:sched_switch",
+                "-a",
+                "-o",
+                "-",
+                "--",
+            ])
+            .args(WORKLOAD),
     );
     std::fs::write(&file, &out.stdout).unwrap();
     let (theirs, err) = perf_script(&file, true);
@@ -213,36 +177,26 @@ fn perfs_own_tracepoint_files_print_the_same() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("perf.data");
-    let out = std::process::Command::new("perf")
-        .args([
-            "record",
-            "-q",
-            "-e",
-            "sched:sched_switch",
-            "-e",
-            "raw_syscalls:sys_enter",
-            "-o",
-        ])
-        .arg(&file)
-        .arg("--")
-        .args(WORKLOAD)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        assert_cmd::Command::new("perf")
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "sched:sched_switch",
+                "-e",
+                "raw_syscalls:sys_enter",
+                "-o",
+            ])
+            .arg(&file)
+            .arg("--")
+            .args(WORKLOAD),
     );
     let (theirs, _) = perf_script(&file, false);
     assert!(trace_parts(&theirs).len() > 10, "{theirs}");
     assert_same_lines(&perfkit_script(&file), &theirs, "perf file");
     // JSON: the fields by name.
-    let json = perfkit()
-        .args(["script", "-q", "--json", "-i"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let first = String::from_utf8_lossy(&json.stdout)
+    let first = stdout_ok(perfkit().args(["script", "-q", "--json", "-i"]).arg(&file))
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|o| o["event"] == "sched:sched_switch")

@@ -1,0 +1,45 @@
+//! Helpers shared by the CLI tests: the binary under test, perf's presence, and running a
+//! command that must succeed.
+#![allow(dead_code)] // each test file uses its own subset
+
+use assert_cmd::Command;
+use std::path::Path;
+use std::process::Output;
+
+/// The `perfkit` binary built for these tests.
+pub fn perfkit() -> Command {
+    Command::cargo_bin("perfkit").expect("perfkit binary")
+}
+
+/// Whether Linux `perf` runs here.
+pub fn have_perf() -> bool {
+    std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Run `cmd`, which must exit 0 (else the test fails with its stderr); its output.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{:?} failed ({}): {}",
+        cmd,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Standard output of `cmd`, which must succeed.
+pub fn stdout_ok(cmd: &mut Command) -> String {
+    String::from_utf8_lossy(&run_ok(cmd).stdout).into_owned()
+}
+
+/// Standard output of `perf ARGS -i FILE`, which must succeed.
+pub fn perf_ok(args: &[&str], file: &Path) -> String {
+    let mut cmd = Command::new("perf");
+    cmd.args(args).arg("-i").arg(file);
+    stdout_ok(&mut cmd)
+}
