@@ -491,9 +491,11 @@ fn inline_shows_inlined_functions_in_callchains() {
     let o: serde_json::Value = json
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|o| o["callchain"][0]["inlined"] == true)
+        .find(|o| o["callchain"][0]["sym"] == "inner (inlined)")
         .expect(&json);
-    assert_eq!(o["callchain"][0]["sym"], "inner (inlined)");
+    // (Other samples, in ld.so's start-up for one, may have inlined frames of their own.)
+    assert_eq!(o["callchain"][0]["inlined"], true);
+    assert_eq!(o["callchain"][1]["sym"], "middle (inlined)");
     assert_eq!(
         o["sym"], "outer",
         "the sample's own symbol is the real function"
