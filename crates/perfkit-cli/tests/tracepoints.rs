@@ -49,7 +49,11 @@ fn perfkit_script(input: &Path) -> String {
 /// The `event: fields` part of each tracepoint line.
 fn trace_parts(text: &str) -> Vec<String> {
     text.lines()
-        .filter(|l| l.contains("sched:") || l.contains("raw_syscalls:"))
+        .filter(|l| {
+            ["sched:", "raw_syscalls:", "sock:", "tcp:"]
+                .iter()
+                .any(|e| l.contains(e))
+        })
         .map(|l| {
             let i = l.find(": ").map_or(0, |i| i + 2);
             l[i..].split_whitespace().collect::<Vec<_>>().join(" ")
@@ -207,4 +211,64 @@ fn perfs_own_tracepoint_files_print_the_same() {
         first["trace"].as_str().unwrap().starts_with("prev_comm="),
         "{first}"
     );
+}
+
+/// TCP over IPv4 and IPv6 on loopback: socket tracepoints whose print fmts use the kernel's
+/// `%pI4`, `%pI6c` and `%pISpc` extensions.
+const SOCKETS: &str = "
+import socket
+for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):
+    s = socket.socket(fam); s.bind((host, 0)); s.listen()
+    c = socket.create_connection((host, s.getsockname()[1])); a, _ = s.accept()
+    c.close(); a.close(); s.close()
+";
+
+#[test]
+fn socket_addresses_print_as_perf_prints_them() {
+    if !ready() {
+        return;
+    }
+    if !std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: python3 (the socket workload) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let events = [
+        "-e",
+        "sock:inet_sock_set_state",
+        "-e",
+        "tcp:tcp_destroy_sock",
+    ];
+    for (who, file) in [("perf", "perf.data"), ("perfkit", "perfkit.data")] {
+        let file = dir.path().join(file);
+        let mut cmd = if who == "perf" {
+            assert_cmd::Command::new("perf")
+        } else {
+            perfkit()
+        };
+        run_ok(
+            cmd.args(["record", "-q", "-a"])
+                .args(events)
+                .arg("-o")
+                .arg(&file)
+                .args(["--", "python3", "-c", SOCKETS]),
+        );
+        let (theirs, _) = perf_script(&file, false);
+        let parts = trace_parts(&theirs);
+        assert!(
+            parts
+                .iter()
+                .any(|l| l.contains("saddr=127.0.0.1") && l.contains("::ffff:127.0.0.1")),
+            "{who}: {theirs}"
+        );
+        assert!(
+            parts.iter().any(|l| l.contains("saddrv6=::1")),
+            "{who}: {theirs}"
+        );
+        assert_same_lines(&perfkit_script(&file), &theirs, &format!("{who} file"));
+    }
 }

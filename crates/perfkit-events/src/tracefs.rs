@@ -250,7 +250,15 @@ impl TraceFormat {
         let mut fields = Vec::new();
         let mut print_fmt = String::new();
         let mut seen_blank = false;
-        for (i, line) in text.lines().enumerate() {
+        // `print fmt:` runs to the end of the file: its string may hold newlines.
+        let (head, print) = match text.find("\nprint fmt:") {
+            Some(at) => (&text[..at], Some(&text[at + "\nprint fmt:".len()..])),
+            None => (text, text.strip_prefix("print fmt:")),
+        };
+        if let Some(p) = print {
+            print_fmt = p.trim().to_string();
+        }
+        for (i, line) in head.lines().enumerate() {
             let lineno = i + 1;
             let t = line.trim();
             if let Some(v) = t.strip_prefix("name:") {
@@ -267,8 +275,6 @@ impl TraceFormat {
                 } else {
                     fields.push(f);
                 }
-            } else if let Some(v) = t.strip_prefix("print fmt:") {
-                print_fmt = v.trim().to_string();
             } else if t.is_empty() && !common.is_empty() {
                 seen_blank = true;
             }
