@@ -187,7 +187,13 @@ fn c_type(words: &[String]) -> Option<(u8, bool)> {
 struct P {
     t: Vec<Tok>,
     i: usize,
+    /// Nesting of expressions, bounded so that a corrupt print fmt (`((((...`) is an error,
+    /// not a stack overflow.
+    depth: usize,
 }
+
+/// Deeper than any kernel print fmt (they nest a dozen levels at most).
+const MAX_DEPTH: usize = 200;
 
 impl P {
     fn peek(&self) -> Option<&Tok> {
@@ -211,7 +217,22 @@ impl P {
         }
     }
 
+    /// Run `f` one level deeper, refusing to go past [`MAX_DEPTH`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!("expressions nested more than {MAX_DEPTH} deep"));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
     fn expr(&mut self) -> Result<Expr, String> {
+        self.nested(Self::expr_inner)
+    }
+
+    fn expr_inner(&mut self) -> Result<Expr, String> {
         let c = self.binary(0)?;
         if self.eat("?") {
             let a = self.expr()?;
@@ -259,6 +280,10 @@ impl P {
     }
 
     fn unary(&mut self) -> Result<Expr, String> {
+        self.nested(Self::unary_inner)
+    }
+
+    fn unary_inner(&mut self) -> Result<Expr, String> {
         for op in ["-", "!", "~", "+"] {
             if self.eat(op) {
                 let e = self.unary()?;
@@ -838,7 +863,11 @@ impl PrintFmt {
     /// Parse a `print fmt:` line's text (without the `print fmt: ` prefix).
     pub fn parse(text: &str) -> Result<PrintFmt, String> {
         let toks = lex(text)?;
-        let mut p = P { t: toks, i: 0 };
+        let mut p = P {
+            t: toks,
+            i: 0,
+            depth: 0,
+        };
         let format = match p.peek().cloned() {
             Some(Tok::Str(s)) => {
                 p.i += 1;

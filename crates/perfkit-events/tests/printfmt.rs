@@ -282,3 +282,59 @@ fn kernel_c_and_pointer_extensions() {
         "3"
     );
 }
+
+/// Print fmts and records come from perf.data files, which may be corrupt: mutated print
+/// fmts of this kernel, over random records (whole and cut short), never panic.
+#[test]
+fn mutated_print_fmts_and_random_records_never_panic() {
+    let Some(t) = tracefs_or_skip() else { return };
+    let mut rng = fastrand::Rng::with_seed(0x5eed_2026);
+    let mut formats = Vec::new();
+    for sys in tracefs::subsystems(&t) {
+        for ev in tracefs::events_of(&t, &sys) {
+            if let Ok(f) = TraceFormat::read(&t, &sys, &ev) {
+                formats.push(f);
+            }
+        }
+    }
+    assert!(!formats.is_empty());
+    let alphabet = b"%*.-#0123456789lhzpIiSMmUbc4s6dux(){},?:!~&|<>=+-/\"'\\ REC->[]";
+    let mut cases = 0;
+    for _ in 0..20_000 {
+        let fmt = &formats[rng.usize(..formats.len())];
+        let mut pf = fmt.print_fmt.clone().into_bytes();
+        for _ in 0..rng.usize(1..4) {
+            let at = rng.usize(..=pf.len());
+            match rng.u8(..3) {
+                0 if at < pf.len() => {
+                    pf.remove(at);
+                }
+                1 if at < pf.len() => pf[at] = alphabet[rng.usize(..alphabet.len())],
+                _ => pf.insert(at, alphabet[rng.usize(..alphabet.len())]),
+            }
+        }
+        let pf = String::from_utf8_lossy(&pf);
+        let parsed = PrintFmt::parse(&pf).ok();
+        let len = fmt
+            .fields
+            .iter()
+            .map(|f| f.offset + f.size)
+            .max()
+            .unwrap_or(8);
+        let raw: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
+        let cut = rng.usize(..=raw.len());
+        for r in [&raw[..], &raw[..cut]] {
+            let _ = format_record(fmt, parsed.as_ref(), r);
+            cases += 1;
+        }
+    }
+    eprintln!("{cases} mutated print fmts and records formatted without a panic");
+}
+
+#[test]
+fn deeply_nested_print_fmts_are_refused_not_a_stack_overflow() {
+    for open in ["(", "-", "!", "{", "x ? "] {
+        let pf = format!("\"%d\", {}1", open.repeat(100_000));
+        assert!(PrintFmt::parse(&pf).is_err(), "{open}");
+    }
+}
