@@ -230,7 +230,8 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         // running kernel at the same address.
         sym_opts.kallsyms = copy;
     }
-    let (formats, trace_warning) = trace_formats(&file);
+    let (trace_info, trace_warning) = trace_formats(&file);
+    let formats = &trace_info.formats;
     let events = file
         .attrs
         .iter()
@@ -244,6 +245,7 @@ pub fn load_profile(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnos
         })
         .collect();
     let mut builder = Builder::new(events, sym_opts);
+    builder.printk_formats(trace_info.printk);
     // Almost every profile has kernel samples; reading kallsyms overlaps the file parse.
     builder.prefetch_kernel_symbols();
     let ft = &file.features;
@@ -405,9 +407,16 @@ pub fn dump_raw(path: &Path) -> Result<u8> {
 /// The tracepoint formats of a file: from its tracing data (HEADER_TRACING_DATA), else
 /// from this machine's tracefs by id (right when the file was recorded on this boot of
 /// this machine), with a warning saying so.
-fn trace_formats(
-    file: &perfkit_data::PerfData,
-) -> (Vec<perfkit_events::tracefs::TraceFormat>, Option<String>) {
+#[derive(Default)]
+struct TraceInfo {
+    formats: Vec<perfkit_events::tracefs::TraceFormat>,
+    printk: Vec<(u64, String)>,
+}
+
+/// The recorded tracepoints' formats and the kernel's printk strings: from the file's
+/// tracing data, else (with a warning) from this machine's tracefs.
+fn trace_formats(file: &perfkit_data::PerfData) -> (TraceInfo, Option<String>) {
+    use perfkit_events::printfmt::parse_printk_formats;
     use perfkit_events::tracefs::{self, TraceFormat};
     let ids: Vec<u64> = file
         .attrs
@@ -416,18 +425,22 @@ fn trace_formats(
         .map(|a| a.attr.config)
         .collect();
     if ids.is_empty() {
-        return (Vec::new(), None);
+        return (TraceInfo::default(), None);
     }
     if let Some(blob) = &file.features.tracing_data {
         return match perfkit_data::tracing_data::TracingData::parse(blob) {
             Ok(t) => (
-                t.formats()
-                    .filter_map(|(_, text)| TraceFormat::parse(&text).ok())
-                    .collect(),
+                TraceInfo {
+                    formats: t
+                        .formats()
+                        .filter_map(|(_, text)| TraceFormat::parse(&text).ok())
+                        .collect(),
+                    printk: parse_printk_formats(&String::from_utf8_lossy(&t.printk)),
+                },
                 None,
             ),
             Err(e) => (
-                Vec::new(),
+                TraceInfo::default(),
                 Some(format!("{e}: tracepoint fields are not shown")),
             ),
         };
@@ -443,7 +456,13 @@ fn trace_formats(
     });
     match local {
         Some(f) if !f.is_empty() => (
-            f,
+            TraceInfo {
+                formats: f,
+                printk: tracefs::find_tracefs()
+                    .and_then(|t| std::fs::read_to_string(t.join("printk_formats")).ok())
+                    .map(|text| parse_printk_formats(&text))
+                    .unwrap_or_default(),
+            },
             Some(
                 "the file has no tracing data (HEADER_TRACING_DATA): tracepoint fields are \
                  decoded with this machine's tracefs formats"
@@ -451,7 +470,7 @@ fn trace_formats(
             ),
         ),
         _ => (
-            Vec::new(),
+            TraceInfo::default(),
             Some(
                 "the file has no tracing data and tracefs has no such tracepoints: \
                  tracepoint fields are not shown"

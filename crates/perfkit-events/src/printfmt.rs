@@ -14,6 +14,33 @@
 use crate::tracefs::{Field, TraceFormat, Value};
 use std::fmt::Write;
 
+/// What the traced kernel knew that a record does not carry: its symbols (for `%pS`) and
+/// the strings of its `printk_formats` (for `%s` of a `const char *` field).
+pub trait KernelInfo {
+    /// The symbol containing code address `addr`: its name and `addr`'s offset into it.
+    fn symbol(&self, addr: u64) -> Option<(String, u64)>;
+    /// The format string at `addr` in the kernel's `printk_formats`.
+    fn printk(&self, addr: u64) -> Option<&str>;
+}
+
+/// Parse tracefs `printk_formats` (`0xffffffff82a0b8e0 : "Start scheduler-tick"` lines)
+/// into (address, string) pairs.
+pub fn parse_printk_formats(text: &str) -> Vec<(u64, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (addr, s) = l.split_once(" : ")?;
+            let addr = u64::from_str_radix(addr.trim().trim_start_matches("0x"), 16).ok()?;
+            let s = s.trim();
+            let s = s
+                .strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .unwrap_or(s);
+            // libtraceevent drops a trailing (escaped) newline.
+            Some((addr, s.strip_suffix("\\n").unwrap_or(s).to_string()))
+        })
+        .collect()
+}
+
 /// A parsed `print fmt:` line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrintFmt {
@@ -24,9 +51,18 @@ pub struct PrintFmt {
 #[derive(Clone, Debug, PartialEq)]
 enum Expr {
     Num(i64),
+    /// A constant with a `U` suffix (`-9ULL`): compares unsigned.
+    UNum(i64),
     Str(String),
     /// `REC->name`
     Field(String),
+    /// A bare name: a field in helpers (`__get_str(name)`), else a constant.
+    Bare(String),
+    /// A field found by [`PrintFmt::bind`]: its position in the format.
+    At(usize),
+    /// A bare name [`PrintFmt::bind`] found no field for: a constant the format file does
+    /// not define.
+    Unknown(String),
     Index(Box<Expr>, Box<Expr>),
     Unary(char, Box<Expr>),
     Binary(&'static str, Box<Expr>, Box<Expr>),
@@ -43,6 +79,7 @@ enum Expr {
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
     Num(i64),
+    UNum(i64),
     Str(String),
     Ident(String),
     Punct(&'static str),
@@ -117,6 +154,7 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
             while i < b.len() && (b[i].is_ascii_alphanumeric()) {
                 i += 1;
             }
+            let unsigned = s[start..i].contains(['u', 'U']);
             let t = s[start..i].trim_end_matches(['u', 'U', 'l', 'L']);
             let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
                 u64::from_str_radix(h, 16)
@@ -126,7 +164,11 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
                 t.parse::<u64>()
             }
             .map_err(|_| format!("bad number `{}`", &s[start..i]))?;
-            out.push(Tok::Num(v as i64));
+            out.push(if unsigned {
+                Tok::UNum(v as i64)
+            } else {
+                Tok::Num(v as i64)
+            });
         } else if c.is_ascii_alphabetic() || c == b'_' {
             let start = i;
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
@@ -311,7 +353,7 @@ impl P {
                 // when an operand follows; it keeps the value as it is.
                 if matches!(
                     self.peek(),
-                    Some(Tok::Num(_) | Tok::Ident(_) | Tok::Punct("(" | "~" | "!"))
+                    Some(Tok::Num(_) | Tok::UNum(_) | Tok::Ident(_) | Tok::Punct("(" | "~" | "!"))
                 ) {
                     let e = self.unary()?;
                     return Ok(Expr::Cast(8, true, Box::new(e)));
@@ -351,6 +393,7 @@ impl P {
         self.i += 1;
         match t {
             Tok::Num(v) => Ok(Expr::Num(v)),
+            Tok::UNum(v) => Ok(Expr::UNum(v)),
             Tok::Str(s) => Ok(Expr::Str(s)),
             // `(REC)->field`, as some print fmts write it.
             Tok::Punct("(")
@@ -411,8 +454,9 @@ impl P {
                     }
                     Ok(Expr::Call(id, args))
                 } else {
-                    // The helpers name dynamic fields bare: `__get_str(comm)`.
-                    Ok(Expr::Field(id))
+                    // The helpers name dynamic fields bare: `__get_str(comm)`; other bare
+                    // names are the kernel's constants (`HRTIMER_MODE_ABS`).
+                    Ok(Expr::Bare(id))
                 }
             }
             Tok::Punct(p) => Err(format!("unexpected `{p}`")),
@@ -444,12 +488,11 @@ struct Ctx<'a> {
     long_size: u8,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     /// The bytes a `%p` extension prints: a fixed field's own bytes as recorded (a `u8`
     /// array decodes as text otherwise), else the value's.
     fn bytes_of(&self, arg: &Expr, v: &V) -> Vec<u8> {
-        if let Expr::Field(name) = arg
-            && let Some(f) = self.fmt.field(name)
+        if let Some(f) = self.field_of(arg)
             && f.data_loc.is_none()
             && let Some(b) = self.raw.get(f.offset..f.offset + f.size)
         {
@@ -463,11 +506,46 @@ impl Ctx<'_> {
         }
     }
 
+    /// Whether `e` has an unsigned C type of at least `int`'s size (smaller ones promote
+    /// to `int`).
+    fn is_unsigned(&self, e: &Expr) -> bool {
+        match e {
+            Expr::UNum(_) => true,
+            Expr::Cast(size, signed, _) => !signed && (*size == 0 || *size >= 4),
+            Expr::Field(_) | Expr::Bare(_) | Expr::At(_) => self
+                .field_of(e)
+                .is_some_and(|f| !f.signed && f.size >= 4 && f.array_len.is_none()),
+            Expr::Binary(op, a, b) => {
+                !matches!(*op, "<" | ">" | "<=" | ">=" | "==" | "!=" | "&&" | "||")
+                    && (self.is_unsigned(a) || self.is_unsigned(b))
+            }
+            Expr::Unary('-' | '~' | '+', a) => self.is_unsigned(a),
+            Expr::Cond(_, a, b) => self.is_unsigned(a) || self.is_unsigned(b),
+            Expr::Call(name, args) if name == "__builtin_expect" => {
+                args.first().is_some_and(|a| self.is_unsigned(a))
+            }
+            _ => false,
+        }
+    }
+
     fn field(&self, name: &str) -> Result<(&Field, V), String> {
         let f = self
             .fmt
             .field(name)
             .ok_or_else(|| format!("no field `{name}`"))?;
+        self.field_value(f)
+    }
+
+    /// A field bound by position, or its name.
+    fn field_of(&self, e: &Expr) -> Option<&'a Field> {
+        match e {
+            Expr::At(i) => self.fmt.field_at(*i),
+            Expr::Field(n) | Expr::Bare(n) => self.fmt.field(n),
+            _ => None,
+        }
+    }
+
+    fn field_value(&self, f: &'a Field) -> Result<(&'a Field, V), String> {
         let v = self
             .fmt
             .decode_one(f, self.raw)
@@ -486,9 +564,21 @@ impl Ctx<'_> {
 
     fn eval(&self, e: &Expr) -> Result<V, String> {
         Ok(match e {
-            Expr::Num(v) => V::Int(*v),
+            Expr::Num(v) | Expr::UNum(v) => V::Int(*v),
             Expr::Str(s) => V::Str(s.clone()),
             Expr::Field(name) => self.field(name)?.1,
+            Expr::At(i) => {
+                let f = self.fmt.field_at(*i).ok_or("field index out of range")?;
+                self.field_value(f)?.1
+            }
+            Expr::Unknown(_) => V::Int(0),
+            // A name that is not a field is a constant the format file does not define:
+            // 0, as libtraceevent reads it (so `{ HRTIMER_MODE_ABS, "ABS" }` matches 0 and
+            // a value with no entry prints in hex, as perf prints it).
+            Expr::Bare(name) => match self.fmt.field(name) {
+                Some(_) => self.field(name)?.1,
+                None => V::Int(0),
+            },
             Expr::Index(a, i) => {
                 let i = usize::try_from(self.eval(i)?.int()?).map_err(|_| "negative index")?;
                 match self.eval(a)? {
@@ -518,6 +608,20 @@ impl Ctx<'_> {
                 }
                 let y = self.eval(b)?.int()?;
                 let (ux, uy) = (x as u64, y as u64);
+                // C's usual conversions: an unsigned operand makes the comparison (and
+                // division) unsigned: `(unsigned long)addr >= (unsigned long)-4095`.
+                if matches!(*op, "<" | ">" | "<=" | ">=" | "/" | "%")
+                    && (self.is_unsigned(a) || self.is_unsigned(b))
+                {
+                    return Ok(V::Int(match *op {
+                        "<" => i64::from(ux < uy),
+                        ">" => i64::from(ux > uy),
+                        "<=" => i64::from(ux <= uy),
+                        ">=" => i64::from(ux >= uy),
+                        "/" => ux.checked_div(uy).ok_or("division by zero")? as i64,
+                        _ => ux.checked_rem(uy).ok_or("division by zero")? as i64,
+                    }));
+                }
                 V::Int(match *op {
                     "||" | "&&" => i64::from(y != 0),
                     "|" => x | y,
@@ -563,7 +667,12 @@ impl Ctx<'_> {
     fn call(&self, name: &str, args: &[Expr]) -> Result<V, String> {
         let field_arg = |i: usize| -> Result<(&Field, V), String> {
             match args.get(i) {
-                Some(Expr::Field(f)) => self.field(f),
+                Some(e @ (Expr::Field(_) | Expr::Bare(_) | Expr::At(_))) => {
+                    let f = self
+                        .field_of(e)
+                        .ok_or_else(|| format!("{name}: no such field"))?;
+                    self.field_value(f)
+                }
                 Some(Expr::Call(_, _)) | Some(_) => Err(format!("{name}: expected REC->field")),
                 None => Err(format!("{name}: missing argument")),
             }
@@ -592,18 +701,25 @@ impl Ctx<'_> {
                     Some(Ok(V::Str(s))) => s,
                     _ => return Err("__print_flags: no delimiter".into()),
                 };
+                // As libtraceevent: a zero value prints the first entry whose value is
+                // unknown (-1); entries print when all their bits are set, and only
+                // positive values count.
                 let mut out = String::new();
-                for (v, s) in self.table(&args[2..])? {
+                for item in &args[2..] {
+                    let Some((v, name)) = self.entry(item)? else {
+                        break;
+                    };
+                    if val == 0 && v < 0 {
+                        out.push_str(&self.entry_name(name)?);
+                        break;
+                    }
                     let v = v as u64;
-                    if (v == 0 && val == 0) || (v != 0 && val & v == v) {
+                    if (v as i64) > 0 && val & v == v {
                         if !out.is_empty() {
                             out.push_str(&delim);
                         }
-                        out.push_str(&s);
+                        out.push_str(&self.entry_name(name)?);
                         val &= !v;
-                        if v == 0 {
-                            break;
-                        }
                     }
                 }
                 if val != 0 {
@@ -618,10 +734,14 @@ impl Ctx<'_> {
                 let val = self
                     .eval(args.first().ok_or("__print_symbolic: no value")?)?
                     .int()?;
-                match self.table(&args[1..])?.into_iter().find(|(v, _)| *v == val) {
-                    Some((_, s)) => V::Str(s),
-                    None => V::Str(format!("0x{:x}", val as u64)),
+                for item in &args[1..] {
+                    match self.entry(item)? {
+                        Some((v, name)) if v == val => return Ok(V::Str(self.entry_name(name)?)),
+                        Some(_) => {}
+                        None => break,
+                    }
                 }
+                V::Str(format!("0x{:x}", val as u64))
             }
             "__print_hex" | "__print_hex_str" => {
                 let bytes = match self.eval(args.first().ok_or("__print_hex: no buffer")?)? {
@@ -660,7 +780,7 @@ impl Ctx<'_> {
                 };
                 V::Str(bitmap(&bytes, bytes.len() * 8, false))
             }
-            // `{0x1,0x2}`, as the kernel's trace_print_array_seq prints it.
+            // Decimal, space separated, as libtraceevent (perf script) prints it.
             "__print_array" => {
                 let arg = |i: usize| args.get(i).ok_or("__print_array: missing argument");
                 let count = usize::try_from(self.eval(arg(1)?)?.int()?).unwrap_or(0);
@@ -677,35 +797,48 @@ impl Ctx<'_> {
                     V::Array(a) => a.iter().map(|&x| x as u64).collect(),
                     _ => return Err("__print_array: not an array".into()),
                 };
-                let body: Vec<String> = items
-                    .iter()
-                    .take(count)
-                    .map(|v| format!("0x{v:x}"))
-                    .collect();
-                V::Str(format!("{{{}}}", body.join(",")))
+                let body: Vec<String> = items.iter().take(count).map(u64::to_string).collect();
+                V::Str(body.join(" "))
             }
             other => return Err(format!("helper `{other}` is not supported")),
         })
     }
 
-    fn table(&self, items: &[Expr]) -> Result<Vec<(i64, String)>, String> {
-        let mut out = Vec::with_capacity(items.len());
-        for it in items {
-            let Expr::List(pair) = it else {
-                return Err("expected { value, \"name\" } entries".into());
-            };
-            let [value, name] = pair.as_slice() else {
-                return Err("expected { value, \"name\" } entries".into());
-            };
-            let v = self.eval(value)?.int()?;
-            match self.eval(name)? {
-                V::Str(s) => out.push((v, s)),
-                // `{ -1, NULL }` ends some tables.
-                V::Int(0) => break,
-                _ => return Err("a table entry's name is not a string".into()),
-            }
+    /// A `{ value, "name" }` table entry: its value and its name's expression; `None` for
+    /// the `{ -1, NULL }` that ends some tables.
+    fn entry<'e>(&self, item: &'e Expr) -> Result<Option<(i64, &'e Expr)>, String> {
+        let Expr::List(pair) = item else {
+            return Err("expected { value, \"name\" } entries".into());
+        };
+        let [value, name] = pair.as_slice() else {
+            return Err("expected { value, \"name\" } entries".into());
+        };
+        let v = match value {
+            // A constant the format file does not define: libtraceevent knows a few by
+            // name and takes the rest as -1, so they match nothing.
+            Expr::Unknown(n) => known_constant(n).unwrap_or(-1),
+            Expr::Bare(n) if self.fmt.field(n).is_none() => known_constant(n).unwrap_or(-1),
+            _ => self.eval(value)?.int()?,
+        };
+        if matches!(name, Expr::Str(_)) {
+            return Ok(Some((v, name)));
         }
-        Ok(out)
+        match self.eval(name)? {
+            V::Int(0) => Ok(None),
+            V::Str(_) => Ok(Some((v, name))),
+            _ => Err("a table entry's name is not a string".into()),
+        }
+    }
+
+    /// The text of an entry's name.
+    fn entry_name(&self, name: &Expr) -> Result<String, String> {
+        match name {
+            Expr::Str(s) => Ok(s.clone()),
+            e => match self.eval(e)? {
+                V::Str(s) => Ok(s),
+                _ => Err("a table entry's name is not a string".into()),
+            },
+        }
     }
 }
 
@@ -751,7 +884,12 @@ fn pointer_extension(ext: &str, bytes: &[u8]) -> Option<String> {
             if ext.contains('R') {
                 mac.reverse();
             }
-            hex_joined(&mac, if ext.starts_with('M') { ":" } else { "" })
+            let sep = match ext.as_bytes() {
+                [b'm', ..] => "",
+                [b'M', b'F', ..] => "-",
+                _ => ":",
+            };
+            hex_joined(&mac, sep)
         }
         ('I' | 'i', Some('4')) => ipv4(bytes.get(..4)?, ext.starts_with('i')),
         ('I' | 'i', Some('6')) => {
@@ -802,6 +940,82 @@ fn pointer_extension(ext: &str, bytes: &[u8]) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+/// [`PrintFmt::bind`] for one expression, children first.
+fn bind_expr(e: &mut Expr, fmt: &TraceFormat, constants: &Ctx<'_>) {
+    match e {
+        Expr::Field(n) => {
+            if let Some(i) = fmt.field_index(n) {
+                *e = Expr::At(i);
+            }
+            return;
+        }
+        Expr::Bare(n) => {
+            *e = match fmt.field_index(n) {
+                Some(i) => Expr::At(i),
+                None => Expr::Unknown(std::mem::take(n)),
+            };
+            return;
+        }
+        Expr::Index(a, b) => {
+            bind_expr(a, fmt, constants);
+            bind_expr(b, fmt, constants);
+        }
+        Expr::Unary(_, a) | Expr::Cast(_, _, a) => bind_expr(a, fmt, constants),
+        Expr::Binary(_, a, b) => {
+            bind_expr(a, fmt, constants);
+            bind_expr(b, fmt, constants);
+        }
+        Expr::Cond(c, a, b) => {
+            bind_expr(c, fmt, constants);
+            bind_expr(a, fmt, constants);
+            bind_expr(b, fmt, constants);
+        }
+        Expr::Call(_, args) | Expr::List(args) => {
+            for a in args {
+                bind_expr(a, fmt, constants);
+            }
+            return;
+        }
+        _ => return,
+    }
+    // Fold an operator over constants into one.
+    let constant = |x: &Expr| matches!(x, Expr::Num(_) | Expr::UNum(_));
+    let all_constant = match &*e {
+        Expr::Unary(_, a) | Expr::Cast(_, _, a) => constant(a),
+        Expr::Binary(_, a, b) => constant(a) && constant(b),
+        Expr::Cond(c, a, b) => constant(c) && constant(a) && constant(b),
+        _ => false,
+    };
+    if all_constant && let Ok(V::Int(v)) = constants.eval(e) {
+        *e = if constants.is_unsigned(e) {
+            Expr::UNum(v)
+        } else {
+            Expr::Num(v)
+        };
+    }
+}
+
+/// The constants libtraceevent resolves by name in flag and symbol tables.
+fn known_constant(name: &str) -> Option<i64> {
+    const SOFTIRQS: [&str; 10] = [
+        "HI_SOFTIRQ",
+        "TIMER_SOFTIRQ",
+        "NET_TX_SOFTIRQ",
+        "NET_RX_SOFTIRQ",
+        "BLOCK_SOFTIRQ",
+        "IRQ_POLL_SOFTIRQ",
+        "TASKLET_SOFTIRQ",
+        "SCHED_SOFTIRQ",
+        "HRTIMER_SOFTIRQ",
+        "RCU_SOFTIRQ",
+    ];
+    match name {
+        "HRTIMER_NORESTART" => Some(0),
+        "HRTIMER_RESTART" => Some(1),
+        _ => SOFTIRQS.iter().position(|s| *s == name).map(|i| i as i64),
+    }
 }
 
 /// The kernel's `%*pb` (32-bit hex chunks, most significant first, comma separated) and
@@ -885,16 +1099,88 @@ impl PrintFmt {
         Ok(PrintFmt { format, args })
     }
 
+    /// Resolve field names against `fmt` once, so that evaluation does not look them up
+    /// by name, and fold constant sub-expressions (the kernel's flag tables are trees of
+    /// casts and shifts) into numbers. A bound print fmt is for `fmt`'s records only.
+    pub fn bind(&mut self, fmt: &TraceFormat) {
+        let empty = TraceFormat {
+            name: String::new(),
+            id: 0,
+            common_fields: Vec::new(),
+            fields: Vec::new(),
+            print_fmt: String::new(),
+        };
+        let constants = Ctx {
+            fmt: &empty,
+            raw: &[],
+            long_size: std::mem::size_of::<usize>() as u8,
+        };
+        for a in &mut self.args {
+            bind_expr(a, fmt, &constants);
+        }
+    }
+
     /// Evaluate over a RAW record of `fmt`'s event; `long_size` is the traced kernel's
-    /// `sizeof(long)` (8 on 64-bit machines).
+    /// `sizeof(long)` (8 on 64-bit machines). `%pS` and friends print addresses.
     pub fn format(&self, fmt: &TraceFormat, raw: &[u8], long_size: u8) -> Result<String, String> {
+        self.format_with(fmt, raw, long_size, None)
+    }
+
+    /// Whether the format prints code addresses as symbols (`%pS`, `%ps`, `%pF`, `%pf`,
+    /// `%pB`), so that [`format_with`](Self::format_with) wants kernel symbols.
+    pub fn uses_symbols(&self) -> bool {
+        ["%pS", "%ps", "%pF", "%pf", "%pB"]
+            .iter()
+            .any(|p| self.format.contains(p))
+    }
+
+    /// [`format`](Self::format), with kernel symbols for `%pS` (`name+0xoff`) and `%ps`
+    /// (`name`) and `printk_formats` strings for `%s` of pointers, as perf script prints
+    /// them; what `kernel` does not know prints in hex.
+    pub fn format_with(
+        &self,
+        fmt: &TraceFormat,
+        raw: &[u8],
+        long_size: u8,
+        kernel: Option<&dyn KernelInfo>,
+    ) -> Result<String, String> {
+        let mut out = String::new();
+        self.format_into(fmt, raw, long_size, kernel, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`format_with`](Self::format_with), appended to `out`; on an error `out` is left
+    /// as it was.
+    pub fn format_into(
+        &self,
+        fmt: &TraceFormat,
+        raw: &[u8],
+        long_size: u8,
+        kernel: Option<&dyn KernelInfo>,
+        out: &mut String,
+    ) -> Result<(), String> {
+        let start = out.len();
+        let r = self.write(fmt, raw, long_size, kernel, out);
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    fn write(
+        &self,
+        fmt: &TraceFormat,
+        raw: &[u8],
+        long_size: u8,
+        kernel: Option<&dyn KernelInfo>,
+        out: &mut String,
+    ) -> Result<(), String> {
         let ctx = Ctx {
             fmt,
             raw,
             long_size,
         };
         let mut args = self.args.iter();
-        let mut out = String::new();
         let f = self.format.as_bytes();
         let mut i = 0;
         while i < f.len() {
@@ -976,6 +1262,30 @@ impl PrintFmt {
                 .next()
                 .ok_or_else(|| format!("no argument for %{}", conv as char))?;
             let v = ctx.eval(arg)?;
+            // Most conversions have no flags, width or precision: written straight out.
+            let plain =
+                spec.width == 0 && spec.prec.is_none() && !(spec.plus || spec.space || spec.alt);
+            if plain {
+                match (conv, &v) {
+                    (b'd' | b'i', V::Int(n)) => {
+                        let _ = write!(out, "{}", truncate(*n, size, true));
+                        continue;
+                    }
+                    (b'u', V::Int(n)) => {
+                        let _ = write!(out, "{}", truncate(*n, size, false) as u64);
+                        continue;
+                    }
+                    (b'x', V::Int(n)) => {
+                        let _ = write!(out, "{:x}", truncate(*n, size, false) as u64);
+                        continue;
+                    }
+                    (b's', V::Str(s)) => {
+                        out.push_str(s);
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             let text = match conv {
                 b'd' | b'i' => {
                     let n = truncate(v.int()?, size, true);
@@ -1019,20 +1329,39 @@ impl PrintFmt {
                         i += 1;
                     }
                     let ext = &self.format[start..i];
-                    let bytes = ctx.bytes_of(arg, &v);
+                    let bytes = if ext.is_empty() {
+                        Vec::new()
+                    } else {
+                        ctx.bytes_of(arg, &v)
+                    };
                     // `%*pb` / `%*pbl`: a bitmap of `*` bits, in hex or as a list.
                     if ext == "b" || ext == "bl" {
                         let bits = std::mem::take(&mut spec.width);
                         out.push_str(&bitmap(&bytes, bits, ext == "bl"));
                         continue;
                     }
-                    match pointer_extension(ext, &bytes) {
-                        Some(text) => spec.pad_text(&text),
-                        // %p and %pS/%ps/%pK...: the address.
-                        None => {
-                            let n = v.int()? as u64;
-                            spec.pad_number("0x", &format!("{n:x}"))
+                    let symbol = match (ext.as_bytes().first(), kernel) {
+                        (Some(c @ (b'S' | b's' | b'F' | b'f' | b'B')), Some(k)) => {
+                            k.symbol(v.int()? as u64).map(|(name, off)| {
+                                if matches!(c, b's' | b'f') {
+                                    name
+                                } else {
+                                    format!("{name}+0x{off:x}")
+                                }
+                            })
                         }
+                        _ => None,
+                    };
+                    match symbol.or_else(|| pointer_extension(ext, &bytes)) {
+                        Some(text) => spec.pad_text(&text),
+                        // %p and %pS/%ps/%pK...: the address, as glibc's printf writes it.
+                        // (%pS of an address with no symbol: 0x..., even for 0.)
+                        None => match v.int()? as u64 {
+                            0 if !ext.starts_with(['S', 's', 'F', 'f', 'B']) => {
+                                spec.pad_text("(nil)")
+                            }
+                            n => spec.pad_number("0x", &format!("{n:x}")),
+                        },
                     }
                 }
                 b'c' => spec.pad_text(&((v.int()? as u8) as char).to_string()),
@@ -1040,7 +1369,12 @@ impl PrintFmt {
                     let s = match v {
                         V::Str(s) => s,
                         V::Bytes(b) => cstr(&b),
-                        V::Int(n) => n.to_string(),
+                        // A `const char *`: a string of the kernel's printk_formats, else
+                        // the address in hex (as libtraceevent prints it).
+                        V::Int(n) => match kernel.and_then(|k| k.printk(n as u64)) {
+                            Some(s) => s.to_string(),
+                            None => format!("{:x}", n as u64),
+                        },
                         V::Array(a) => a.iter().map(|x| x.to_string()).collect(),
                     };
                     let s = match spec.prec {
@@ -1053,7 +1387,7 @@ impl PrintFmt {
             };
             out.push_str(&text);
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -1093,12 +1427,36 @@ impl Spec {
 /// A tracepoint sample's text as `perf script` prints it: the event's print fmt evaluated
 /// over `raw`; when that is not possible, its fields as `name=value` pairs.
 pub fn format_record(fmt: &TraceFormat, parsed: Option<&PrintFmt>, raw: &[u8]) -> String {
+    format_record_with(fmt, parsed, raw, None)
+}
+
+/// [`format_record`] with what the kernel knew (see [`PrintFmt::format_with`]).
+pub fn format_record_with(
+    fmt: &TraceFormat,
+    parsed: Option<&PrintFmt>,
+    raw: &[u8],
+    kernel: Option<&dyn KernelInfo>,
+) -> String {
+    let mut out = String::new();
+    format_record_into(fmt, parsed, raw, kernel, &mut out);
+    out
+}
+
+/// [`format_record_with`], appended to `out`.
+pub fn format_record_into(
+    fmt: &TraceFormat,
+    parsed: Option<&PrintFmt>,
+    raw: &[u8],
+    kernel: Option<&dyn KernelInfo>,
+    out: &mut String,
+) {
+    let long_size = std::mem::size_of::<usize>() as u8;
     if let Some(p) = parsed
-        && let Ok(s) = p.format(fmt, raw, std::mem::size_of::<usize>() as u8)
+        && p.format_into(fmt, raw, long_size, kernel, out).is_ok()
     {
-        return s;
+        return;
     }
-    fields_text(fmt, raw)
+    out.push_str(&fields_text(fmt, raw));
 }
 
 /// The fields as `name=value` pairs (libtraceevent's form when the print fmt fails).

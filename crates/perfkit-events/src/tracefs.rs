@@ -311,6 +311,22 @@ impl TraceFormat {
             .find(|f| f.name == name)
     }
 
+    /// The position of a field (common fields first), for [`field_at`](Self::field_at).
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.common_fields
+            .iter()
+            .chain(&self.fields)
+            .position(|f| f.name == name)
+    }
+
+    /// The field at a position from [`field_index`](Self::field_index).
+    pub fn field_at(&self, i: usize) -> Option<&Field> {
+        match i.checked_sub(self.common_fields.len()) {
+            None => self.common_fields.get(i),
+            Some(j) => self.fields.get(j),
+        }
+    }
+
     /// Decode one field of a RAW sample payload (native byte order).
     pub fn decode_one(&self, f: &Field, raw: &[u8]) -> Result<Value, DecodeError> {
         decode_field(f, raw)

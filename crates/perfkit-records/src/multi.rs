@@ -58,6 +58,9 @@ pub struct MultiParser {
     parsers: Vec<RecordParser>,
     /// `(id, attr index)`, sorted by id.
     ids: Vec<(u64, usize)>,
+    /// The first id when the ids are consecutive (the kernel hands them out in order, so
+    /// they usually are): then `ids[id - first]` finds an id without a search.
+    dense_from: Option<u64>,
     sample_pos: Option<usize>,
     nonsample_from_end: Option<usize>,
 }
@@ -98,9 +101,14 @@ impl MultiParser {
         if let Some(w) = ids.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(MultiParserError::DuplicateId(w[0].0));
         }
+        let dense_from = match (ids.first(), ids.last()) {
+            (Some(&(lo, _)), Some(&(hi, _))) if hi - lo == ids.len() as u64 - 1 => Some(lo),
+            _ => None,
+        };
         Ok(MultiParser {
             parsers,
             ids,
+            dense_from,
             sample_pos,
             nonsample_from_end,
         })
@@ -123,6 +131,12 @@ impl MultiParser {
 
     /// The attr index of the event with id `id`.
     pub fn index_of_id(&self, id: u64) -> Option<usize> {
+        if let Some(lo) = self.dense_from {
+            return usize::try_from(id.checked_sub(lo)?)
+                .ok()
+                .and_then(|at| self.ids.get(at))
+                .map(|&(_, index)| index);
+        }
         self.ids
             .binary_search_by_key(&id, |&(i, _)| i)
             .ok()

@@ -850,6 +850,19 @@ fn multi_parser_rejects_ambiguous_attrs() {
         (m.index_of_id(1), m.index_of_id(2), m.index_of_id(3)),
         (Some(0), Some(1), None)
     );
+    // Consecutive ids (found by position) and scattered ones (found by search) alike.
+    for (ids_a, ids_b) in [([10u64, 11], [12u64, 13]), ([10, 40], [7, 1000])] {
+        let m = MultiParser::new(Endian::Little, [(&ids_a[..], &a), (&ids_b[..], &b)]).unwrap();
+        for id in ids_a {
+            assert_eq!(m.index_of_id(id), Some(0), "{id}");
+        }
+        for id in ids_b {
+            assert_eq!(m.index_of_id(id), Some(1), "{id}");
+        }
+        for id in [0, 9, 14, 41, 999, 1001, u64::MAX] {
+            assert_eq!(m.index_of_id(id), None, "{id}");
+        }
+    }
     let bytes = rec(Endian::Little, PERF_RECORD_SAMPLE, 0, &[Q(3), Q(0)]);
     let err = m.parse(PERF_RECORD_SAMPLE, 0, &bytes[8..]).unwrap_err();
     assert_eq!(err.kind, ParseErrorKind::UnknownId(3));

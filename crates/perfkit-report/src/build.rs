@@ -447,6 +447,14 @@ impl Builder {
         self.profile.incomplete_stacks += 1;
     }
 
+    /// The traced kernel's `printk_formats` (address, string), for tracepoint fields that
+    /// point at them.
+    pub fn printk_formats(&mut self, formats: impl IntoIterator<Item = (u64, String)>) {
+        if let Some(k) = std::sync::Arc::get_mut(&mut self.profile.trace_kernel) {
+            k.printk.extend(formats);
+        }
+    }
+
     /// Explanations of the symbolizer (kptr_restrict ...), for the report header.
     pub fn diagnostics(&self) -> &[String] {
         self.symbolizer.diagnostics()
@@ -480,6 +488,17 @@ impl Builder {
             .collect();
         reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
         self.profile.unknown.by_reason = reasons;
+        if self
+            .profile
+            .events
+            .iter()
+            .any(|e| e.trace.as_ref().is_some_and(|t| t.uses_symbols()))
+        {
+            let symbols = self.symbolizer.kernel_symbols();
+            if let Some(k) = std::sync::Arc::get_mut(&mut self.profile.trace_kernel) {
+                k.symbols = symbols;
+            }
+        }
         for d in self.symbolizer.diagnostics() {
             self.profile.meta.push(("note".into(), d.clone()));
         }

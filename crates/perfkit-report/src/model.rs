@@ -139,13 +139,57 @@ pub struct TraceEvent {
 impl TraceEvent {
     /// From a format; the print fmt is parsed once here.
     pub fn new(format: perfkit_events::tracefs::TraceFormat) -> TraceEvent {
-        let print = perfkit_events::printfmt::PrintFmt::parse(&format.print_fmt).ok();
+        let print = perfkit_events::printfmt::PrintFmt::parse(&format.print_fmt)
+            .ok()
+            .map(|mut p| {
+                p.bind(&format);
+                p
+            });
         TraceEvent { format, print }
     }
 
-    /// A sample's fields as perf script prints them.
-    pub fn text(&self, raw: &[u8]) -> String {
-        perfkit_events::printfmt::format_record(&self.format, self.print.as_ref(), raw)
+    /// A sample's fields as perf script prints them, with what the kernel knew (its
+    /// symbols for `%pS`, its printk strings).
+    pub fn text(&self, raw: &[u8], kernel: &TraceKernel) -> String {
+        let mut out = String::new();
+        self.text_into(raw, kernel, &mut out);
+        out
+    }
+
+    /// [`text`](Self::text), appended to `out`.
+    pub fn text_into(&self, raw: &[u8], kernel: &TraceKernel, out: &mut String) {
+        perfkit_events::printfmt::format_record_into(
+            &self.format,
+            self.print.as_ref(),
+            raw,
+            Some(kernel),
+            out,
+        );
+    }
+
+    /// Whether the format prints code addresses as symbols (`%pS`).
+    pub fn uses_symbols(&self) -> bool {
+        self.print.as_ref().is_some_and(|p| p.uses_symbols())
+    }
+}
+
+/// What tracepoint formats need of the traced kernel beyond the records.
+#[derive(Debug, Default)]
+pub struct TraceKernel {
+    /// Its symbols, kept when a format prints addresses with `%pS`.
+    pub symbols: Option<std::sync::Arc<perfkit_symbols::Kallsyms>>,
+    /// Its `printk_formats` (address -> string), from the file's tracing data.
+    pub printk: HashMap<u64, String>,
+}
+
+impl perfkit_events::printfmt::KernelInfo for TraceKernel {
+    fn symbol(&self, addr: u64) -> Option<(String, u64)> {
+        let s = self.symbols.as_ref()?.find(addr)?;
+        Some((s.name.to_string(), addr - s.start))
+    }
+
+    fn printk(&self, addr: u64) -> Option<&str> {
+        self.printk.get(&addr).map(String::as_str)
     }
 }
 
@@ -183,6 +227,8 @@ pub struct Profile {
     pub unknown: UnknownCounts,
     /// Header facts shown by `--header` (hostname, os release, command line ...).
     pub meta: Vec<(String, String)>,
+    /// What tracepoint formats need of the traced kernel (symbols, printk strings).
+    pub trace_kernel: std::sync::Arc<TraceKernel>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,

@@ -139,6 +139,7 @@ pub struct ScriptWriter<'p> {
     /// The fields of tracepoint samples, when they differ (perf's per-type defaults).
     trace_fields: Option<Vec<Field>>,
     chain_lines: Vec<Option<Box<str>>>,
+    event_width: usize,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -149,6 +150,7 @@ impl<'p> ScriptWriter<'p> {
             fields: fields.to_vec(),
             trace_fields: None,
             chain_lines: vec![None; profile.frames.len()],
+            event_width: event_width(profile),
         }
     }
 
@@ -162,13 +164,13 @@ impl<'p> ScriptWriter<'p> {
     /// Append one sample's text to `out`.
     pub fn sample(&mut self, s: &Sample, out: &mut String) {
         let p = self.profile;
-        if let Some(trace) = trace_text(p, s) {
+        if let Some((ev, raw)) = trace_of(p, s) {
             let fields = self.trace_fields.as_ref().unwrap_or(&self.fields);
             let chain = has_chain(p, s);
-            sample_head(p, s, fields, chain, out);
+            sample_head(p, s, fields, chain, self.event_width, out);
             if fields.contains(&Field::Trace) {
                 out.push(' ');
-                out.push_str(&trace);
+                ev.text_into(raw, &p.trace_kernel, out);
             }
             if chain && wants_frames(fields) {
                 for f in p.stack_frames(s.stack) {
@@ -184,7 +186,7 @@ impl<'p> ScriptWriter<'p> {
         if !has_chain(p, s) {
             return sample_text(p, s, fields, out);
         }
-        sample_head(p, s, fields, true, out);
+        sample_head(p, s, fields, true, self.event_width, out);
         if !wants_frames(fields) {
             out.push('\n');
             return;
@@ -200,11 +202,49 @@ impl<'p> ScriptWriter<'p> {
     }
 }
 
-/// A tracepoint sample's fields as perf script prints them.
-fn trace_text(p: &Profile, s: &Sample) -> Option<String> {
+/// A tracepoint sample's format and RAW data.
+fn trace_of<'p>(p: &'p Profile, s: &Sample) -> Option<(&'p crate::model::TraceEvent, &'p [u8])> {
     let ev = p.events.get(s.event as usize)?.trace.as_ref()?;
     let raw = p.raw.get(s.raw? as usize)?;
-    Some(ev.text(raw))
+    Some((ev, raw))
+}
+
+/// perf right-aligns event names to the longest of the file.
+fn event_width(p: &Profile) -> usize {
+    p.events.iter().map(|e| e.name.len()).max().unwrap_or(0)
+}
+
+/// `s` right-aligned in `width` columns (what `{:>width$}` does, without the formatter).
+fn push_right(out: &mut String, s: &str, width: usize) {
+    for _ in s.chars().count()..width {
+        out.push(' ');
+    }
+    out.push_str(s);
+}
+
+/// The decimal digits of `n` in `buf`.
+fn digits(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("")
+}
+
+/// `n` right-aligned in `width` columns, padded with `fill`.
+fn push_num(out: &mut String, n: u64, width: usize, fill: char) {
+    let mut buf = [0u8; 20];
+    let d = digits(n, &mut buf);
+    for _ in d.len()..width {
+        out.push(fill);
+    }
+    out.push_str(d);
 }
 
 /// Whether the sample's event recorded callchains (then perf prints them on their own
@@ -220,14 +260,21 @@ fn wants_frames(fields: &[Field]) -> bool {
 }
 
 /// The columns before the frames: comm, tid, cpu, time, period, event.
-fn sample_head(p: &Profile, s: &Sample, fields: &[Field], chain: bool, out: &mut String) {
+fn sample_head(
+    p: &Profile,
+    s: &Sample,
+    fields: &[Field],
+    chain: bool,
+    event_width: usize,
+    out: &mut String,
+) {
     let t = &p.threads[s.thread as usize];
     if fields.contains(&Field::Comm) {
         // perf pads the command to 16 columns, except before a callchain.
         if chain && fields.contains(&Field::Ip) {
             out.push_str(t.name_at(s.time));
         } else {
-            let _ = write!(out, "{:>16}", t.name_at(s.time));
+            push_right(out, t.name_at(s.time), 16);
         }
     }
     if fields.contains(&Field::Pid) && fields.contains(&Field::Tid) {
@@ -240,27 +287,29 @@ fn sample_head(p: &Profile, s: &Sample, fields: &[Field], chain: bool, out: &mut
     if fields.contains(&Field::Cpu)
         && let Some(cpu) = s.cpu
     {
-        let _ = write!(out, " [{cpu:03}]");
+        out.push_str(" [");
+        push_num(out, u64::from(cpu), 3, '0');
+        out.push(']');
     }
     if fields.contains(&Field::Time) {
-        let _ = write!(
-            out,
-            " {:>5}.{:06}:",
-            s.time / 1_000_000_000,
-            s.time % 1_000_000_000 / 1000
-        );
+        out.push(' ');
+        push_num(out, s.time / 1_000_000_000, 5, ' ');
+        out.push('.');
+        push_num(out, s.time % 1_000_000_000 / 1000, 6, '0');
+        out.push(':');
     }
     if fields.contains(&Field::Period) {
-        let _ = write!(out, " {:>10}", s.period);
+        out.push(' ');
+        push_num(out, s.period, 10, ' ');
     }
     if fields.contains(&Field::Event) {
         let ev = p
             .events
             .get(s.event as usize)
             .map_or("", |e| e.name.as_str());
-        // perf right-aligns the name to the longest event name of the file.
-        let width = p.events.iter().map(|e| e.name.len()).max().unwrap_or(0);
-        let _ = write!(out, " {ev:>width$}:");
+        out.push(' ');
+        push_right(out, ev, event_width);
+        out.push(':');
     }
 }
 
@@ -268,7 +317,7 @@ fn sample_head(p: &Profile, s: &Sample, fields: &[Field], chain: bool, out: &mut
 pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
     let chain = has_chain(p, s);
-    sample_head(p, s, fields, chain, out);
+    sample_head(p, s, fields, chain, event_width(p), out);
     if wants_frames(fields) {
         if chain {
             out.push(' ');
@@ -342,7 +391,7 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
             .and_then(|e| e.trace.as_ref()),
         s.raw.and_then(|r| p.raw.get(r as usize)),
     ) {
-        o["trace"] = json!(ev.text(raw));
+        o["trace"] = json!(ev.text(raw, &p.trace_kernel));
         if let Ok(fields) = ev.format.decode(raw, false) {
             o["fields"] = serde_json::Value::Object(
                 fields

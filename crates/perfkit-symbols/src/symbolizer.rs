@@ -115,7 +115,7 @@ struct Slot {
 
 enum KernelState {
     NotLoaded,
-    Loaded(Kallsyms),
+    Loaded(Arc<Kallsyms>),
     Hidden,
     Failed,
 }
@@ -300,13 +300,23 @@ impl Symbolizer {
                 self.diagnostics.push(crate::kallsyms::kernel_hidden_hint());
                 KernelState::Hidden
             }
-            Ok(k) => KernelState::Loaded(k),
+            Ok(k) => KernelState::Loaded(Arc::new(k)),
             Err(e) => {
                 self.diagnostics
                     .push(format!("kernel symbols unavailable: {e}"));
                 KernelState::Failed
             }
         };
+    }
+
+    /// The kernel's symbol table (loaded if not yet), when it could be read and is not
+    /// hidden: for tracepoint fields printed with `%pS`.
+    pub fn kernel_symbols(&mut self) -> Option<Arc<Kallsyms>> {
+        self.load_kernel();
+        match &self.kernel {
+            KernelState::Loaded(k) => Some(Arc::clone(k)),
+            _ => None,
+        }
     }
 
     /// Are kernel symbols hidden by `kptr_restrict` (loads kallsyms if not yet loaded)?
