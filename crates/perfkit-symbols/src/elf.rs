@@ -149,6 +149,13 @@ pub(crate) struct SymbolTable {
     demangle: bool,
 }
 
+/// How an alias ranks (smaller is better): untyped, unsized, weak, not global, leading
+/// underscores, and the name's length (longer is better).
+type Rank = (bool, bool, bool, bool, u8, std::cmp::Reverse<usize>);
+
+/// PLT stubs rank after every symbol at their address.
+const PLT_RANK: Rank = (true, true, true, true, u8::MAX, std::cmp::Reverse(0));
+
 impl SymbolTable {
     /// Build from `.symtab` (`dynamic` false) or `.dynsym` (`dynamic` true).
     pub fn build(file: &ElfFile, dynamic: bool, demangle: bool) -> Option<SymbolTable> {
@@ -167,7 +174,7 @@ impl SymbolTable {
             })
         };
         // (start, size, rank, name_off, name_len, section_end)
-        let mut raw: Vec<(u64, u64, u8, u32, u32, u64)> = Vec::new();
+        let mut raw: Vec<(u64, u64, Rank, u32, u32, u64)> = Vec::new();
         let mut names = Vec::new();
         let syms: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if dynamic {
             Box::new(obj.dynamic_symbols())
@@ -190,12 +197,18 @@ impl SymbolTable {
             if name.is_empty() || name[0] == b'$' {
                 continue;
             }
-            let rank = match (kind == SymbolKind::Text, s.is_global(), s.is_weak()) {
-                (true, true, false) => 0u8,
-                (true, _, true) => 1,
-                (true, false, _) => 2,
-                _ => 3,
-            };
+            // Among aliases at one address perf keeps (choose_best_symbol): a sized one,
+            // a non-weak one, a global one, the one with fewer leading underscores, the
+            // longest name. Functions come before untyped labels.
+            let leading = name.iter().take_while(|&&c| c == b'_').count().min(255) as u8;
+            let rank = (
+                kind != SymbolKind::Text,
+                s.size() == 0,
+                s.is_weak(),
+                !s.is_global() || s.is_weak(),
+                leading,
+                std::cmp::Reverse(name.len()),
+            );
             let (Ok(off), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else {
                 break;
             };
@@ -210,13 +223,13 @@ impl SymbolTable {
             };
             names.extend_from_slice(name);
             names.extend_from_slice(b"@plt");
-            raw.push((start, size, 4, off, len, start + size));
+            raw.push((start, size, PLT_RANK, off, len, start + size));
         }
         if raw.is_empty() {
             return None;
         }
-        // At one address keep the best: a sized global function first.
-        raw.sort_by_key(|&(start, size, rank, ..)| (start, rank, size == 0));
+        // At one address keep the best (the rank orders aliases as perf does).
+        raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
         for i in 0..raw.len() {

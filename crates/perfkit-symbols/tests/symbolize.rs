@@ -287,6 +287,11 @@ int main(int argc, char **argv) {
     while (fgets(line, sizeof line, f)) fputs(line, stdout);
     return target_fn(argc) > 1000;
 }
+/* Aliases as glibc has them (fstatat64: __GI___fstatat64 and __fstatat64 local, fstatat64
+   weak): perf names the address __GI___impl_fn. */
+static __attribute__((noinline, used)) int __impl_fn(int x) { return x * 7; }
+static __attribute__((used)) int __GI___impl_fn(int) __attribute__((alias("__impl_fn")));
+int impl_fn(int) __attribute__((weak, alias("__impl_fn")));
 "#;
 const TARGET_LINE: u32 = 6;
 const INL_BODY_LINE: u32 = 4;
@@ -669,4 +674,31 @@ fn perf_buildid_cache_layout_is_understood() {
     })
     .symbolize_in_mapping(&m, p.addr);
     assert_eq!(f.name(), "target_fn", "{f:?}");
+}
+
+#[test]
+fn c_program_aliases_named_as_perf_names_them() {
+    let Some(p) = build_c_program() else { return };
+    let out = Command::new("nm").arg(&p.exe).output();
+    let Ok(out) = out else {
+        eprintln!("skipping: no nm");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = |name: &str| {
+        text.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+    };
+    let vaddr = at("__impl_fn").expect("nm lists __impl_fn");
+    assert_eq!(at("__GI___impl_fn"), Some(vaddr));
+    assert_eq!(at("impl_fn"), Some(vaddr));
+    let exe = p.exe.display().to_string();
+    let m = p.maps.iter().find(|m| m.path == exe).unwrap().clone();
+    let mut sym = Symbolizer::new(opts_in(p.dir.path()));
+    // perf's choose_best_symbol: not the weak one; of the two locals with as many leading
+    // underscores, the longer name.
+    let f = sym.symbolize_in_mapping(&m, m.start - m.pgoff + vaddr + 1);
+    assert_eq!(f.name(), "__GI___impl_fn", "{f:?}");
 }
