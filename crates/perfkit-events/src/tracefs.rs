@@ -5,7 +5,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::pmu::list_dir;
 
 /// The places tracefs is looked for, in order.
 pub const TRACEFS_PATHS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -53,26 +52,38 @@ pub fn find_or_mount_tracefs() -> Result<PathBuf, String> {
 
 /// Subsystem names under `tracefs/events` (directories only), sorted.
 pub fn subsystems(tracefs: &Path) -> Vec<String> {
-    list_dir(&tracefs.join("events"))
-        .into_iter()
-        .filter(|(_, p)| p.is_dir())
-        .map(|(n, _)| n)
-        .collect()
+    subdirs(&tracefs.join("events"))
 }
 
 /// Event names of `subsys`, sorted.
 pub fn events_of(tracefs: &Path, subsys: &str) -> Vec<String> {
-    list_dir(&tracefs.join("events").join(subsys))
-        .into_iter()
-        .filter(|(_, p)| p.is_dir())
-        .map(|(n, _)| n)
-        .collect()
+    subdirs(&tracefs.join("events").join(subsys))
+}
+
+/// The directories in `dir`, sorted, told apart by the directory entry's own type (no
+/// `stat` per entry: tracefs has thousands).
+fn subdirs(dir: &Path) -> Vec<String> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
 }
 
 /// The tracepoint id of `subsys:event` (the `id` file), the `attr.config` to open it with.
 pub fn event_id(tracefs: &Path, subsys: &str, event: &str) -> Result<u64, String> {
     let p = tracefs.join("events").join(subsys).join(event).join("id");
-    let s = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    // One read into a small buffer (an id is a few digits): `perfkit list` reads thousands.
+    let mut buf = [0u8; 32];
+    let n = fs::File::open(&p)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    let s = String::from_utf8_lossy(&buf[..n]);
     s.trim()
         .parse()
         .map_err(|_| format!("{}: bad id `{}`", p.display(), s.trim()))
