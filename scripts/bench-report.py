@@ -7,7 +7,8 @@ mutually recursive functions, where perf's children mode is slow) -- then times,
   report --stdio with children     (goal: perfkit 5x faster than perf)
   report --stdio --no-children     (goal: 2x faster)
   script                           (goal: 3x faster)
-and the peak memory (max RSS) of each (goal: no more than perf's).
+and the peak memory (max RSS) of each (goal: no more than perf's); then `script` on a
+system-wide recording of 14 tracepoint subsystems (fields formatted from print fmts).
 
 Usage: scripts/bench-report.py [--samples N] [--runs R]
 """
@@ -37,6 +38,24 @@ for kind, mode in [("shallow", "threads"), ("deep", "deep")]:
     print(f"{kind}: recorded {os.path.getsize(data)/1e6:.1f} MB, {n} samples")
     files.append((kind, data))
 
+# A tracepoint-heavy file: 14 subsystems system-wide while files are written and listed
+# (hundreds of thousands of samples whose fields are formatted from their print fmts).
+data = os.path.join(tmp, "tracepoints.data")
+events = ["sched:*", "timer:*", "irq:*", "kmem:kmalloc", "kmem:kfree", "kmem:mm_page_alloc",
+          "workqueue:*", "writeback:*", "rcu:*", "ipi:*", "mmap:*", "signal:*", "task:*",
+          "syscalls:sys_enter_openat"]
+cmd = ["perf", "record", "-q", "-a", "-o", data]
+for e in events:
+    cmd += ["-e", e]
+dd = os.path.join(tmp, "dd.out")
+subprocess.run(cmd + ["--", "sh", "-c", f"for i in 1 2 3; do dd if=/dev/zero of={dd} bs=1M "
+                      "count=16 conv=fsync 2>/dev/null; ls -R /usr/share >/dev/null; done"],
+               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+n = subprocess.run(["perf", "script", "-i", data, "-F", "tid"], capture_output=True,
+                   text=True).stdout.count("\n")
+print(f"tracepoints: recorded {os.path.getsize(data)/1e6:.1f} MB, {n} samples")
+files.append(("tracepoints", data))
+
 def measure(cmd):
     best = None
     for _ in range(RUNS):
@@ -61,6 +80,8 @@ for kind, data in files:
          ["report", "--stdio", "--no-children", "-i", data]),
         ("script", ["script", "-q", "-i", data], ["script", "-i", data]),
     ]
+    if kind == "tracepoints":
+        cases = cases[2:]
     for name, ours, theirs in cases:
         a = measure([PERFKIT] + ours)
         b = measure(["perf"] + theirs)

@@ -256,10 +256,7 @@ impl Builder {
                             .get(event as usize)
                             .is_some_and(|e| e.trace.is_some())
                     })
-                    .map(|r| {
-                        self.profile.raw.push(r.into());
-                        (self.profile.raw.len() - 1) as u32
-                    });
+                    .map(|r| self.profile.raw.push(r));
                 let mut chain = std::mem::take(&mut self.chain);
                 chain.clear();
                 if let Some(u) = user.filter(|u| !u.stack.is_empty() && u.abi != 0) {

@@ -173,6 +173,40 @@ impl TraceEvent {
     }
 }
 
+/// The RAW payloads of tracepoint samples, one after another in one buffer (an allocation
+/// per sample would cost more than many payloads).
+#[derive(Clone, Debug, Default)]
+pub struct RawStore {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl RawStore {
+    /// Keep a payload; its index for [`get`](Self::get).
+    pub fn push(&mut self, raw: &[u8]) -> u32 {
+        self.bytes.extend_from_slice(raw);
+        self.ends.push(self.bytes.len());
+        (self.ends.len() - 1) as u32
+    }
+
+    /// Payload `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j]);
+        self.bytes.get(start..end)
+    }
+
+    /// Number of payloads.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
 /// What tracepoint formats need of the traced kernel beyond the records.
 #[derive(Debug, Default)]
 pub struct TraceKernel {
@@ -216,7 +250,7 @@ pub struct Profile {
     /// Samples in time order.
     pub samples: Vec<Sample>,
     /// RAW data of tracepoint samples ([`Sample::raw`]).
-    pub raw: Vec<Box<[u8]>>,
+    pub raw: RawStore,
     /// Context switches.
     pub switches: Vec<Switch>,
     /// Samples the kernel lost (PERF_RECORD_LOST).
