@@ -411,8 +411,23 @@ fn attach_to_a_running_process_per_thread() {
         let (comm, tid) = r[0].rsplit_once('-').unwrap();
         assert_eq!(comm, "workload");
         assert!(tids.contains(&tid.parse().unwrap()));
+        // The main thread waits for its workers and may not run at all in the window:
+        // then it is not counted, as perf prints it.
+        if r[1] == "<not counted>" {
+            assert_eq!(tid, pid, "only the waiting main thread may not run");
+            continue;
+        }
         total += r[1].parse::<f64>().unwrap();
     }
+    // perf's order: by count, the largest first, threads that did not run last.
+    let counts: Vec<f64> = rows.iter().filter_map(|r| r[1].parse().ok()).collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{err}");
+    assert!(
+        rows.iter()
+            .skip_while(|r| r[1] != "<not counted>")
+            .all(|r| r[1] == "<not counted>"),
+        "{err}"
+    );
     // Three spinning threads on two CPUs for 300 ms: about 600 ms of CPU in all.
     assert!((300.0..=700.0).contains(&total), "{total} msec");
     child.kill().ok();

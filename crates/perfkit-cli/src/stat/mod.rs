@@ -811,8 +811,10 @@ fn build_rows(
                 } else {
                     perfkit::scale(c.value, e, r).value()
                 };
+                // A counter that did not run (in this interval) is not counted, as perf
+                // prints it; only counts without times are taken as they are.
                 if let Some(v) = v
-                    && (r > 0 || e == 0)
+                    && (r > 0 || c.time_enabled.is_none())
                 {
                     any_counted = true;
                     value += v as f64 * ev.spec.scale;
@@ -855,6 +857,22 @@ fn build_rows(
         let mut by_event = Vec::with_capacity(rows.len());
         for e in 0..n {
             by_event.extend(rows.iter().skip(e).step_by(n).cloned());
+        }
+        rows = by_event;
+    }
+    // perf prints --per-thread rows event by event, each event's threads by count, the
+    // largest first, and the threads that did not run last.
+    if plan.aggr == Aggr::Thread {
+        let n = events.len();
+        let mut by_event = Vec::with_capacity(rows.len());
+        for e in 0..n {
+            let mut of_event: Vec<Row> = rows.iter().skip(e).step_by(n).cloned().collect();
+            of_event.sort_by(|a, b| {
+                (a.state != State::Counted)
+                    .cmp(&(b.state != State::Counted))
+                    .then(b.value.total_cmp(&a.value))
+            });
+            by_event.extend(of_event);
         }
         rows = by_event;
     }

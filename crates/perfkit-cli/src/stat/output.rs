@@ -249,9 +249,15 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
             Some(n) => {
                 let _ = write!(out, "{:<12}{n:>8} ", r.label);
             }
-            None if r.label_kind == "thread" => {
-                let _ = write!(out, "{:>20} ", r.label);
-            }
+            // perf: the command right-aligned in 16 columns, `-`, the tid left-aligned in 8.
+            None if r.label_kind == "thread" => match r.label.rsplit_once('-') {
+                Some((comm, tid)) => {
+                    let _ = write!(out, "{comm:>16}-{tid:<8} ");
+                }
+                None => {
+                    let _ = write!(out, "{:>25} ", r.label);
+                }
+            },
             None => {
                 let _ = write!(out, "{:<10}", r.label);
             }
