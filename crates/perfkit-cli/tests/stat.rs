@@ -962,3 +962,29 @@ fn malformed_events_point_at_the_position() {
         assert_eq!(caret, start + col, "{arg}: {err}");
     }
 }
+
+#[test]
+fn intervals_where_the_command_did_not_run_are_not_counted() {
+    let (code, err) = stderr_of(perfkit().args([
+        "stat",
+        "-I",
+        "100",
+        "--interval-count",
+        "3",
+        "-x",
+        ",",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "1",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let rows = csv_rows(&err);
+    assert_eq!(rows.len(), 3, "{err}");
+    // `sleep` runs at its start, then sleeps through the next intervals: perf prints those
+    // as not counted rather than as 0 msec.
+    assert_ne!(rows[0][1], "<not counted>", "{err}");
+    assert_eq!(rows[1][1], "<not counted>", "{err}");
+    assert_eq!(rows[2][1], "<not counted>", "{err}");
+}
