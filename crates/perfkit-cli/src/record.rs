@@ -556,7 +556,18 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     loop {
         match poller.wait(Some(Duration::from_millis(100))) {
             Ok(Ready::Stopped) => break,
-            Ok(Ready::Events(_)) => wakeups += 1,
+            Ok(Ready::Events(evs)) => {
+                wakeups += 1;
+                // A ring whose task exited hangs up, and epoll repeats that forever: stop
+                // watching it (what it holds is drained below), as perf does.
+                for (token, ev) in evs {
+                    if ev.hangup
+                        && let Some(r) = opened.rings.get(token as usize)
+                    {
+                        let _ = poller.remove(r.as_fd());
+                    }
+                }
+            }
             Ok(Ready::Timeout) => {}
             Err(e) => return Err(anyhow!("epoll_wait: {e}")),
         }
