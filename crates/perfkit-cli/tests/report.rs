@@ -533,3 +533,63 @@ fn script_names_the_idle_task_swapper() {
     assert!(a.iter().all(|c| c == "swapper"), "{a:?}");
     assert_eq!(a, b);
 }
+
+#[test]
+fn jit_code_is_named_from_the_perf_map_as_perf_names_it() {
+    if !have_perf() || !cfg!(target_arch = "x86_64") {
+        eprintln!("skipped: needs perf and x86-64 (the fixture writes x86-64 code)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("jit");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jit.c");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&bin)
+        .arg(src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: no C compiler");
+        return;
+    }
+    let data = dir.path().join("jit.data");
+    run_ok(
+        assert_cmd::Command::new("perf")
+            .args(["record", "-q", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&bin),
+    );
+    // script prints the map's path (perf's long name), report `[JIT] tid PID` (its short
+    // name); the lines agree with perf's.
+    let fields = ["script", "-F", "comm,ip,sym,dso"];
+    let theirs = perf_stdout(&fields, &data);
+    let ours = stdout_ok(perfkit().args(fields).arg("-q").arg("-i").arg(&data));
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.lines()
+            .filter(|l| l.contains("jitted_loop (/tmp/perf-") && l.ends_with(".map)"))
+            .count()
+            > 10,
+        "{ours}"
+    );
+    let rows = stdout_ok(
+        perfkit()
+            .args(["report", "--stdio", "-q", "--sort", "dso,sym", "-i"])
+            .arg(&data),
+    );
+    let top = rows.lines().find(|l| l.contains('%')).unwrap_or("");
+    assert!(
+        top.contains("[JIT] tid ") && top.contains("jitted_loop"),
+        "{rows}"
+    );
+    // The maps the fixture wrote are its own to remove.
+    for l in ours.lines() {
+        if let Some(p) = l.split(" (").nth(1).and_then(|p| p.strip_suffix(')'))
+            && p.starts_with("/tmp/perf-")
+        {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}

@@ -173,7 +173,7 @@ impl Filter {
                 && !self
                     .dsos
                     .iter()
-                    .any(|d| *d == f.dso || f.dso.rsplit('/').next() == Some(d.as_str()))
+                    .any(|d| *d == f.dso || perfkit_symbols::dso_short_name(&f.dso) == d.as_str())
             {
                 return false;
             }
@@ -520,11 +520,7 @@ fn format_key(
         SortKey::Pid => format!("{pid}:{comm}"),
         SortKey::Tid => format!("{tid}:{comm}"),
         SortKey::Dso => func.map_or("[unknown]".into(), |f| {
-            if f.dso.starts_with('[') {
-                f.dso.clone()
-            } else {
-                f.dso.rsplit('/').next().unwrap_or(&f.dso).to_string()
-            }
+            perfkit_symbols::dso_short_name(&f.dso).into_owned()
         }),
         SortKey::Sym => match (frame, func) {
             (Some(fr), Some(f)) if f.name == "[unknown]" => {

@@ -113,6 +113,6 @@ pub use error::{Error, ParseError};
 pub use kallsyms::{Kallsyms, KernelSymbol, cached_copy as cached_kallsyms, kernel_hidden_hint};
 pub use maps::{ProcMapsEntry, ProcessMaps, parse_proc_maps, read_proc_maps};
 pub use perfmap::{JitSymbol, PerfMap};
-pub use symbolizer::{Options, Symbolizer, is_kernel_address};
+pub use symbolizer::{Options, Symbolizer, dso_short_name, is_kernel_address};
 pub use types::{Frame, InlinedFrame, Mapping, SrcLine, Symbol, UnknownReason};
 pub use unwind::{Arch, STACK_HINT, UnwindEnd, UnwindOutput, Unwinder, UserRegs};

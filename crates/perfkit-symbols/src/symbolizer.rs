@@ -120,6 +120,23 @@ enum KernelState {
     Failed,
 }
 
+/// A dso's name as perf reports show it: the file's base name, `[kernel.kallsyms]` and the
+/// like as they are, and `[JIT] tid PID` for a JIT map `.../perf-PID.map`.
+pub fn dso_short_name(dso: &str) -> std::borrow::Cow<'_, str> {
+    if dso.starts_with('[') {
+        return dso.into();
+    }
+    let base = dso.rsplit('/').next().unwrap_or(dso);
+    match base
+        .strip_prefix("perf-")
+        .and_then(|r| r.strip_suffix(".map"))
+        .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    {
+        Some(pid) => format!("[JIT] tid {pid}").into(),
+        None => base.into(),
+    }
+}
+
 /// Symbolizes addresses of many processes, loading each file once.
 ///
 /// Use one `Symbolizer` per report: files, kernel symbols and JIT maps are loaded on first
@@ -390,7 +407,9 @@ impl Symbolizer {
             } else {
                 None
             };
-            (Arc::from(format!("[JIT] tid {pid}")), map)
+            // perf's long name for the dso, which `script` prints; reports show the
+            // short `[JIT] tid PID` (see `dso_short_name`).
+            (Arc::from(path.display().to_string()), map)
         });
         match map.as_ref().and_then(|m| m.find(addr)) {
             Some(s) => Frame {

@@ -162,7 +162,19 @@ fn jit_perf_map() {
     let s = f.symbol.unwrap();
     assert_eq!(&*s.name, "LazyCompile:~foo app.js:1");
     assert_eq!(s.offset, 0x10);
-    assert_eq!(&*f.dso, "[JIT] tid 777");
+    assert_eq!(
+        &*f.dso,
+        tmp.path().join("perf-777.map").display().to_string()
+    );
+    assert_eq!(perfkit_symbols::dso_short_name(&f.dso), "[JIT] tid 777");
+    assert_eq!(
+        perfkit_symbols::dso_short_name("/usr/lib/libc.so.6"),
+        "libc.so.6"
+    );
+    assert_eq!(
+        perfkit_symbols::dso_short_name("[kernel.kallsyms]"),
+        "[kernel.kallsyms]"
+    );
     // Addresses outside any mapping still consult the JIT map.
     let f = sym.symbolize(777, &ProcessMaps::new(), 0x7f00_0000_2004);
     assert_eq!(f.symbol.unwrap().name.as_ref(), "Builtin:bar");
