@@ -136,6 +136,23 @@ fn record_ok<S: AsRef<std::ffi::OsStr>>(
     );
 }
 
+/// `tests/fixtures/NAME.c` compiled with `flags` into `dir`, or a printed reason to skip.
+fn build_fixture(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
+    let bin = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.c"));
+    let built = std::process::Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&bin)
+        .arg(src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: no C compiler");
+    }
+    built.then_some(bin)
+}
+
 /// (percent, symbol) rows of a `--no-children` report.
 fn rows(text: &str) -> Vec<(f64, String)> {
     text.lines()
@@ -420,18 +437,13 @@ fn inline_shows_inlined_functions_in_callchains() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("inline");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/inline.c");
-    let built = std::process::Command::new("cc")
-        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&bin)
-        .arg(src)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !built {
-        eprintln!("skipped: no C compiler");
+    let Some(bin) = build_fixture(
+        dir.path(),
+        "inline",
+        &["-O2", "-g", "-fno-omit-frame-pointer"],
+    ) else {
         return;
-    }
+    };
     let data = dir.path().join("inline.data");
     record_ok(&data, &["-g"], [bin.as_os_str(), "100000000".as_ref()]);
     let args = ["report", "--stdio", "--no-children", "-i"];
@@ -541,18 +553,9 @@ fn jit_code_is_named_from_the_perf_map_as_perf_names_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("jit");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jit.c");
-    let built = std::process::Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&bin)
-        .arg(src)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !built {
-        eprintln!("skipped: no C compiler");
+    let Some(bin) = build_fixture(dir.path(), "jit", &["-O1"]) else {
         return;
-    }
+    };
     let data = dir.path().join("jit.data");
     run_ok(
         assert_cmd::Command::new("perf")

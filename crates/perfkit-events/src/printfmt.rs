@@ -336,14 +336,7 @@ impl P {
             // A cast: `(` type words [`*`] `)`.
             let save = self.i;
             self.i += 1;
-            let mut words = Vec::new();
-            while let Some(Tok::Ident(w)) = self.peek() {
-                words.push(w.clone());
-                self.i += 1;
-            }
-            if self.eat("*") {
-                words.push("*".into());
-            }
+            let words = self.type_words();
             if !words.is_empty() && words.iter().all(|w| w != "REC") && self.eat(")") {
                 if let Some((size, signed)) = c_type(&words) {
                     let e = self.unary()?;
@@ -362,6 +355,19 @@ impl P {
             self.i = save;
         }
         self.postfix()
+    }
+
+    /// The words of a C type name (`unsigned long`, `struct page *`).
+    fn type_words(&mut self) -> Vec<String> {
+        let mut words = Vec::new();
+        while let Some(Tok::Ident(w)) = self.peek() {
+            words.push(w.clone());
+            self.i += 1;
+        }
+        if self.eat("*") {
+            words.push("*".into());
+        }
+        words
     }
 
     /// After `REC`: `->field` or `.field`.
@@ -425,14 +431,7 @@ impl P {
             // `sizeof(type)`: a constant.
             Tok::Ident(id) if id == "sizeof" => {
                 self.want("(")?;
-                let mut words = Vec::new();
-                while let Some(Tok::Ident(w)) = self.peek() {
-                    words.push(w.clone());
-                    self.i += 1;
-                }
-                if self.eat("*") {
-                    words.push("*".into());
-                }
+                let words = self.type_words();
                 self.want(")")?;
                 match c_type(&words) {
                     Some((0, _)) => Ok(Expr::SizeofLong),
