@@ -446,20 +446,21 @@ fn trace_formats(file: &perfkit_data::PerfData) -> (TraceInfo, Option<String>) {
         };
     }
     let local = tracefs::find_tracefs().map(|t| {
-        ids.iter()
+        let formats: Vec<TraceFormat> = ids
+            .iter()
             .filter_map(|&id| {
                 let name = tracefs::name_of_id(&t, id)?;
                 let (sys, ev) = name.split_once(':')?;
                 TraceFormat::read(&t, sys, ev).ok()
             })
-            .collect::<Vec<_>>()
+            .collect();
+        (formats, t)
     });
     match local {
-        Some(f) if !f.is_empty() => (
+        Some((formats, t)) if !formats.is_empty() => (
             TraceInfo {
-                formats: f,
-                printk: tracefs::find_tracefs()
-                    .and_then(|t| std::fs::read_to_string(t.join("printk_formats")).ok())
+                formats,
+                printk: std::fs::read_to_string(t.join("printk_formats"))
                     .map(|text| parse_printk_formats(&text))
                     .unwrap_or_default(),
             },

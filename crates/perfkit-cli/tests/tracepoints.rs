@@ -61,20 +61,31 @@ fn trace_parts(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Lines equal, whole; the few that differ are counted and shown.
-fn assert_same_lines(ours: &str, theirs: &str, what: &str) {
+/// The (perfkit, perf) line pairs that differ, the line counts being equal; counted and
+/// the first few shown.
+fn differing_lines<'a>(ours: &'a str, theirs: &'a str, what: &str) -> Vec<(&'a str, &'a str)> {
     let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
     assert_eq!(a.len(), b.len(), "{what}: line counts");
-    let differ: Vec<(&&str, &&str)> = a.iter().zip(&b).filter(|(x, y)| x != y).collect();
-    eprintln!("{what}: {} lines, {} differ", a.len(), differ.len());
+    let differ: Vec<(&str, &str)> = a.into_iter().zip(b).filter(|(x, y)| x != y).collect();
+    eprintln!(
+        "{what}: {} lines, {} differ",
+        ours.lines().count(),
+        differ.len()
+    );
     for (x, y) in differ.iter().take(5) {
         eprintln!("  perfkit: {x}\n  perf:    {y}");
     }
+    differ
+}
+
+/// Lines equal, whole.
+fn assert_same_lines(ours: &str, theirs: &str, what: &str) {
+    let differ = differing_lines(ours, theirs, what);
     assert!(
         differ.is_empty(),
         "{what}: {} of {} lines differ",
         differ.len(),
-        a.len()
+        ours.lines().count()
     );
 }
 
@@ -313,21 +324,19 @@ fn many_subsystems_print_as_perf_prints_them() {
     run_ok(cmd.args(["--", "sh", "-c", &dd]));
     let (theirs, _) = perf_script(&file, false);
     let ours = perfkit_script(&file);
-    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
-    assert_eq!(a.len(), b.len(), "line counts");
-    assert!(a.len() > 1000, "{} lines", a.len());
-    let differ: Vec<(&&str, &&str)> = a.iter().zip(&b).filter(|(x, y)| x != y).collect();
-    eprintln!(
-        "{} lines, {} differ (in libtraceevent's two mis-evaluated fields)",
-        a.len(),
-        differ.len()
+    let lines = ours.lines().count();
+    assert!(lines > 1000, "{lines} lines");
+    let differ = differing_lines(
+        &ours,
+        &theirs,
+        "many subsystems (differences only in libtraceevent's two mis-evaluated fields)",
     );
     // Equal once the mis-evaluated field's value is taken out.
     let without = |l: &str, field: &str| match l.split_once(field) {
         Some((head, tail)) => format!("{head}{}", tail.split_once(' ').map_or("", |t| t.1)),
         None => l.to_string(),
     };
-    for (x, y) in &differ {
+    for &(x, y) in &differ {
         let field = if y.contains("timer:timer_start:") {
             " flags="
         } else if y.contains("kmem:mm_page_alloc_extfrag:") {
@@ -339,11 +348,12 @@ fn many_subsystems_print_as_perf_prints_them() {
     }
     // The formats used the kernel's symbols and printk strings, as perf did.
     assert!(
-        b.iter()
+        theirs
+            .lines()
             .any(|l| l.contains("call_site=") && l.contains("+0x"))
     );
     assert!(
-        a.iter()
+        ours.lines()
             .filter(|l| l.contains("rcu:rcu_utilization:"))
             .all(|l| l.contains(" Start ") || l.contains(" End ")),
         "rcu_utilization prints its printk strings"

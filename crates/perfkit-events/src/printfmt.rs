@@ -357,6 +357,21 @@ impl P {
         self.postfix()
     }
 
+    /// Comma-separated expressions up to `close` (consumed).
+    fn list(&mut self, close: &str) -> Result<Vec<Expr>, String> {
+        let mut items = Vec::new();
+        if self.eat(close) {
+            return Ok(items);
+        }
+        loop {
+            items.push(self.expr()?);
+            if self.eat(close) {
+                return Ok(items);
+            }
+            self.want(",")?;
+        }
+    }
+
     /// The words of a C type name (`unsigned long`, `struct page *`).
     fn type_words(&mut self) -> Vec<String> {
         let mut words = Vec::new();
@@ -414,19 +429,7 @@ impl P {
                 self.want(")")?;
                 Ok(e)
             }
-            Tok::Punct("{") => {
-                let mut items = Vec::new();
-                if !self.eat("}") {
-                    loop {
-                        items.push(self.expr()?);
-                        if self.eat("}") {
-                            break;
-                        }
-                        self.want(",")?;
-                    }
-                }
-                Ok(Expr::List(items))
-            }
+            Tok::Punct("{") => Ok(Expr::List(self.list("}")?)),
             Tok::Ident(id) if id == "REC" => self.rec_field(),
             // `sizeof(type)`: a constant.
             Tok::Ident(id) if id == "sizeof" => {
@@ -441,17 +444,7 @@ impl P {
             }
             Tok::Ident(id) => {
                 if self.eat("(") {
-                    let mut args = Vec::new();
-                    if !self.eat(")") {
-                        loop {
-                            args.push(self.expr()?);
-                            if self.eat(")") {
-                                break;
-                            }
-                            self.want(",")?;
-                        }
-                    }
-                    Ok(Expr::Call(id, args))
+                    Ok(Expr::Call(id, self.list(")")?))
                 } else {
                     // The helpers name dynamic fields bare: `__get_str(comm)`; other bare
                     // names are the kernel's constants (`HRTIMER_MODE_ABS`).
@@ -527,14 +520,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn field(&self, name: &str) -> Result<(&Field, V), String> {
-        let f = self
-            .fmt
-            .field(name)
-            .ok_or_else(|| format!("no field `{name}`"))?;
-        self.field_value(f)
-    }
-
     /// A field bound by position, or its name.
     fn field_of(&self, e: &Expr) -> Option<&'a Field> {
         match e {
@@ -544,38 +529,41 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn field_value(&self, f: &'a Field) -> Result<(&'a Field, V), String> {
+    fn field_value(&self, f: &Field) -> Result<V, String> {
         let v = self
             .fmt
             .decode_one(f, self.raw)
             .map_err(|e| e.to_string())?;
-        Ok((
-            f,
-            match v {
-                Value::Signed(x) => V::Int(x),
-                Value::Unsigned(x) => V::Int(x as i64),
-                Value::Str(s) => V::Str(s),
-                Value::Array(a) => V::Array(a),
-                Value::Bytes(b) => V::Bytes(b),
-            },
-        ))
+        Ok(match v {
+            Value::Signed(x) => V::Int(x),
+            Value::Unsigned(x) => V::Int(x as i64),
+            Value::Str(s) => V::Str(s),
+            Value::Array(a) => V::Array(a),
+            Value::Bytes(b) => V::Bytes(b),
+        })
     }
 
     fn eval(&self, e: &Expr) -> Result<V, String> {
         Ok(match e {
             Expr::Num(v) | Expr::UNum(v) => V::Int(*v),
             Expr::Str(s) => V::Str(s.clone()),
-            Expr::Field(name) => self.field(name)?.1,
+            Expr::Field(name) => {
+                let f = self
+                    .fmt
+                    .field(name)
+                    .ok_or_else(|| format!("no field `{name}`"))?;
+                self.field_value(f)?
+            }
             Expr::At(i) => {
                 let f = self.fmt.field_at(*i).ok_or("field index out of range")?;
-                self.field_value(f)?.1
+                self.field_value(f)?
             }
-            Expr::Unknown(_) => V::Int(0),
             // A name that is not a field is a constant the format file does not define:
             // 0, as libtraceevent reads it (so `{ HRTIMER_MODE_ABS, "ABS" }` matches 0 and
             // a value with no entry prints in hex, as perf prints it).
+            Expr::Unknown(_) => V::Int(0),
             Expr::Bare(name) => match self.fmt.field(name) {
-                Some(_) => self.field(name)?.1,
+                Some(f) => self.field_value(f)?,
                 None => V::Int(0),
             },
             Expr::Index(a, i) => {
@@ -664,7 +652,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn call(&self, name: &str, args: &[Expr]) -> Result<V, String> {
-        let field_arg = |i: usize| -> Result<(&Field, V), String> {
+        let field_arg = |i: usize| -> Result<V, String> {
             match args.get(i) {
                 Some(e @ (Expr::Field(_) | Expr::Bare(_) | Expr::At(_))) => {
                     let f = self
@@ -672,21 +660,19 @@ impl<'a> Ctx<'a> {
                         .ok_or_else(|| format!("{name}: no such field"))?;
                     self.field_value(f)
                 }
-                Some(Expr::Call(_, _)) | Some(_) => Err(format!("{name}: expected REC->field")),
+                Some(_) => Err(format!("{name}: expected REC->field")),
                 None => Err(format!("{name}: missing argument")),
             }
         };
         Ok(match name {
-            "__get_str" | "__get_rel_str" => match field_arg(0)?.1 {
+            "__get_str" | "__get_rel_str" => match field_arg(0)? {
                 V::Str(s) => V::Str(s),
                 V::Bytes(b) => V::Str(cstr(&b)),
                 other => other,
             },
-            "__get_dynamic_array" | "__get_rel_dynamic_array" => field_arg(0)?.1,
+            "__get_dynamic_array" | "__get_rel_dynamic_array" => field_arg(0)?,
             "__get_dynamic_array_len" | "__get_rel_dynamic_array_len" => {
-                let (f, v) = field_arg(0)?;
-                let _ = f;
-                V::Int(match v {
+                V::Int(match field_arg(0)? {
                     V::Bytes(b) => b.len() as i64,
                     V::Str(s) => s.len() as i64 + 1,
                     V::Array(a) => a.len() as i64,
@@ -771,7 +757,7 @@ impl<'a> Ctx<'a> {
             )?,
             // A dynamic bitmask printed with %s: hex words, as the kernel prints it.
             "__get_bitmask" | "__get_cpumask" | "__get_rel_bitmask" | "__get_rel_cpumask" => {
-                let bytes = match field_arg(0)?.1 {
+                let bytes = match field_arg(0)? {
                     V::Bytes(b) => b,
                     V::Array(a) => a.iter().map(|&x| x as u8).collect(),
                     V::Str(s) => s.into_bytes(),
@@ -1122,34 +1108,23 @@ impl PrintFmt {
     /// Evaluate over a RAW record of `fmt`'s event; `long_size` is the traced kernel's
     /// `sizeof(long)` (8 on 64-bit machines). `%pS` and friends print addresses.
     pub fn format(&self, fmt: &TraceFormat, raw: &[u8], long_size: u8) -> Result<String, String> {
-        self.format_with(fmt, raw, long_size, None)
+        let mut out = String::new();
+        self.format_into(fmt, raw, long_size, None, &mut out)?;
+        Ok(out)
     }
 
     /// Whether the format prints code addresses as symbols (`%pS`, `%ps`, `%pF`, `%pf`,
-    /// `%pB`), so that [`format_with`](Self::format_with) wants kernel symbols.
+    /// `%pB`), so that [`format_into`](Self::format_into) wants kernel symbols.
     pub fn uses_symbols(&self) -> bool {
         ["%pS", "%ps", "%pF", "%pf", "%pB"]
             .iter()
             .any(|p| self.format.contains(p))
     }
 
-    /// [`format`](Self::format), with kernel symbols for `%pS` (`name+0xoff`) and `%ps`
-    /// (`name`) and `printk_formats` strings for `%s` of pointers, as perf script prints
-    /// them; what `kernel` does not know prints in hex.
-    pub fn format_with(
-        &self,
-        fmt: &TraceFormat,
-        raw: &[u8],
-        long_size: u8,
-        kernel: Option<&dyn KernelInfo>,
-    ) -> Result<String, String> {
-        let mut out = String::new();
-        self.format_into(fmt, raw, long_size, kernel, &mut out)?;
-        Ok(out)
-    }
-
-    /// [`format_with`](Self::format_with), appended to `out`; on an error `out` is left
-    /// as it was.
+    /// [`format`](Self::format) appended to `out`, with kernel symbols for `%pS`
+    /// (`name+0xoff`) and `%ps` (`name`) and `printk_formats` strings for `%s` of pointers,
+    /// as perf script prints them; what `kernel` does not know prints in hex. On an error
+    /// `out` is left as it was.
     pub fn format_into(
         &self,
         fmt: &TraceFormat,
@@ -1426,22 +1401,13 @@ impl Spec {
 /// A tracepoint sample's text as `perf script` prints it: the event's print fmt evaluated
 /// over `raw`; when that is not possible, its fields as `name=value` pairs.
 pub fn format_record(fmt: &TraceFormat, parsed: Option<&PrintFmt>, raw: &[u8]) -> String {
-    format_record_with(fmt, parsed, raw, None)
-}
-
-/// [`format_record`] with what the kernel knew (see [`PrintFmt::format_with`]).
-pub fn format_record_with(
-    fmt: &TraceFormat,
-    parsed: Option<&PrintFmt>,
-    raw: &[u8],
-    kernel: Option<&dyn KernelInfo>,
-) -> String {
     let mut out = String::new();
-    format_record_into(fmt, parsed, raw, kernel, &mut out);
+    format_record_into(fmt, parsed, raw, None, &mut out);
     out
 }
 
-/// [`format_record_with`], appended to `out`.
+/// [`format_record`] appended to `out`, with what the kernel knew (see
+/// [`PrintFmt::format_into`]).
 pub fn format_record_into(
     fmt: &TraceFormat,
     parsed: Option<&PrintFmt>,

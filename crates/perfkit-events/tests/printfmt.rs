@@ -13,6 +13,30 @@ fn tracefs_or_skip() -> Option<std::path::PathBuf> {
     t
 }
 
+/// Every event format of this kernel, with its `subsys:event` name.
+fn kernel_formats(t: &std::path::Path) -> Vec<(String, TraceFormat)> {
+    let mut out = Vec::new();
+    for sys in tracefs::subsystems(t) {
+        for ev in tracefs::events_of(t, &sys) {
+            if let Ok(f) = TraceFormat::read(t, &sys, &ev) {
+                out.push((format!("{sys}:{ev}"), f));
+            }
+        }
+    }
+    out
+}
+
+/// A RAW record of random bytes, as long as `fmt`'s fields.
+fn random_record(fmt: &TraceFormat, rng: &mut fastrand::Rng) -> Vec<u8> {
+    let len = fmt
+        .fields
+        .iter()
+        .map(|f| f.offset + f.size)
+        .max()
+        .unwrap_or(8);
+    (0..len).map(|_| rng.u8(..)).collect()
+}
+
 /// A RAW record for `fmt` with the given fields set (integers native-endian, strings
 /// NUL-padded into their arrays).
 fn record(fmt: &TraceFormat, ints: &[(&str, i64)], strs: &[(&str, &str)]) -> Vec<u8> {
@@ -42,32 +66,27 @@ fn every_print_fmt_of_this_kernel_parses_or_falls_back_without_panicking() {
     let (mut total, mut parsed, mut evaluated) = (0, 0, 0);
     let mut failures = Vec::new();
     let mut not_evaluated = Vec::new();
-    for sys in tracefs::subsystems(&t) {
-        for ev in tracefs::events_of(&t, &sys) {
-            let Ok(fmt) = TraceFormat::read(&t, &sys, &ev) else {
-                continue;
-            };
-            total += 1;
-            let p = match PrintFmt::parse(&fmt.print_fmt) {
-                Ok(p) => {
-                    parsed += 1;
-                    Some(p)
-                }
-                Err(e) => {
-                    failures.push(format!("{sys}:{ev}: {e}"));
-                    None
-                }
-            };
-            let raw = record(&fmt, &[], &[]);
-            match p.as_ref().map(|p| p.format(&fmt, &raw, 8)) {
-                Some(Ok(_)) => evaluated += 1,
-                Some(Err(e)) => not_evaluated.push(format!("{sys}:{ev}: {e}")),
-                None => {}
+    for (name, fmt) in kernel_formats(&t) {
+        total += 1;
+        let p = match PrintFmt::parse(&fmt.print_fmt) {
+            Ok(p) => {
+                parsed += 1;
+                Some(p)
             }
-            // Whatever happens, a line comes out.
-            let _ = format_record(&fmt, p.as_ref(), &raw);
-            let _ = format_record(&fmt, p.as_ref(), &raw[..raw.len() / 2]);
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                None
+            }
+        };
+        let raw = record(&fmt, &[], &[]);
+        match p.as_ref().map(|p| p.format(&fmt, &raw, 8)) {
+            Some(Ok(_)) => evaluated += 1,
+            Some(Err(e)) => not_evaluated.push(format!("{name}: {e}")),
+            None => {}
         }
+        // Whatever happens, a line comes out.
+        let _ = format_record(&fmt, p.as_ref(), &raw);
+        let _ = format_record(&fmt, p.as_ref(), &raw[..raw.len() / 2]);
     }
     eprintln!(
         "{total} formats: {parsed} print fmts parse, {evaluated} evaluate on a zeroed record"
@@ -289,19 +308,12 @@ fn kernel_c_and_pointer_extensions() {
 fn mutated_print_fmts_and_random_records_never_panic() {
     let Some(t) = tracefs_or_skip() else { return };
     let mut rng = fastrand::Rng::with_seed(0x5eed_2026);
-    let mut formats = Vec::new();
-    for sys in tracefs::subsystems(&t) {
-        for ev in tracefs::events_of(&t, &sys) {
-            if let Ok(f) = TraceFormat::read(&t, &sys, &ev) {
-                formats.push(f);
-            }
-        }
-    }
+    let formats = kernel_formats(&t);
     assert!(!formats.is_empty());
     let alphabet = b"%*.-#0123456789lhzpIiSMmUbc4s6dux(){},?:!~&|<>=+-/\"'\\ REC->[]";
     let mut cases = 0;
     for _ in 0..20_000 {
-        let fmt = &formats[rng.usize(..formats.len())];
+        let fmt = &formats[rng.usize(..formats.len())].1;
         let mut pf = fmt.print_fmt.clone().into_bytes();
         for _ in 0..rng.usize(1..4) {
             let at = rng.usize(..=pf.len());
@@ -315,13 +327,7 @@ fn mutated_print_fmts_and_random_records_never_panic() {
         }
         let pf = String::from_utf8_lossy(&pf);
         let parsed = PrintFmt::parse(&pf).ok();
-        let len = fmt
-            .fields
-            .iter()
-            .map(|f| f.offset + f.size)
-            .max()
-            .unwrap_or(8);
-        let raw: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
+        let raw = random_record(fmt, &mut rng);
         let cut = rng.usize(..=raw.len());
         for r in [&raw[..], &raw[..cut]] {
             let _ = format_record(fmt, parsed.as_ref(), r);
@@ -346,31 +352,20 @@ fn bound_print_fmts_print_the_same() {
     let Some(t) = tracefs_or_skip() else { return };
     let mut rng = fastrand::Rng::with_seed(7);
     let mut compared = 0;
-    for sys in tracefs::subsystems(&t) {
-        for ev in tracefs::events_of(&t, &sys) {
-            let Ok(fmt) = TraceFormat::read(&t, &sys, &ev) else {
-                continue;
-            };
-            let Ok(plain) = PrintFmt::parse(&fmt.print_fmt) else {
-                continue;
-            };
-            let mut bound = plain.clone();
-            bound.bind(&fmt);
-            let len = fmt
-                .fields
-                .iter()
-                .map(|f| f.offset + f.size)
-                .max()
-                .unwrap_or(8);
-            for _ in 0..3 {
-                let raw: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
-                assert_eq!(
-                    plain.format(&fmt, &raw, 8),
-                    bound.format(&fmt, &raw, 8),
-                    "{sys}:{ev}"
-                );
-                compared += 1;
-            }
+    for (name, fmt) in kernel_formats(&t) {
+        let Ok(plain) = PrintFmt::parse(&fmt.print_fmt) else {
+            continue;
+        };
+        let mut bound = plain.clone();
+        bound.bind(&fmt);
+        for _ in 0..3 {
+            let raw = random_record(&fmt, &mut rng);
+            assert_eq!(
+                plain.format(&fmt, &raw, 8),
+                bound.format(&fmt, &raw, 8),
+                "{name}"
+            );
+            compared += 1;
         }
     }
     eprintln!("{compared} records print the same bound and unbound");

@@ -447,9 +447,7 @@ impl Builder {
     /// The traced kernel's `printk_formats` (address, string), for tracepoint fields that
     /// point at them.
     pub fn printk_formats(&mut self, formats: impl IntoIterator<Item = (u64, String)>) {
-        if let Some(k) = std::sync::Arc::get_mut(&mut self.profile.trace_kernel) {
-            k.printk.extend(formats);
-        }
+        self.profile.trace_kernel.printk.extend(formats);
     }
 
     /// Explanations of the symbolizer (kptr_restrict ...), for the report header.
@@ -491,10 +489,7 @@ impl Builder {
             .iter()
             .any(|e| e.trace.as_ref().is_some_and(|t| t.uses_symbols()))
         {
-            let symbols = self.symbolizer.kernel_symbols();
-            if let Some(k) = std::sync::Arc::get_mut(&mut self.profile.trace_kernel) {
-                k.symbols = symbols;
-            }
+            self.profile.trace_kernel.symbols = self.symbolizer.kernel_symbols();
         }
         for d in self.symbolizer.diagnostics() {
             self.profile.meta.push(("note".into(), d.clone()));

@@ -208,7 +208,7 @@ impl RawStore {
 }
 
 /// What tracepoint formats need of the traced kernel beyond the records.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TraceKernel {
     /// Its symbols, kept when a format prints addresses with `%pS`.
     pub symbols: Option<std::sync::Arc<perfkit_symbols::Kallsyms>>,
@@ -262,7 +262,7 @@ pub struct Profile {
     /// Header facts shown by `--header` (hostname, os release, command line ...).
     pub meta: Vec<(String, String)>,
     /// What tracepoint formats need of the traced kernel (symbols, printk strings).
-    pub trace_kernel: std::sync::Arc<TraceKernel>,
+    pub trace_kernel: TraceKernel,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,

@@ -63,20 +63,14 @@ impl Field {
     /// perf's default fields for tracepoint samples: no period, the formatted fields after
     /// the event name (and the callchain, when recorded, on the following lines).
     pub fn tracepoint_defaults(has_cpu: bool) -> Vec<Field> {
-        let mut f = vec![Field::Comm, Field::Tid];
-        if has_cpu {
-            f.push(Field::Cpu);
-        }
-        f.extend([
-            Field::Time,
-            Field::Event,
-            Field::Trace,
-            Field::Ip,
-            Field::Sym,
-            Field::Symoff,
-            Field::Dso,
-        ]);
-        f
+        Field::defaults(has_cpu)
+            .into_iter()
+            .filter(|f| *f != Field::Period)
+            .flat_map(|f| match f {
+                Field::Event => vec![Field::Event, Field::Trace],
+                f => vec![f],
+            })
+            .collect()
     }
 
     /// perf's default fields (cpu only when recorded).
@@ -385,12 +379,7 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
         o["dso"] = leaf["dso"].clone();
     }
     o["callchain"] = json!(frames);
-    if let (Some(ev), Some(raw)) = (
-        p.events
-            .get(s.event as usize)
-            .and_then(|e| e.trace.as_ref()),
-        s.raw.and_then(|r| p.raw.get(r as usize)),
-    ) {
+    if let Some((ev, raw)) = trace_of(p, s) {
         o["trace"] = json!(ev.text(raw, &p.trace_kernel));
         if let Ok(fields) = ev.format.decode(raw, false) {
             o["fields"] = serde_json::Value::Object(

@@ -39,22 +39,46 @@ struct Parse {
     total: usize,
 }
 
+/// A line being parsed, for its errors.
+struct At<'a> {
+    line: &'a [u8],
+    number: usize,
+    source: &'a str,
+}
+
+impl At<'_> {
+    fn err(&self, message: &str) -> ParseError {
+        ParseError {
+            source: self.source.to_owned(),
+            line: self.number,
+            message: format!(
+                "{message}: {:?}",
+                String::from_utf8_lossy(self.line).trim_end()
+            ),
+        }
+    }
+}
+
 impl Parse {
     fn line(&mut self, line: &[u8], number: usize, source: &str) -> Result<(), ParseError> {
+        let at = At {
+            line,
+            number,
+            source,
+        };
         // The kernel's layout, `ADDR T name` or `ADDR T name\t[module]`, is split by hand;
         // anything else goes through the general whitespace split below.
-        if let [addr @ .., b' ', ty, b' '] = line.get(..line.len().min(19)).unwrap_or(line)
+        if let [addr @ .., b' ', ty, b' '] = &line[..line.len().min(19)]
             && addr.len() == 16
             && let Some(addr) = parse_hex_bytes(addr)
         {
             let rest = &line[19..];
-            let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
             let (name, module) = match memchr::memchr(b'\t', rest) {
                 Some(i) => (&rest[..i], Some(&rest[i + 1..])),
                 None => (rest, None),
             };
             if !name.is_empty() && !name.contains(&b' ') {
-                return self.symbol(addr, *ty as char, name, module, line, number, source);
+                return self.symbol(addr, *ty as char, name, module, &at);
             }
         }
         // Works on bytes: /proc/kallsyms has ~200K lines and most are skipped, so nothing is
@@ -65,11 +89,7 @@ impl Parse {
         let Some(first) = fields.next() else {
             return Ok(());
         };
-        let err = |message: &str| ParseError {
-            source: source.to_owned(),
-            line: number,
-            message: format!("{message}: {:?}", String::from_utf8_lossy(line).trim_end()),
-        };
+        let err = |message: &str| at.err(message);
         let addr = parse_hex_bytes(first).ok_or_else(|| err("bad address"))?;
         let ty = fields
             .next()
@@ -78,26 +98,19 @@ impl Parse {
             .ok_or_else(|| err("bad symbol type"))?;
         let name = fields.next().ok_or_else(|| err("missing symbol name"))?;
         let module_field = fields.next();
-        self.symbol(addr, ty, name, module_field, line, number, source)
+        self.symbol(addr, ty, name, module_field, &at)
     }
 
     /// One symbol line, split: only text symbols are kept.
-    #[allow(clippy::too_many_arguments)]
     fn symbol(
         &mut self,
         addr: u64,
         ty: char,
         name: &[u8],
         module_field: Option<&[u8]>,
-        line: &[u8],
-        number: usize,
-        source: &str,
+        at: &At<'_>,
     ) -> Result<(), ParseError> {
-        let err = |message: &str| ParseError {
-            source: source.to_owned(),
-            line: number,
-            message: format!("{message}: {:?}", String::from_utf8_lossy(line).trim_end()),
-        };
+        let err = |message: &str| at.err(message);
         if !matches!(ty, 't' | 'T' | 'w' | 'W') {
             if let Some(m) = module_field
                 && !(m.starts_with(b"[") && m.ends_with(b"]"))
