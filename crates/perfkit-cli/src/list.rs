@@ -30,7 +30,7 @@ pub struct ListArgs {
 
 /// Run `perfkit list`.
 pub fn run(args: ListArgs) -> anyhow::Result<u8> {
-    let env = crate::events::env();
+    let env = perfkit_engine::env();
     let opts = ListOptions {
         probe: !args.no_probe,
         libpfm: !args.no_pfm,

@@ -5,14 +5,12 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
-mod events;
 mod list;
 mod profile_load;
 mod record;
 mod record_args;
 mod report;
 mod stat;
-mod topology;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;

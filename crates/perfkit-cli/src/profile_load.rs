@@ -379,7 +379,7 @@ pub fn dump_raw(path: &Path) -> Result<u8> {
             "# attr {i}: {} ids {:?}\n{}",
             a.name,
             a.ids,
-            crate::events::describe_attr(&a.attr)
+            perfkit_events::format_attr(&a.attr).trim_end()
         )?;
     }
     let r = file.walk(|off, type_, misc, body| {

@@ -210,7 +210,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         );
     }
     let cpus = match &args.cpu {
-        Some(list) => crate::topology::parse_cpu_list(list).context("--cpu")?,
+        Some(list) => cpu_list(list).context("--cpu")?,
         None => Vec::new(),
     };
     let time = args.time.as_deref().map(parse_time).transpose()?;
@@ -350,4 +350,10 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         w.write_all(text.as_bytes())
     })?;
     diag.exit_code()
+}
+
+/// A `--cpu` filter list (`0,2-3`): any CPU numbers, the file may come from a bigger machine.
+fn cpu_list(list: &str) -> Result<Vec<u32>> {
+    let any: Vec<u32> = (0..=u32::from(u16::MAX)).collect();
+    Ok(perfkit::cpus::parse_list(list, &any)?)
 }

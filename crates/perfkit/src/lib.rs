@@ -30,6 +30,7 @@
 
 mod attr;
 mod counter;
+pub mod cpus;
 mod error;
 mod event;
 mod group;

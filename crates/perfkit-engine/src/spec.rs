@@ -1,14 +1,14 @@
-//! The events a command opens: parsed from `-e` strings by `perfkit-events`, or the default
-//! set.
+//! [`EventSpec`]: the events a command opens, parsed from perf's event syntax by
+//! `perfkit-events`, or perf's default sets.
 //!
 //! `perfkit-events` returns groups of ready attrs; this module flattens them into the list
-//! `stat` and `record` work with (group membership kept as indices), keeping what each
-//! event asked for explicitly (period, call-graph, filter, `:S`, uprobe path).
+//! the open path works with (group membership kept as indices), keeping what each event
+//! asked for explicitly (period, call-graph, filter, `:S`, uprobe path).
 
 use std::ffi::CString;
 use std::sync::{Arc, OnceLock};
 
-use anyhow::{Result, bail};
+use crate::Error;
 use perfkit::Attr;
 use perfkit::sys::perf_event_attr;
 use perfkit_events::{Env, EventList, UserTerms};
@@ -44,10 +44,6 @@ pub struct EventSpec {
     pub precise_max: bool,
     /// The uprobe's binary: `attr.config1` points into it, so it lives as long as any copy
     /// of this spec.
-    #[expect(
-        dead_code,
-        reason = "held, not read: the kernel reads it through attr.config1"
-    )]
     pub uprobe_path: Option<Arc<CString>>,
 }
 
@@ -90,28 +86,45 @@ fn flatten(list: EventList, out: &mut Vec<EventSpec>) {
     }
 }
 
-/// Parse the `-e` arguments (each may be a comma-separated list with groups), and the
-/// `--filter` that follows each, as `(event string, filters)` pairs.
-pub fn parse_with_filters(specs: &[(String, Vec<String>)]) -> Result<Vec<EventSpec>> {
+impl EventSpec {
+    /// Whether the event string chose privilege levels itself (`:u`, `:k`, `:h` set some
+    /// `exclude_user`/`exclude_kernel`/`exclude_hv` bit): then no fallback may change them.
+    pub fn explicit_privilege(&self) -> bool {
+        use perfkit::sys::attr_flags as f;
+        self.attr.flags & (f::EXCLUDE_USER | f::EXCLUDE_KERNEL | f::EXCLUDE_HV) != 0
+    }
+}
+
+/// Parse event strings (each may be a comma-separated list with groups), each with the
+/// tracepoint filters that follow it (perf's `-e EVENT --filter F`), as
+/// `(event string, filters)` pairs.
+///
+/// ```
+/// let specs = perfkit_engine::parse_with_filters(&[("task-clock,page-faults".into(), vec![])])?;
+/// assert_eq!(specs.len(), 2);
+/// assert_eq!(specs[1].name, "page-faults");
+/// # Ok::<(), perfkit_engine::Error>(())
+/// ```
+pub fn parse_with_filters(specs: &[(String, Vec<String>)]) -> Result<Vec<EventSpec>, Error> {
     let mut out = Vec::new();
     for (spec, filters) in specs {
-        let mut list = env()
-            .parse(spec)
-            .map_err(|e| anyhow::anyhow!("bad -e argument\n{}", e.to_string().trim_end()))?;
+        let mut list = env().parse(spec).map_err(|e| Error::Parse(Box::new(e)))?;
         for f in filters {
-            list.set_filter(f)
-                .map_err(|e| anyhow::anyhow!("{e} (after -e {spec})"))?;
+            list.set_filter(f).map_err(|why| Error::Filter {
+                event: spec.clone(),
+                why,
+            })?;
         }
         flatten(list, &mut out);
     }
     if out.is_empty() {
-        bail!("no events given to -e");
+        return Err(Error::NoEvents);
     }
     Ok(out)
 }
 
-/// Parse the `-e` arguments (each may be a comma-separated list with groups).
-pub fn parse(specs: &[String]) -> Result<Vec<EventSpec>> {
+/// Parse event strings (each may be a comma-separated list with groups).
+pub fn parse(specs: &[String]) -> Result<Vec<EventSpec>, Error> {
     let pairs: Vec<(String, Vec<String>)> = specs.iter().map(|s| (s.clone(), vec![])).collect();
     parse_with_filters(&pairs)
 }
@@ -159,22 +172,4 @@ fn opens_here(name: &str) -> bool {
 /// The attr in the shape of `perf -vv` (`perf_event_attr:` then one non-zero field a line).
 pub fn describe_attr(attr: &perf_event_attr) -> String {
     perfkit_events::format_attr(attr).trim_end().to_string()
-}
-
-/// perf's fallback for PMUs that refuse the guest/host bits (msr, many uncore PMUs): when
-/// the open failed with EINVAL and `attr` sets exclude_guest or exclude_host, the same attr
-/// without them, to try again.
-pub fn without_guest_bits(
-    attr: &perfkit::Attr,
-    res: &perfkit::Result<perfkit::Counter>,
-) -> Option<perfkit::Attr> {
-    use perfkit::sys::attr_flags as f;
-    let einval = res.as_ref().is_err_and(|e| e.errno() == libc::EINVAL);
-    let bits = f::EXCLUDE_GUEST | f::EXCLUDE_HOST;
-    if !einval || attr.raw().flags & bits == 0 {
-        return None;
-    }
-    let mut plain = *attr;
-    plain.raw_mut().flags &= !bits;
-    Some(plain)
 }

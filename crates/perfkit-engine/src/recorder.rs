@@ -1,0 +1,324 @@
+//! [`Recorder`]: drain the rings of an opened event list into a perf.data stream.
+//!
+//! One ring buffer per CPU (a per-task `inherit` event cannot be mmap'ed with cpu=-1): the
+//! first counter of each CPU owns it and every other counter of that CPU is redirected
+//! into it with `PERF_EVENT_IOC_SET_OUTPUT`. One thread drains every ring when epoll says
+//! one is readable (or every 100 ms), and writes a FINISHED_ROUND after each pass, as perf
+//! does. At the end the kernel's own lost count of every counter (`PERF_FORMAT_LOST`) is
+//! read and written as `PERF_RECORD_LOST_SAMPLES`, so samples lost in a ring that was full
+//! when recording stopped are counted too.
+
+use crate::open::Opened;
+use crate::{Error, Result};
+use perfkit::sys;
+use perfkit::{Poller, Ready, RingBuffer, RingSize, Stopper};
+use perfkit_data::{FileEvent, PerfDataWriter, synth};
+use perfkit_records::{Endian, MultiParser, RawData};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+/// What a recording wrote and lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecordStats {
+    /// Samples written.
+    pub samples: u64,
+    /// Records of any kind written.
+    pub records: u64,
+    /// Samples the kernel could not write (ring full): the larger of what
+    /// `PERF_RECORD_LOST` records said and the counters' `PERF_FORMAT_LOST` totals.
+    pub lost: u64,
+    /// `PERF_RECORD_THROTTLE` records (the kernel lowered the sampling rate).
+    pub throttled: u64,
+    /// Times the recorder was woken up by a ring.
+    pub wakeups: u64,
+}
+
+/// What one [`Recorder::poll`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Poll {
+    /// Keep going.
+    Continue,
+    /// The stop handle was used.
+    Stopped,
+}
+
+/// Drains the rings of an opened event list into a [`PerfDataWriter`].
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use perfkit_engine::{open, parse, OpenOptions, Place, Recorder};
+/// use perfkit_engine::sampling::{sampling_attrs, CallGraph, Sampling, SamplingOptions};
+/// let mut specs = parse(&["cpu-clock".to_string()])?;
+/// sampling_attrs(&mut specs, &SamplingOptions {
+///     sampling: Sampling::Freq(1000),
+///     call_graph: CallGraph::Fp,
+///     sample_cpu: false,
+///     inherit: true,
+///     enable_on_exec: false,
+/// });
+/// let places: Vec<Place> = perfkit::cpus::online()?
+///     .into_iter()
+///     .map(|c| Place::thread_on_cpu(0, c))
+///     .collect();
+/// let opened = open(&specs, &places, &OpenOptions::default()).require_all()?;
+/// let mut rec = Recorder::new(opened, 64)?;
+/// let mut w = perfkit_data::PerfDataWriter::create(
+///     "perf.data".as_ref(), rec.file_events(), Default::default())?;
+/// rec.write_preamble(&mut w, &[])?;
+/// rec.enable()?;
+/// let stop = rec.stopper();
+/// std::thread::spawn(move || { std::thread::sleep(std::time::Duration::from_secs(1)); stop.stop() });
+/// let stats = rec.run(&mut w)?;
+/// w.finish(&[])?;
+/// println!("{} samples, {} lost", stats.samples, stats.lost);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Recorder {
+    opened: Opened,
+    rings: Vec<RingBuffer>,
+    /// Counter ids of each event, in event order.
+    ids: Vec<Vec<u64>>,
+    parser: MultiParser,
+    poller: Poller,
+    stats: RecordStats,
+    /// Sum of the counts of PERF_RECORD_LOST records seen.
+    lost_records: u64,
+    scratch: Vec<u8>,
+}
+
+impl Recorder {
+    /// Map one ring of `pages` data pages (a power of two) per CPU of `opened` and redirect
+    /// the other counters of each CPU into it.
+    pub fn new(opened: Opened, pages: usize) -> Result<Recorder> {
+        let mut ids: Vec<Vec<u64>> = vec![Vec::new(); opened.events.len()];
+        let mut rings = Vec::new();
+        // The owner of each CPU's ring, by CPU.
+        let mut owner: Vec<(i32, usize, usize)> = Vec::new();
+        for (pi, place) in opened.places.iter().enumerate() {
+            for (ei, ev) in opened.events.iter().enumerate() {
+                let Some(c) = ev.slots[pi].counter() else {
+                    continue;
+                };
+                ids[ei].push(c.id()?);
+                match owner.iter().find(|o| o.0 == place.cpu) {
+                    None => {
+                        rings.push(RingBuffer::map(c, RingSize::Pages(pages))?);
+                        owner.push((place.cpu, ei, pi));
+                    }
+                    Some(&(_, oe, op)) => {
+                        if let Some(o) = opened.events[oe].slots[op].counter() {
+                            c.set_output(Some(o))?;
+                        }
+                    }
+                }
+            }
+        }
+        let parser = MultiParser::new(
+            Endian::NATIVE,
+            opened
+                .events
+                .iter()
+                .zip(&ids)
+                .map(|(e, ids)| (ids.as_slice(), &e.attr)),
+        )
+        .map_err(|e| Error::Usage(format!("these events cannot share a file: {e}")))?;
+        let mut poller = Poller::new().map_err(|e| Error::io("epoll", e))?;
+        for (i, r) in rings.iter().enumerate() {
+            poller
+                .add(r.as_fd(), i as u64)
+                .map_err(|e| Error::io("epoll", e))?;
+        }
+        Ok(Recorder {
+            opened,
+            rings,
+            ids,
+            parser,
+            poller,
+            stats: RecordStats::default(),
+            lost_records: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The events as a perf.data file describes them (attr as opened, name, ids).
+    pub fn file_events(&self) -> Vec<FileEvent> {
+        self.opened
+            .events
+            .iter()
+            .zip(&self.ids)
+            .map(|(e, ids)| FileEvent {
+                attr: e.attr,
+                name: e.name.clone(),
+                ids: ids.clone(),
+            })
+            .collect()
+    }
+
+    /// The opened events.
+    pub fn opened(&self) -> &Opened {
+        &self.opened
+    }
+
+    /// Write the side-band records a file starts with (see
+    /// [`sideband::write_preamble`](crate::sideband::write_preamble)), for the existing
+    /// tasks `pids`.
+    pub fn write_preamble(&self, w: &mut PerfDataWriter, pids: &[i32]) -> Result<()> {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        if let (Some(attr), Some(id)) = (attr, first_id) {
+            crate::sideband::write_preamble(w, &attr, id, pids).map_err(Error::Write)?;
+        }
+        Ok(())
+    }
+
+    /// Enable every group (not needed for events that enable at the command's exec).
+    pub fn enable(&self) -> Result<()> {
+        self.opened.enable()
+    }
+
+    /// A handle that ends [`run`](Self::run) (or makes [`poll`](Self::poll) return
+    /// [`Poll::Stopped`]) from another thread or a signal handler thread.
+    pub fn stopper(&self) -> Stopper {
+        self.poller.stopper()
+    }
+
+    /// The statistics so far.
+    pub fn stats(&self) -> RecordStats {
+        self.stats
+    }
+
+    /// Wait until a ring has data, the stop handle is used or `timeout` passes, then drain
+    /// every ring into `w`.
+    pub fn poll(&mut self, w: &mut PerfDataWriter, timeout: Duration) -> Result<Poll> {
+        let outcome = match self.poller.wait(Some(timeout)) {
+            Ok(Ready::Stopped) => Poll::Stopped,
+            Ok(Ready::Events(evs)) => {
+                self.stats.wakeups += 1;
+                // A ring whose task exited hangs up, and epoll repeats that forever: stop
+                // watching it (what it holds is drained below), as perf does.
+                for (token, ev) in evs {
+                    if ev.hangup
+                        && let Some(r) = self.rings.get(token as usize)
+                    {
+                        let _ = self.poller.remove(r.as_fd());
+                    }
+                }
+                Poll::Continue
+            }
+            Ok(Ready::Timeout) => Poll::Continue,
+            Err(e) => return Err(Error::io("epoll_wait", e)),
+        };
+        self.drain(w)?;
+        Ok(outcome)
+    }
+
+    /// Drain every ring into `w` and end the round.
+    pub fn drain(&mut self, w: &mut PerfDataWriter) -> Result<u64> {
+        let mut n = 0u64;
+        let Recorder {
+            rings,
+            parser,
+            stats,
+            lost_records,
+            scratch,
+            ..
+        } = self;
+        for r in rings.iter_mut() {
+            let mut err = None;
+            r.drain(|rec| {
+                if err.is_some() {
+                    return;
+                }
+                let size = rec.data.len() + 8;
+                let mut hdr = [0u8; 8];
+                hdr[..4].copy_from_slice(&rec.type_.to_ne_bytes());
+                hdr[4..6].copy_from_slice(&rec.misc.to_ne_bytes());
+                hdr[6..].copy_from_slice(&(size as u16).to_ne_bytes());
+                let res = match rec.data {
+                    RawData::Single(a) => w.write_record(&[&hdr, a]),
+                    RawData::Split(a, b) => w.write_record(&[&hdr, a, b]),
+                };
+                if let Err(e) = res {
+                    err = Some(e);
+                    return;
+                }
+                n += 1;
+                match rec.type_ {
+                    sys::PERF_RECORD_SAMPLE => {
+                        stats.samples += 1;
+                        let body = rec.data.contiguous(scratch);
+                        if let Ok((_, p)) = parser.parse(rec.type_, rec.misc, body)
+                            && let Some(t) = p.time()
+                        {
+                            w.saw_time(t);
+                        }
+                    }
+                    sys::PERF_RECORD_LOST => {
+                        *lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                    }
+                    sys::PERF_RECORD_THROTTLE => stats.throttled += 1,
+                    _ => {}
+                }
+            })
+            .map_err(Error::Ring)?;
+            if let Some(e) = err {
+                return Err(Error::Write(e));
+            }
+        }
+        stats.records += n;
+        stats.lost = stats.lost.max(*lost_records);
+        if n > 0 {
+            w.finish_round().map_err(Error::Write)?;
+        }
+        Ok(n)
+    }
+
+    /// Poll until stopped, then [`finish`](Self::finish).
+    pub fn run(&mut self, w: &mut PerfDataWriter) -> Result<RecordStats> {
+        while self.poll(w, Duration::from_millis(100))? == Poll::Continue {}
+        self.finish(w)
+    }
+
+    /// Stop counting, drain what is left, and write the kernel's lost counts
+    /// (`PERF_RECORD_LOST_SAMPLES`, one per counter that lost samples, as perf does).
+    pub fn finish(&mut self, w: &mut PerfDataWriter) -> Result<RecordStats> {
+        self.opened.disable();
+        self.drain(w)?;
+        let mut kernel_lost = 0u64;
+        let mut any = false;
+        for ev in &self.opened.events {
+            if ev.attr.read_format & sys::PERF_FORMAT_LOST == 0 {
+                continue;
+            }
+            for (pi, slot) in ev.slots.iter().enumerate() {
+                let Some(c) = slot.counter() else { continue };
+                let Some(lost) = c.read().ok().and_then(|c| c.lost) else {
+                    continue;
+                };
+                let id = c.id().unwrap_or(0);
+                if lost == 0 {
+                    continue;
+                }
+                kernel_lost += lost;
+                let place = self.opened.places[pi];
+                let body = lost.to_ne_bytes();
+                let rec = perfkit_data::record(
+                    sys::PERF_RECORD_LOST_SAMPLES,
+                    0,
+                    &body,
+                    &synth::sample_id_trailer(&ev.attr, place.tid, place.tid, id),
+                );
+                w.write_record(&[&rec]).map_err(Error::Write)?;
+                any = true;
+            }
+        }
+        if any {
+            w.finish_round().map_err(Error::Write)?;
+        }
+        self.stats.lost = self.stats.lost.max(kernel_lost);
+        Ok(self.stats)
+    }
+}

@@ -1,0 +1,144 @@
+//! The side-band records a recording starts with, as perf synthesizes them: the kernel's
+//! map, the loaded modules, the tasks that already run, and FINISHED_INIT.
+
+use perfkit::sys;
+use perfkit_data::{PerfDataWriter, synth};
+
+/// Write what perf synthesizes at the start of a file: the kernel map, the kernel
+/// modules, COMM/MMAP records of `pids` (existing tasks: `-p`, `-t`, every process for
+/// `-a`), and FINISHED_INIT. `attr` and `id` are the first event's (the records carry its
+/// sample id).
+pub fn write_preamble(
+    w: &mut PerfDataWriter,
+    attr: &sys::perf_event_attr,
+    id: u64,
+    pids: &[i32],
+) -> std::io::Result<()> {
+    if let Some(k) = synth::kernel_mmap(attr, id) {
+        w.write_record(&[&k])?;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let release = release.trim();
+    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+    let dep =
+        std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).unwrap_or_default();
+    for m in module_mmaps(&modules, &dep, release, attr, id) {
+        w.write_record(&[&m])?;
+    }
+    for r in synth::tasks(attr, id, pids) {
+        w.write_record(&[&r])?;
+    }
+    w.write_record(&[&synth::finished_init()])
+}
+
+/// Every process id in /proc (what a system-wide recording synthesizes).
+pub fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `PERF_RECORD_MMAP` records (pid -1) for the loaded kernel modules, as perf synthesizes
+/// them: address and size from `/proc/modules`, the file from `modules.dep` (else
+/// `[name]`). Hidden addresses (all zero: not root, kptr_restrict) give none.
+fn module_mmaps(
+    modules: &str,
+    modules_dep: &str,
+    release: &str,
+    attr: &sys::perf_event_attr,
+    id: u64,
+) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for line in modules.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(name), Some(size), Some(addr)) = (f.first(), f.get(1), f.get(5)) else {
+            continue;
+        };
+        let (Ok(size), Ok(addr)) = (
+            size.parse::<u64>(),
+            u64::from_str_radix(addr.trim_start_matches("0x"), 16),
+        ) else {
+            continue;
+        };
+        if addr == 0 {
+            continue;
+        }
+        let file = modules_dep
+            .lines()
+            .filter_map(|l| l.split(':').next())
+            .find(|p| {
+                let base = p.rsplit('/').next().unwrap_or(p);
+                let stem = base.split(".ko").next().unwrap_or(base);
+                stem.replace('-', "_") == name.replace('-', "_")
+            })
+            .map(|p| format!("/lib/modules/{release}/{p}"))
+            .unwrap_or_else(|| format!("[{name}]"));
+        let mut b = Vec::new();
+        b.extend_from_slice(&u32::MAX.to_ne_bytes());
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        for v in [addr, size, 0] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        b.extend_from_slice(file.as_bytes());
+        b.push(0);
+        out.push(perfkit_data::record(
+            sys::PERF_RECORD_MMAP,
+            sys::PERF_RECORD_MISC_KERNEL,
+            &b,
+            &synth::sample_id_trailer(attr, -1, -1, id),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_maps_from_proc_modules() {
+        let modules = "nvme 57344 2 - Live 0xffffffffc0123000\n\
+                       kvm_amd 200704 0 - Live 0xffffffffc0200000\n\
+                       hidden 4096 0 - Live 0x0000000000000000\n";
+        let dep = "kernel/drivers/nvme/host/nvme.ko.xz: kernel/drivers/nvme/host/nvme-core.ko.xz\n\
+                   kernel/arch/x86/kvm/kvm-amd.ko.xz: kernel/arch/x86/kvm/kvm.ko.xz\n";
+        let mut attr = sys::perf_event_attr::new();
+        attr.set(sys::attr_flags::SAMPLE_ID_ALL, true);
+        attr.sample_type = sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME;
+        let recs = module_mmaps(modules, dep, "6.1.0", &attr, 7);
+        assert_eq!(recs.len(), 2, "hidden addresses give no record");
+        let parser = perfkit_records::RecordParser::new(&attr, perfkit_records::Endian::NATIVE);
+        let mut seen = Vec::new();
+        for r in &recs {
+            let (type_, misc) = (
+                u32::from_ne_bytes(r[..4].try_into().unwrap()),
+                u16::from_ne_bytes(r[4..6].try_into().unwrap()),
+            );
+            let p = parser.parse(type_, misc, &r[8..]).unwrap();
+            let perfkit_records::Record::Mmap(m) = p.record else {
+                panic!()
+            };
+            assert_eq!(m.pid, -1);
+            seen.push((
+                m.addr,
+                m.len,
+                String::from_utf8_lossy(m.filename).into_owned(),
+            ));
+        }
+        assert_eq!(
+            seen[0],
+            (
+                0xffffffffc0123000,
+                57344,
+                "/lib/modules/6.1.0/kernel/drivers/nvme/host/nvme.ko.xz".into()
+            )
+        );
+        assert_eq!(
+            seen[1].2,
+            "/lib/modules/6.1.0/kernel/arch/x86/kvm/kvm-amd.ko.xz"
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! The counting side of `perf stat` as a library: a [`Plan`] (events, targets, cgroups,
+//! aggregation) checked before anything opens, a [`Runner`] that counts once (intervals,
+//! timeout, delay, the command's exit), and rows ([`build_rows`], [`summarize`]) with
+//! scaling, aggregation by CPU/core/socket/node/thread/cgroup and perf's shadow metrics.
+//! The `perfkit stat` command only formats the rows.
+//!
+//! ```
+//! use perfkit_engine::stat::{Plan, Runner, RunOptions, StatConfig, summarize};
+//! let plan = Plan::new(&StatConfig {
+//!     events: vec![("task-clock,page-faults".into(), vec![])],
+//!     command: vec!["true".into()],
+//!     ..StatConfig::default()
+//! })?;
+//! let opts = RunOptions { inherit: true, ..RunOptions::default() };
+//! let run = Runner::new().run(&plan, &opts, &mut |_| Ok(()))?;
+//! let rows = summarize(&plan, &[run], false);
+//! assert_eq!(rows[0].event, "task-clock");
+//! assert!(rows[0].value > 0.0, "the command ran on a CPU");
+//! # Ok::<(), perfkit_engine::Error>(())
+//! ```
+
+mod metrics;
+mod plan;
+mod rows;
+mod run;
+
+pub use metrics::{
+    compute_metrics, is_clock, is_percent_metric, mean_stddev_of_mean, rel_stddev_pct,
+};
+pub use plan::{Aggr, Plan, Scope, StatConfig};
+pub use rows::{Row, State, build_rows, summarize};
+pub use run::{Progress, RunOptions, RunResult, Runner, StopHandle, delta, read_all};

@@ -1,0 +1,207 @@
+//! [`Plan`]: what `stat` counts, where, and how the counts are grouped, checked before
+//! anything is opened.
+
+use crate::{Error, EventSpec, Place, Result};
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+/// What to count and where, as perf stat's flags say it.
+#[derive(Clone, Debug, Default)]
+pub struct StatConfig {
+    /// Event strings, each with the `--filter`s that follow it; empty: perf's defaults.
+    pub events: Vec<(String, Vec<String>)>,
+    /// `-p`: processes (comma separated), all their threads.
+    pub pids: Option<String>,
+    /// `-t`: threads (comma separated).
+    pub tids: Option<String>,
+    /// `-a`: every CPU.
+    pub all_cpus: bool,
+    /// `-C`: these CPUs (implies system-wide).
+    pub cpus: Option<String>,
+    /// `-G`: cgroups paired with the events in order (the last repeats).
+    pub cgroup: Option<String>,
+    /// `--for-each-cgroup`: every event once for each of these cgroups.
+    pub for_each_cgroup: Option<String>,
+    /// The command to run.
+    pub command: Vec<OsString>,
+    /// How to group the counts.
+    pub aggr: Aggr,
+}
+
+/// Whom the counters are attached to.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Scope {
+    /// The launched command (inherit, enable_on_exec).
+    Command,
+    /// Existing threads, with their names.
+    Threads(Vec<(i32, String)>),
+    /// CPUs (with or without a command).
+    Cpus(Vec<u32>),
+}
+
+/// How counts are grouped into rows (perf's `--per-*` and `-A`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Aggr {
+    /// One row per event.
+    #[default]
+    Global,
+    /// Per CPU (`-A`).
+    Cpu,
+    /// Per thread (`--per-thread`).
+    Thread,
+    /// Per physical core.
+    Core,
+    /// Per socket.
+    Socket,
+    /// Per NUMA node.
+    Node,
+}
+
+/// A checked stat configuration: the events, the places to open them on, the cgroups.
+#[derive(Debug)]
+pub struct Plan {
+    /// Whom the counters are attached to.
+    pub scope: Scope,
+    /// How counts are grouped.
+    pub aggr: Aggr,
+    /// Where each event is opened (the command's place is filled in per run).
+    pub places: Vec<Place>,
+    /// Cgroup names as given, by index.
+    pub cgroup_names: Vec<String>,
+    /// Open cgroup directories, by index.
+    pub cgroups: Vec<OwnedFd>,
+    /// The events.
+    pub specs: Vec<EventSpec>,
+    /// The cgroup (index into `cgroups`) each spec counts, for -G / --for-each-cgroup.
+    pub spec_cgroup: Vec<Option<usize>>,
+    /// The command, if any.
+    pub command: Vec<OsString>,
+}
+
+fn comm_of(tid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+impl Plan {
+    /// Check a configuration: targets exist, CPU lists name CPUs that are online, the
+    /// aggregation fits the targets, cgroups open, events parse.
+    pub fn new(cfg: &StatConfig) -> Result<Plan> {
+        let system_wide = cfg.all_cpus || cfg.cpus.is_some();
+        let cpus = crate::targets::cpus(cfg.cpus.as_deref())?;
+        let with_names = |ts: Vec<i32>| ts.into_iter().map(|t| (t, comm_of(t))).collect();
+        let scope = if let Some(p) = &cfg.pids {
+            Scope::Threads(with_names(crate::targets::threads_of_pids(p)?))
+        } else if let Some(t) = &cfg.tids {
+            Scope::Threads(with_names(crate::targets::existing_tids(t)?))
+        } else if system_wide || cfg.cgroup.is_some() || cfg.for_each_cgroup.is_some() {
+            Scope::Cpus(cpus)
+        } else if cfg.command.is_empty() {
+            return Err(Error::NoTarget);
+        } else {
+            Scope::Command
+        };
+        match (&scope, cfg.aggr) {
+            (Scope::Cpus(_), Aggr::Thread) => {
+                return Err(Error::Usage(
+                    "--per-thread needs -p or -t (per-thread counts of a whole CPU are not \
+                     available)"
+                        .into(),
+                ));
+            }
+            (Scope::Threads(_), Aggr::Cpu | Aggr::Core | Aggr::Socket | Aggr::Node) => {
+                return Err(Error::Usage(
+                    "-A, --per-core, --per-socket and --per-node need -a or -C".into(),
+                ));
+            }
+            (Scope::Command, a) if a != Aggr::Global => {
+                return Err(Error::Usage(
+                    "per-CPU and per-thread output need -a, -C, -p or -t".into(),
+                ));
+            }
+            _ => {}
+        }
+
+        let mut cgroup_names = Vec::new();
+        let mut cgroups = Vec::new();
+        if let Some(list) = cfg.cgroup.as_ref().or(cfg.for_each_cgroup.as_ref()) {
+            let root = cgroup_root()?;
+            for name in list.split(',').filter(|s| !s.is_empty()) {
+                let path = root.join(name.trim_start_matches('/'));
+                let f = std::fs::File::open(&path).map_err(|source| Error::Cgroup {
+                    name: name.to_string(),
+                    path: path.clone(),
+                    source,
+                })?;
+                cgroups.push(OwnedFd::from(f));
+                cgroup_names.push(name.to_string());
+            }
+        }
+
+        let mut specs = if cfg.events.is_empty() {
+            crate::default_stat_events(matches!(scope, Scope::Cpus(_)))
+        } else {
+            crate::parse_with_filters(&cfg.events)?
+        };
+        // -G pairs cgroups with events in order; --for-each-cgroup repeats every event.
+        let mut spec_cgroup: Vec<Option<usize>> = vec![None; specs.len()];
+        if cfg.for_each_cgroup.is_some() {
+            let base = std::mem::take(&mut specs);
+            spec_cgroup.clear();
+            for cg in 0..cgroups.len() {
+                for s in &base {
+                    let mut s = s.clone();
+                    s.group += cg * base.len();
+                    specs.push(s);
+                    spec_cgroup.push(Some(cg));
+                }
+            }
+        } else if cfg.cgroup.is_some() {
+            for (i, c) in spec_cgroup.iter_mut().enumerate() {
+                *c = Some(i.min(cgroups.len().saturating_sub(1)));
+            }
+        }
+
+        let places = match &scope {
+            Scope::Command => vec![Place::thread(0)],
+            Scope::Threads(ts) => ts.iter().map(|(t, _)| Place::thread(*t)).collect(),
+            Scope::Cpus(cs) => cs.iter().map(|&c| Place::cpu(c)).collect(),
+        };
+        Ok(Plan {
+            scope,
+            aggr: cfg.aggr,
+            places,
+            cgroup_names,
+            cgroups,
+            specs,
+            spec_cgroup,
+            command: cfg.command.clone(),
+        })
+    }
+}
+
+fn cgroup_root() -> Result<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts")
+        .map_err(|e| Error::io("reading /proc/mounts", e))?;
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 2 && f[2] == "cgroup2" {
+            return Ok(PathBuf::from(f[1]));
+        }
+    }
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 3 && f[2] == "cgroup" && f[3].contains("perf_event") {
+            return Ok(PathBuf::from(f[1]));
+        }
+    }
+    Err(Error::Usage(
+        "no cgroup2 (or perf_event cgroup v1) file system is mounted: mount one \
+         (`mount -t cgroup2 none /sys/fs/cgroup`)"
+            .into(),
+    ))
+}

@@ -1,0 +1,429 @@
+//! One counting run of a [`Plan`]: open, start the command, read at intervals, stop.
+
+use super::plan::{Plan, Scope};
+use super::rows::{Row, build_rows};
+use crate::open::{OpenOptions, OpenedEvent};
+use crate::{Error, Place, Result, Workload};
+use perfkit::{ChildUsage, Count, ExitStatus};
+use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+/// How a run counts.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Count the command's children (`inherit`); `-i` turns it off.
+    pub inherit: bool,
+    /// `-D`: start counting this long after the command starts.
+    pub delay: Option<Duration>,
+    /// `--timeout`: stop after this long.
+    pub timeout: Option<Duration>,
+    /// `-I`: read every interval.
+    pub interval: Option<Duration>,
+    /// `--interval-count`: stop after this many intervals.
+    pub interval_count: Option<u64>,
+    /// `--no-scale`: leave multiplexed counts as read.
+    pub no_scale: bool,
+}
+
+/// What a run tells its caller as it goes.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// The attrs about to be opened (for `-v`), one per event.
+    Attrs(&'a [OpenedEvent]),
+    /// `-D`: the events are disabled until the delay passes.
+    Disabled,
+    /// `-D`: the delay passed.
+    Enabled,
+    /// An interval ended: seconds since the start, and the counts of the interval.
+    Interval {
+        /// Seconds since counting started.
+        secs: f64,
+        /// The interval's rows.
+        rows: Vec<Row>,
+    },
+}
+
+/// What one run measured.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The places counted (the command's pid filled in).
+    pub places: Vec<Place>,
+    /// The events and their counters.
+    pub events: Vec<OpenedEvent>,
+    /// The final reading, `[event][place]`.
+    pub counts: Vec<Vec<Option<Count>>>,
+    /// Wall time counted.
+    pub elapsed: Duration,
+    /// How the command ended.
+    pub status: Option<ExitStatus>,
+    /// The command's CPU time.
+    pub usage: Option<ChildUsage>,
+    /// Stopped by [`StopHandle::interrupt`] (Ctrl-C without a command): do not repeat.
+    pub interrupted: bool,
+}
+
+enum Msg {
+    Exited,
+    Stop,
+}
+
+/// Ends a run from another thread: Ctrl-C goes to the command when one runs (perf's
+/// behaviour: the command ends, the counts print), else it stops counting.
+#[derive(Clone, Debug)]
+pub struct StopHandle {
+    tx: Arc<Mutex<mpsc::Sender<Msg>>>,
+    child: Arc<AtomicI32>,
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Msg::Exited => "Exited",
+            Msg::Stop => "Stop",
+        })
+    }
+}
+
+impl StopHandle {
+    /// Deliver `sig` to the running command, or stop counting if none runs.
+    pub fn interrupt(&self, sig: i32) {
+        let pid = self.child.load(Ordering::SeqCst);
+        if pid > 0 {
+            let _ = perfkit::kill(pid, sig);
+        } else if let Ok(tx) = self.tx.lock() {
+            let _ = tx.send(Msg::Stop);
+        }
+    }
+}
+
+/// Runs a [`Plan`], once or repeatedly.
+#[derive(Debug)]
+pub struct Runner {
+    rx: mpsc::Receiver<Msg>,
+    stop: StopHandle,
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        Runner::new()
+    }
+}
+
+const TASK_POLL: Duration = Duration::from_millis(100);
+
+impl Runner {
+    /// A runner with its stop handle.
+    pub fn new() -> Runner {
+        let (tx, rx) = mpsc::channel();
+        Runner {
+            rx,
+            stop: StopHandle {
+                tx: Arc::new(Mutex::new(tx)),
+                child: Arc::new(AtomicI32::new(0)),
+            },
+        }
+    }
+
+    /// The handle that interrupts runs.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Count once: open the plan's events, run the command (if any) to its end or until
+    /// the timeout, interval count or an interrupt, and read everything.
+    pub fn run(
+        &mut self,
+        plan: &Plan,
+        opts: &RunOptions,
+        progress: &mut dyn FnMut(Progress<'_>) -> io::Result<()>,
+    ) -> Result<RunResult> {
+        while self.rx.try_recv().is_ok() {}
+        // The command is forked first (held before exec) so counters can attach to it.
+        let child = if plan.command.is_empty() {
+            None
+        } else {
+            Some(Workload::prepare(&plan.command)?)
+        };
+        let places = match (&plan.scope, &child) {
+            (Scope::Command, Some(c)) => vec![Place::thread(c.pid())],
+            _ => plan.places.clone(),
+        };
+        let command_scope = plan.scope == Scope::Command;
+        let events = open_plan(
+            plan,
+            &places,
+            opts.inherit,
+            command_scope && opts.delay.is_none(),
+        );
+        progress(Progress::Attrs(&events)).map_err(|e| Error::io("writing", e))?;
+        let events = check_opened(events)?;
+
+        let start = Instant::now();
+        if !command_scope {
+            enable(&events);
+        }
+        let workload = match child {
+            Some(c) => {
+                let tx = self.stop.tx.lock().map(|t| t.clone()).ok();
+                let w = Workload::start(c, move |_| {
+                    if let Some(tx) = tx {
+                        let _ = tx.send(Msg::Exited);
+                    }
+                })?;
+                self.stop.child.store(w.pid(), Ordering::SeqCst);
+                Some(w)
+            }
+            None => None,
+        };
+        if let Some(d) = opts.delay {
+            if command_scope {
+                progress(Progress::Disabled).map_err(|e| Error::io("writing", e))?;
+            }
+            std::thread::sleep(d);
+            enable(&events);
+            if command_scope {
+                progress(Progress::Enabled).map_err(|e| Error::io("writing", e))?;
+            }
+        }
+
+        let deadline = opts.timeout.map(|t| start + t);
+        let mut exited = false;
+        let mut interrupted = false;
+        // Interval deltas start from zero: everything since counting began belongs to the
+        // first interval (a snapshot here would already include the command's start-up).
+        let mut last: Vec<Vec<Option<Count>>> =
+            events.iter().map(|e| vec![None; e.slots.len()]).collect();
+        let mut last_t = start;
+        let mut intervals = 0u64;
+        let mut stopped_early = false;
+        loop {
+            let mut wait = opts.interval;
+            if let Scope::Threads(_) = plan.scope {
+                // Attached tasks are polled so counting stops when they are all gone.
+                wait = Some(wait.map_or(TASK_POLL, |w| w.min(TASK_POLL)));
+            }
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                wait = Some(wait.map_or(left, |w| w.min(left)));
+            }
+            let msg = match wait {
+                Some(w) => match self.rx.recv_timeout(w) {
+                    Ok(m) => Some(m),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Some(Msg::Stop),
+                },
+                None => Some(self.rx.recv().unwrap_or(Msg::Stop)),
+            };
+            let now = Instant::now();
+            let timed_out = deadline.is_some_and(|d| now >= d);
+            let interval_due = opts
+                .interval
+                .is_some_and(|i| now.duration_since(last_t) >= i || msg.is_some() || timed_out);
+            if interval_due {
+                let counts = read_all(&events);
+                let d = delta(&counts, &last);
+                let rows = build_rows(
+                    plan,
+                    &places,
+                    &events,
+                    &d,
+                    now.duration_since(last_t),
+                    opts.no_scale,
+                );
+                progress(Progress::Interval {
+                    secs: now.duration_since(start).as_secs_f64(),
+                    rows,
+                })
+                .map_err(|e| Error::io("writing", e))?;
+                last = counts;
+                last_t = now;
+                intervals += 1;
+            }
+            match msg {
+                Some(Msg::Exited) => {
+                    exited = true;
+                    break;
+                }
+                Some(Msg::Stop) => {
+                    interrupted = true;
+                    break;
+                }
+                None => {}
+            }
+            if timed_out || opts.interval_count.is_some_and(|n| intervals >= n) {
+                stopped_early = true;
+                break;
+            }
+            if let Scope::Threads(ts) = &plan.scope
+                && workload.is_none()
+                && ts.iter().all(|(t, _)| !task_alive(*t))
+            {
+                break;
+            }
+        }
+        let elapsed = start.elapsed();
+        for ev in events.iter().filter(|e| e.spec.leader) {
+            for c in ev.counters() {
+                let _ = c.disable();
+            }
+        }
+        let counts = read_all(&events);
+        self.stop.child.store(0, Ordering::SeqCst);
+        let (mut status, mut usage) = (None, None);
+        if let Some(w) = &workload {
+            // A command still running when counting stopped (timeout, interval count) is
+            // ended; a command that ended is reaped.
+            let done = if exited {
+                w.wait_timeout(Duration::from_secs(5))
+            } else {
+                w.terminate(Duration::from_secs(5))
+            };
+            if let Some((st, u)) = done {
+                usage = Some(u);
+                if exited || !stopped_early {
+                    status = Some(st);
+                }
+            }
+        }
+        // perfkit ended the command itself (timeout, interval count): that is success.
+        if stopped_early && status.is_none() && workload.is_some() {
+            status = Some(ExitStatus::Exited(0));
+        }
+        Ok(RunResult {
+            places,
+            events,
+            counts,
+            elapsed,
+            status,
+            usage,
+            interrupted,
+        })
+    }
+}
+
+fn enable(events: &[OpenedEvent]) {
+    for ev in events.iter().filter(|e| e.spec.leader) {
+        for c in ev.counters() {
+            let _ = c.enable();
+        }
+    }
+}
+
+/// Open the plan's events on `places`, group by group, each group on its cgroup's places.
+fn open_plan(
+    plan: &Plan,
+    places: &[Place],
+    inherit: bool,
+    enable_on_exec: bool,
+) -> Vec<OpenedEvent> {
+    let mut out = Vec::new();
+    let opts = OpenOptions {
+        cgroups: &plan.cgroups,
+        ..OpenOptions::default()
+    };
+    let mut i = 0;
+    while i < plan.specs.len() {
+        let g = plan.specs[i].group;
+        let mut j = i;
+        while j < plan.specs.len() && plan.specs[j].group == g {
+            j += 1;
+        }
+        let cg = plan.spec_cgroup[i];
+        let here: Vec<Place> = places.iter().map(|p| Place { cgroup: cg, ..*p }).collect();
+        let specs: Vec<_> = plan.specs[i..j]
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.attr = perfkit::Attr::from_raw(s.attr)
+                    .read_format(
+                        perfkit::sys::PERF_FORMAT_TOTAL_TIME_ENABLED
+                            | perfkit::sys::PERF_FORMAT_TOTAL_TIME_RUNNING,
+                    )
+                    .inherit(inherit)
+                    .disabled(s.leader)
+                    .enable_on_exec(s.leader && enable_on_exec)
+                    .raw()
+                    .to_owned();
+                s
+            })
+            .collect();
+        out.extend(crate::open(&specs, &here, &opts).events);
+        i = j;
+    }
+    out
+}
+
+/// If nothing at all could be opened because of errors, stop with the reason. Only
+/// unsupported events are not an error: as perf, each shows `<not supported>`.
+fn check_opened(mut events: Vec<OpenedEvent>) -> Result<Vec<OpenedEvent>> {
+    if events.iter().any(|e| e.counters().next().is_some()) {
+        return Ok(events);
+    }
+    for s in events.iter_mut().flat_map(|e| &mut e.slots) {
+        if let crate::Slot::Failed(_) = s
+            && let crate::Slot::Failed(e) = std::mem::replace(s, crate::Slot::Skipped)
+        {
+            return Err(Error::Open(Box::new(e)));
+        }
+    }
+    Ok(events)
+}
+
+/// Whether a task exists and is not a zombie.
+fn task_alive(tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{tid}/stat")) {
+        Ok(s) => {
+            let state = s
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// A reading of every slot (None where not open or the read failed).
+pub fn read_all(events: &[OpenedEvent]) -> Vec<Vec<Option<Count>>> {
+    events
+        .iter()
+        .map(|e| {
+            e.slots
+                .iter()
+                .map(|s| s.counter().and_then(|c| c.read().ok()))
+                .collect()
+        })
+        .collect()
+}
+
+/// `now - before`, field by field (interval mode).
+pub fn delta(now: &[Vec<Option<Count>>], before: &[Vec<Option<Count>>]) -> Vec<Vec<Option<Count>>> {
+    now.iter()
+        .zip(before)
+        .map(|(n, b)| {
+            n.iter()
+                .zip(b)
+                .map(|(n, b)| {
+                    let (n, b) = ((*n)?, b.unwrap_or_default());
+                    Some(Count {
+                        value: n.value.wrapping_sub(b.value),
+                        time_enabled: Some(
+                            n.time_enabled
+                                .unwrap_or(0)
+                                .saturating_sub(b.time_enabled.unwrap_or(0)),
+                        ),
+                        time_running: Some(
+                            n.time_running
+                                .unwrap_or(0)
+                                .saturating_sub(b.time_running.unwrap_or(0)),
+                        ),
+                        id: n.id,
+                        lost: n.lost,
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
