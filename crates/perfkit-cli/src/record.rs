@@ -246,8 +246,10 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             w.terminate(Duration::from_secs(2));
         }
         if e.is_broken_pipe() {
-            eprintln!("perfkit: the output pipe was closed: recording stopped");
-            return exit_error(141, anyhow!("the output pipe was closed").context("record"));
+            return exit_error(
+                141,
+                anyhow!("the output pipe was closed: recording stopped and the command ended"),
+            );
         }
         exit_error(1, e)
     };
