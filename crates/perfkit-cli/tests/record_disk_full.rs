@@ -31,17 +31,17 @@ fn a_full_disk_stops_with_a_clear_error_and_a_readable_file() {
         return;
     };
     let out = dir.path().join("p.data");
+    let pidfile = std::env::temp_dir().join(format!("perfkit-full-{}", std::process::id()));
     // Enough callchain samples to overflow 256 KiB: -F 20000 for 3 s of a shell loop.
     let o = Command::cargo_bin("perfkit")
         .unwrap()
         .args(["record", "-g", "-F", "20000", "-o"])
         .arg(&out)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done",
-        ])
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$ > {}; i=0; while [ $i -lt 30000000 ]; do i=$((i+1)); done",
+            pidfile.display()
+        ))
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .unwrap();
@@ -49,6 +49,15 @@ fn a_full_disk_stops_with_a_clear_error_and_a_readable_file() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(err.contains("last complete round"), "{err}");
+    // The command is not left running without its recorder.
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let _ = std::fs::remove_file(&pidfile);
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z")) {
+        assert!(std::time::Instant::now() < deadline, "the command still runs");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 
     // perfkit reads what was written.
     let r = Command::cargo_bin("perfkit")
