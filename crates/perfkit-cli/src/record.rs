@@ -309,7 +309,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         let probe = Attr::from_raw(cycles[0].attr)
             .exclude_kernel(true)
             .sample_period(1_000_000);
-        if Counter::open(&probe, &Target::this_process()).is_ok() {
+        if Counter::open(&probe, &Target::this_thread()).is_ok() {
             cycles
         } else {
             if !args.quiet {

@@ -42,6 +42,7 @@ pub fn page_size() -> usize {
 
 /// A problem found while walking the records of a ring (not an OS error).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RingError {
     /// A record header is inconsistent: size below 8 or running past the kernel's head.
     /// `position` is the ring position (unmasked) of the header.

@@ -544,18 +544,20 @@ impl Sampler {
     }
 }
 
-/// The number of online CPUs to open per-CPU events on (`sysconf(_SC_NPROCESSORS_ONLN)`).
-fn online_cpus() -> u32 {
-    // SAFETY: sysconf takes no pointers.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n > 0 { n as u32 } else { 1 }
-}
-
-/// One [`Sampler`] per online CPU for `pid` (-1 = every task on that CPU), each with
-/// its own ring: the way to sample an `inherit` per-task event, whose cpu=-1 form cannot
-/// be mmap'ed.
+/// One [`Sampler`] per online CPU ([`crate::cpus::online`], which may have holes) for
+/// `pid` (-1 = every task on that CPU), each with its own ring: the way to sample an
+/// `inherit` per-task event, whose cpu=-1 form cannot be mmap'ed.
 pub fn open_per_cpu(attr: &Attr, pid: i32, size: RingSize) -> Result<Vec<Sampler>> {
-    (0..online_cpus())
+    let cpus = crate::cpus::online().map_err(|e| {
+        Error::new(
+            Op::Other("read /sys/devices/system/cpu/online to open".into()),
+            e,
+            crate::event::attr_name(attr.raw()),
+            pid,
+            -1,
+        )
+    })?;
+    cpus.into_iter()
         .map(|cpu| {
             let target = if pid == -1 {
                 Target::cpu(cpu)
@@ -569,6 +571,7 @@ pub fn open_per_cpu(attr: &Attr, pid: i32, size: RingSize) -> Result<Vec<Sampler
 
 /// Why a [`Drainer::run`] returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DrainEnd {
     /// The [`Stopper`] was used (rings were drained one last time).
     Stopped,
@@ -617,7 +620,7 @@ impl Drainer {
         let ring_err = |i: usize, e: RingError| {
             Error::new(
                 Op::Other(format!("drain ring {i}")),
-                io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
+                io::Error::new(io::ErrorKind::InvalidData, e),
                 "ring buffer",
                 -1,
                 -1,

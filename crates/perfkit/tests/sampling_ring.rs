@@ -245,7 +245,7 @@ fn sleep_switches(n: usize) {
 fn context_switch_samples_with_kernel_and_user_callchains() {
     require_root!();
     let attr = switch_attr();
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).expect("open");
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).expect("open");
     let id = s.counter().id().expect("id");
     s.enable().unwrap();
     sleep_switches(20);
@@ -303,7 +303,7 @@ fn context_switch_samples_with_kernel_and_user_callchains() {
 fn ring_size_rules_and_mmap_errors() {
     require_root!();
     let attr = switch_attr();
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     // 3 data pages: rejected before the kernel, with the kernel's errno.
     let e = RingBuffer::map(&c, RingSize::Pages(3)).unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
@@ -332,7 +332,7 @@ fn ring_size_rules_and_mmap_errors() {
     drop(r);
 
     // A per-task inherit event on any CPU cannot be mmap'ed: explained.
-    let inh = Counter::open(&attr.inherit(true), &Target::this_process()).unwrap();
+    let inh = Counter::open(&attr.inherit(true), &Target::this_thread()).unwrap();
     let e = RingBuffer::map(&inh, RingSize::Pages(1)).unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
     assert!(e.detail().unwrap().contains("one event per CPU"), "{e}");
@@ -342,7 +342,7 @@ fn ring_size_rules_and_mmap_errors() {
 fn aux_area_request_is_made_and_refusal_explained() {
     require_root!();
     let attr = switch_attr();
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(2)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(2)).unwrap();
     let e = s.ring().map_aux(RingSize::Pages(4)).unwrap_err();
     let ps = page_size() as u64;
     // The request went into the user page: after the 1 + 2 pages of the ring.
@@ -352,7 +352,7 @@ fn aux_area_request_is_made_and_refusal_explained() {
     assert_eq!(e.kind(), ErrorKind::NotSupported);
     assert!(e.detail().unwrap().contains("no AUX area"), "{e}");
     // A read-only ring cannot take an AUX area at all.
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     let mut ro = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
     assert!(ro.map_aux(RingSize::Pages(1)).is_err());
 }
@@ -366,7 +366,7 @@ fn set_output_shares_one_ring() {
     let sw = Attr::new(Software::ContextSwitches)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IDENTIFIER | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_IP);
-    let t = Target::this_process();
+    let t = Target::this_thread();
     let mut s = Sampler::open(&base, &t, RingSize::Pages(16)).unwrap();
     let other = Counter::open(&sw, &t).unwrap();
     let (id_pf, id_cs) = (s.counter().id().unwrap(), other.id().unwrap());
@@ -428,7 +428,7 @@ fn lost_records_add_up_to_the_kernels_lost_count() {
         .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME)
         .read_format(sys::PERF_FORMAT_LOST | sys::PERF_FORMAT_ID)
         .sample_id_all(true);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1)).unwrap();
 
     let touch = touch_fresh_pages;
     s.enable().unwrap();
@@ -474,7 +474,7 @@ fn backward_ring_reads_newest_first() {
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TIME)
         .write_backward(true);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1)).unwrap();
     assert!(s.ring_ref().is_backward());
     assert_eq!(s.ring_ref().mode(), RingMode::Overwrite);
     let ps = page_size();
@@ -517,7 +517,7 @@ fn overwrite_forward_ring_reports_overrun() {
     let attr = Attr::new(Software::PageFaults)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP);
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     let mut r = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
     c.enable().unwrap();
 
@@ -652,7 +652,7 @@ fn mmap_over_the_mlock_limit_explains_the_limits() {
     let err = std::thread::spawn(|| {
         assert!(drop_ipc_lock_in_this_thread(), "capset");
         let attr = switch_attr();
-        let c = Counter::open(&attr, &Target::this_process()).unwrap();
+        let c = Counter::open(&attr, &Target::this_thread()).unwrap();
         // Far beyond perf_event_mlock_kb per CPU + RLIMIT_MEMLOCK.
         RingBuffer::map(&c, RingSize::Bytes(256 << 20)).map(|_| ())
     })
