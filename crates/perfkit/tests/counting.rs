@@ -628,6 +628,15 @@ fn missing_task_is_no_such_task() {
     let e = Counter::open(&Attr::new(Software::TaskClock), &Target::pid(0x3fff_fff0)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoSuchTask, "{e}");
     assert!(e.to_string().contains("1073741808"), "{e}");
+    // The OS error is the source, and Display does not repeat it.
+    let source = std::error::Error::source(&e).expect("the OS error is the source");
+    let shown = e.to_string();
+    assert!(
+        !shown.contains(&source.to_string()),
+        "{shown} repeats {source}"
+    );
+    assert!(!shown.contains("os error"), "{shown}");
+    assert_eq!(e.errno(), libc::ESRCH);
 }
 
 #[test]
