@@ -71,8 +71,8 @@ pub use notify::{
     AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, si_code, siginfo_fd, siginfo_perf,
 };
 pub use ring::{
-    AuxArea, BackwardRecords, RingBuffer, RingControl, RingError, RingMode, RingRecords, RingSize,
-    RingWalk, mlock_hint, page_size,
+    AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
+    RingRecords, RingSize, RingWalk, mlock_hint, page_size,
 };
 pub use sampler::{
     DrainEnd, Drainer, SampleSupport, SampleType, Sampler, SideBand, UnknownSampleField,
