@@ -42,6 +42,10 @@ mod launch;
 mod target;
 mod targets;
 
+/// The record parser (`perfkit-records`): [`Sampler::for_each_record`] hands out its
+/// [`ParsedRecord`]s; the same parser reads perf.data files.
+pub use perfkit_records as records;
+pub use perfkit_records::{ParsedRecord, RawData, RawRecord, Record, Sample};
 pub use perfkit_sys as sys;
 
 pub use attr::Attr;
@@ -64,6 +68,7 @@ pub use targets::{Targets, TargetsIter};
 
 mod notify;
 mod ring;
+mod sample_type;
 mod sampler;
 mod userpage;
 
@@ -74,10 +79,8 @@ pub use ring::{
     AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
     RingRecords, RingSize, RingWalk, mlock_hint, page_size,
 };
-pub use sampler::{
-    DrainEnd, Drainer, SampleSupport, SampleType, Sampler, SideBand, UnknownSampleField,
-    open_per_cpu,
-};
+pub use sample_type::{SampleSupport, SampleType, UnknownSampleField};
+pub use sampler::{DrainEnd, Drainer, RecordError, Sampler, SideBand, open_per_cpu};
 pub use userpage::{
     ClockOffset, HwReader, NativeHw, ReadSource, SelfMonitor, SelfRead, TimeConv, UserPage,
     UserPageSnapshot, arm64_user_access, read_snapshot, sign_extend,
