@@ -131,7 +131,7 @@ fn default_output_has_perf_layout_and_not_supported_rows() {
     );
     let hw_here = perfkit::Counter::open(
         &perfkit::Attr::new(perfkit::Hardware::CpuCycles).exclude_kernel(true),
-        &perfkit::Target::this_process(),
+        &perfkit::Target::this_thread(),
     )
     .is_ok();
     if !hw_here {

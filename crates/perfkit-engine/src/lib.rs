@@ -42,7 +42,6 @@ pub mod sideband;
 mod spec;
 pub mod stat;
 mod targets;
-mod topology;
 mod workload;
 
 pub use error::{Error, Result};

@@ -165,7 +165,7 @@ fn opens_here(name: &str) -> bool {
     };
     list.events().all(|e| {
         let attr = Attr::from_raw(e.attr).exclude_kernel(true).exclude_hv(true);
-        perfkit::Counter::open(&attr, &perfkit::Target::this_process()).is_ok()
+        perfkit::Counter::open(&attr, &perfkit::Target::this_thread()).is_ok()
     })
 }
 

@@ -64,11 +64,9 @@ pub fn cpus(list: Option<&str>) -> Result<Vec<u32>> {
         list: list.to_string(),
         source,
     })?;
-    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-        return Err(Error::Usage(format!(
-            "-C {list}: CPU {bad} is not online (online CPUs: {})",
-            perfkit::cpus::format_list(&online)
-        )));
-    }
+    perfkit::cpus::check_online(&cpus, &online).map_err(|source| Error::Cpus {
+        list: list.to_string(),
+        source,
+    })?;
     Ok(cpus)
 }

@@ -465,7 +465,7 @@ fn cache_description(config: u64) -> String {
 fn probe_attr(attr: &perf_event_attr, cpu: Option<u32>) -> Availability {
     let target = match cpu {
         Some(c) => Target::cpu(c),
-        None => Target::this_process(),
+        None => Target::this_thread(),
     };
     let try_open = |a: &perf_event_attr| Counter::open(&Attr::from_raw(*a), &target).map(drop);
     let first = match try_open(attr) {

@@ -26,7 +26,7 @@ fn one(env: &Env, s: &str) -> ParsedEvent {
 fn open(ev: &ParsedEvent) -> Option<Counter> {
     let mut attr = Attr::from_raw(ev.attr);
     attr.raw_mut().flags &= !perfkit::sys::attr_flags::DISABLED;
-    match Counter::open(&attr, &Target::this_process()) {
+    match Counter::open(&attr, &Target::this_thread()) {
         Ok(c) => Some(c),
         Err(e) if e.kind() == ErrorKind::Permission => {
             eprintln!("skipped {}: {e} (run as root)", ev.name);
@@ -181,7 +181,7 @@ fn the_catalogue_says_what_opens_here() {
     // Hardware events: the catalogue's answer is the kernel's, checked here directly.
     let direct = Counter::open(
         &Attr::from_raw(get("instructions").attr().copied().unwrap()),
-        &Target::this_process(),
+        &Target::this_thread(),
     );
     match direct {
         Ok(_) => assert_eq!(get("instructions").available, Availability::Yes),

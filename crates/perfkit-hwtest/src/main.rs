@@ -108,7 +108,7 @@ fn loop_constant(c: &Counter) -> perfkit::Result<i64> {
 fn instructions_exact() -> Outcome {
     let c = tri!(
         "instructions",
-        Counter::open(&user_instructions(), &Target::this_process())
+        Counter::open(&user_instructions(), &Target::this_thread())
     );
     let k = tri!("instructions", loop_constant(&c));
     let mut seen = Vec::new();
@@ -131,7 +131,7 @@ fn instructions_exact() -> Outcome {
 fn cycles_count() -> Outcome {
     let c = tri!(
         "cycles",
-        Counter::open(&user_cycles(), &Target::this_process())
+        Counter::open(&user_cycles(), &Target::this_thread())
     );
     let a = tri!("cycles", measure(&c, N)).value;
     let b = tri!("cycles", measure(&c, 2 * N)).value;
@@ -149,7 +149,7 @@ fn cycles_count() -> Outcome {
 }
 
 fn group_read() -> Outcome {
-    let t = Target::this_process();
+    let t = Target::this_thread();
     let mut g = tri!("group", Group::open(&user_cycles(), &t));
     let ins = tri!("group", g.add(&user_instructions(), &t));
     let mut runs = Vec::new();
@@ -193,7 +193,7 @@ fn group_read() -> Outcome {
 }
 
 fn group_larger_than_pmu() -> Outcome {
-    let t = Target::this_process();
+    let t = Target::this_thread();
     // The cycle counter plus 7 instructions events: 8 events for 7 counters.
     let mut g = tri!("group leader", Group::open(&user_cycles(), &t));
     for i in 0..7 {
@@ -210,7 +210,7 @@ fn group_larger_than_pmu() -> Outcome {
 }
 
 fn group_never_scheduled() -> Outcome {
-    let t = Target::this_process();
+    let t = Target::this_thread();
     // A pinned event holds one counter; a group that needs all 7 then never fits.
     let pinned = tri!(
         "pinned",
@@ -245,7 +245,7 @@ fn group_never_scheduled() -> Outcome {
 }
 
 fn multiplexing() -> Outcome {
-    let t = Target::this_process();
+    let t = Target::this_thread();
     let n = 5 * N;
     let mut cs = Vec::new();
     for _ in 0..10 {
@@ -313,7 +313,7 @@ fn user_read(sixty_four: bool) -> Outcome {
         return Outcome::Skip(format!("cannot set kernel.perf_user_access=1: {e}"));
     }
     let attr = arm64_user_access(user_instructions(), sixty_four);
-    let m = tri!("open", SelfMonitor::open(&attr, &Target::this_process()));
+    let m = tri!("open", SelfMonitor::open(&attr, &Target::this_thread()));
     let mut gaps = Vec::new();
     let mut widths = (0, 0);
     // The first pass takes the page faults of the code involved; it is not compared.
@@ -360,7 +360,7 @@ fn user_read_64_refused() -> Outcome {
         return Outcome::Skip(format!("cannot set kernel.perf_user_access=1: {e}"));
     }
     let attr = arm64_user_access(user_instructions(), true);
-    match SelfMonitor::open(&attr, &Target::this_process()) {
+    match SelfMonitor::open(&attr, &Target::this_thread()) {
         Ok(_) => Outcome::Fail("a 64-bit event counter was granted on a CPU without them".into()),
         Err(e) if e.errno() == libc::EOPNOTSUPP && e.to_string().contains("32-bit") => {
             Outcome::Pass(format!("refused: {e}"))
@@ -375,10 +375,10 @@ fn user_read_fallback(sixty_four: bool) -> Outcome {
     }
     let attr = arm64_user_access(user_instructions(), sixty_four);
     let out = (|| {
-        let m = tri!("open", SelfMonitor::open(&attr, &Target::this_process()));
+        let m = tri!("open", SelfMonitor::open(&attr, &Target::this_thread()));
         let plain = tri!(
             "open",
-            Counter::open(&user_instructions(), &Target::this_process())
+            Counter::open(&user_instructions(), &Target::this_thread())
         );
         let k = tri!("measure", loop_constant(&plain));
         tri!("measure", measure(m.counter(), N));
@@ -405,7 +405,7 @@ fn sample_run(attr: &Attr, period: u64) -> perfkit::Result<(u64, u64, Vec<u32>)>
     let attr = attr
         .sample_period(period)
         .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(64))?;
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(64))?;
     s.counter().reset()?;
     s.enable()?;
     spin(2 * N);
@@ -455,7 +455,7 @@ fn sampling() -> Outcome {
 }
 
 fn exclude_bits() -> Outcome {
-    let t = Target::this_process();
+    let t = Target::this_thread();
     let all = tri!(
         "open",
         Counter::open(&Attr::new(Hardware::Instructions).exclude_hv(true), &t)
@@ -514,7 +514,7 @@ fn perfkit_stat() -> Outcome {
     // Without the event (a development machine), nothing to compare.
     drop(tri!(
         "instructions",
-        Counter::open(&user_instructions(), &Target::this_process())
+        Counter::open(&user_instructions(), &Target::this_thread())
     ));
     let n = 5 * N;
     let args: Vec<OsString> = vec!["--spin".into(), n.to_string().into()];

@@ -10,7 +10,8 @@
 //!   numbers, open flags, header `misc` bits, branch-sample bits, callchain context markers;
 //! * [`perf_event_mmap_page`] and [`perf_event_header`];
 //! * compile-time size and offset checks of every struct against the kernel's layout;
-//! * the raw system call ([`perf_event_open`]) and the raw ioctls ([`ioctl`]).
+//! * the raw system call ([`perf_event_open`]) and the raw ioctls ([`ioctl`]), their
+//!   request numbers encoded per architecture ([`IocLayout`]).
 //!
 //! # Why not a bindings crate
 //!
@@ -35,4 +36,4 @@ pub use attr::*;
 pub use consts::*;
 pub use mmap::*;
 pub use syscall::ioctl::*;
-pub use syscall::{ioctl, perf_event_open};
+pub use syscall::{IocLayout, ioctl, perf_event_open};

@@ -47,7 +47,7 @@ fn interleaved(what: &str, mut bare: impl FnMut(), mut lib: impl FnMut()) {
 
 fn bench(c: &mut Criterion) {
     let attr = Attr::new(Software::TaskClock).exclude_kernel(true);
-    let counter = Counter::open(&attr, &Target::this_process()).expect("open task-clock");
+    let counter = Counter::open(&attr, &Target::this_thread()).expect("open task-clock");
     counter.enable().expect("enable");
     let fd = counter.as_fd().as_raw_fd();
 
@@ -72,14 +72,14 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    let mut group = Group::open(&attr, &Target::this_process()).expect("open group");
+    let mut group = Group::open(&attr, &Target::this_thread()).expect("open group");
     for sw in [
         Software::PageFaults,
         Software::ContextSwitches,
         Software::CpuClock,
     ] {
         group
-            .add(&Attr::new(sw).exclude_kernel(true), &Target::this_process())
+            .add(&Attr::new(sw).exclude_kernel(true), &Target::this_thread())
             .expect("add member");
     }
     group.enable().expect("enable group");

@@ -17,7 +17,7 @@ fn bare_read(fd: i32, buf: &mut [u64]) -> isize {
 
 fn bench(c: &mut Criterion) {
     let attr = Attr::new(Software::TaskClock).exclude_kernel(true);
-    let m = SelfMonitor::open(&attr, &Target::this_process()).expect("open task-clock");
+    let m = SelfMonitor::open(&attr, &Target::this_thread()).expect("open task-clock");
     m.counter().enable().expect("enable");
     let fd = m.counter().as_fd().as_raw_fd();
     let source = m.read().expect("read").source;

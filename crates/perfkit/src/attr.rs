@@ -1,6 +1,7 @@
 //! [`Attr`]: a builder over `struct perf_event_attr` with a method per field and flag.
 
 use crate::event::Event;
+use crate::sample_type::SampleType;
 use perfkit_sys::{self as sys, attr_flags as f, perf_event_attr};
 
 /// The attributes of one event: what to count and how (`struct perf_event_attr`).
@@ -157,8 +158,6 @@ impl Attr {
     }
 
     field_setters! {
-        /// `sample_type`: the `PERF_SAMPLE_*` fields each sample carries.
-        sample_type: u64 => sample_type;
         /// `read_format`: the `PERF_FORMAT_*` fields a read returns.
         read_format: u64 => read_format;
         /// `bp_type`: breakpoint access type (`HW_BREAKPOINT_*`).
@@ -189,6 +188,15 @@ impl Attr {
         aux_action: u32 => aux_action;
         /// `sig_data`: the value delivered in `si_perf_data` with `sigtrap`.
         sig_data: u64 => sig_data;
+    }
+
+    /// `sample_type`: the `PERF_SAMPLE_*` fields each sample carries, as a
+    /// [`SampleType`] (`SampleType::IP | SampleType::TID`) or raw bits
+    /// (`sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID`). The one way to set it.
+    #[must_use]
+    pub fn sample_type(mut self, fields: impl Into<SampleType>) -> Self {
+        self.raw.sample_type = fields.into().bits();
+        self
     }
 
     /// `bp_addr`: the breakpoint address.

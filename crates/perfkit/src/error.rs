@@ -5,6 +5,7 @@ use std::io;
 
 /// The class of a failure, told apart by errno and context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The event does not exist on this machine (ENOENT, EOPNOTSUPP; ENODEV for hybrid).
     NotSupported,
@@ -31,6 +32,7 @@ pub enum ErrorKind {
 
 /// What was being done when the error happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Op {
     /// `perf_event_open`
     Open,
@@ -40,11 +42,20 @@ pub enum Op {
     Read,
     /// `mmap(2)` of the ring buffer or user page.
     Mmap,
+    /// Listing the threads of a process (`/proc/PID/task`).
+    ListThreads,
     /// Something else, described.
     Other(String),
 }
 
 /// A perf_events failure: keeps the OS error and names the event, pid and cpu.
+///
+/// `Display` says what failed and the class of failure ("cannot open event `cycles`
+/// for pid 7: no such process: ..."); the OS error itself is the [`source`]
+/// (print the chain, as `anyhow`'s `{:#}` does, to see it), and [`errno`](Self::errno)
+/// gives its number.
+///
+/// [`source`]: std::error::Error::source
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
@@ -208,32 +219,40 @@ pub fn read_paranoid() -> Option<i32> {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let op = match &self.op {
-            Op::Open => "open".to_string(),
-            Op::Ioctl(name) => name.to_string(),
-            Op::Read => "read".to_string(),
-            Op::Mmap => "mmap the ring buffer of".to_string(),
-            Op::Other(s) => s.clone(),
+            Op::Open => "open",
+            Op::Ioctl(name) => name,
+            Op::Read => "read",
+            Op::Mmap => "mmap the ring buffer of",
+            Op::ListThreads => "list the threads",
+            Op::Other(s) => s,
         };
-        write!(f, "cannot {op} event `{}`", self.event)?;
+        write!(f, "cannot {op}")?;
+        if !self.event.is_empty() {
+            write!(f, " event `{}`", self.event)?;
+        }
         match (self.pid, self.cpu) {
             (-1, -1) => {}
             (-1, c) => write!(f, " on CPU {c}")?,
-            (0, -1) => write!(f, " for this process")?,
+            (0, -1) => write!(f, " for this thread")?,
             (p, -1) => write!(f, " for pid {p}")?,
             (p, c) => write!(f, " for pid {p} on CPU {c}")?,
         }
+        // The OS error's own text is left to `source()`, so that printing the chain does
+        // not say it twice.
         let what = match self.kind {
-            ErrorKind::NotSupported => "not supported on this machine",
-            ErrorKind::Permission => "permission denied",
-            ErrorKind::InvalidAttr => "invalid attribute",
-            ErrorKind::AttrTooBig { .. } => "attribute too new for this kernel",
-            ErrorKind::NoSuchTask => "no such process",
-            ErrorKind::NoFreeCounter => "no free counter",
-            ErrorKind::TooManyFiles => "too many open files",
-            ErrorKind::InvalidOperation => "not valid for this event",
-            ErrorKind::Other => "error",
+            ErrorKind::NotSupported => Some("not supported on this machine"),
+            ErrorKind::Permission => Some("permission denied"),
+            ErrorKind::InvalidAttr => Some("invalid attribute"),
+            ErrorKind::AttrTooBig { .. } => Some("attribute too new for this kernel"),
+            ErrorKind::NoSuchTask => Some("no such process"),
+            ErrorKind::NoFreeCounter => Some("no free counter"),
+            ErrorKind::TooManyFiles => Some("too many open files"),
+            ErrorKind::InvalidOperation => Some("not valid for this event"),
+            ErrorKind::Other => None,
         };
-        write!(f, ": {what} ({})", self.source)?;
+        if let Some(what) = what {
+            write!(f, ": {what}")?;
+        }
         if let Some(d) = &self.detail {
             write!(f, ": {d}")?;
         }

@@ -7,46 +7,91 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// A forked child waiting to `exec` its command until [`PausedChild::start`].
+///
+/// The command starts the way a shell would start it, whatever the launcher did to its
+/// own signals: every signal at its default disposition and none blocked (the Rust
+/// runtime ignores `SIGPIPE`, and `exec` keeps ignored dispositions and the mask, so
+/// without the reset `yes | head -1` would print "Broken pipe").
 #[derive(Debug)]
 pub struct PausedChild {
     pid: libc::pid_t,
+    program: OsString,
     go: Option<std::os::fd::OwnedFd>,
     exec_err: std::os::fd::OwnedFd,
 }
 
-/// Why a command could not be started.
+/// Why a command could not be started. The OS error is the [`source`] (not repeated in
+/// `Display`).
+///
+/// [`source`]: std::error::Error::source
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum LaunchError {
-    /// The program was not found in `PATH` (a shell exits 127).
-    NotFound(OsString),
-    /// Found but not executable, or exec failed (a shell exits 126).
-    CannotExecute(OsString, io::Error),
-    /// fork or pipe failed.
-    Os(io::Error),
+    /// The program was not found in `PATH` (a shell exits 127); the source is ENOENT.
+    NotFound {
+        /// The program as given.
+        program: OsString,
+        /// ENOENT.
+        source: io::Error,
+    },
+    /// Found but not executable, or `execv` failed (a shell exits 126).
+    CannotExecute {
+        /// The program as given.
+        program: OsString,
+        /// The errno `execv` gave.
+        source: io::Error,
+    },
+    /// `fork`, `pipe2` or argument preparation failed.
+    Os {
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
 }
 
 impl std::fmt::Display for LaunchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LaunchError::NotFound(p) => write!(f, "{}: command not found", p.to_string_lossy()),
-            LaunchError::CannotExecute(p, e) => {
-                write!(f, "{}: cannot execute: {e}", p.to_string_lossy())
+            LaunchError::NotFound { program, .. } => {
+                write!(f, "{}: command not found", program.to_string_lossy())
             }
-            LaunchError::Os(e) => write!(f, "cannot start the command: {e}"),
+            LaunchError::CannotExecute { program, .. } => {
+                write!(f, "{}: cannot execute", program.to_string_lossy())
+            }
+            LaunchError::Os { what, .. } => write!(f, "cannot start the command: {what}"),
         }
     }
 }
 
-impl std::error::Error for LaunchError {}
+impl std::error::Error for LaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.io_error())
+    }
+}
 
 impl LaunchError {
     /// The exit status a shell would give: 127 not found, 126 not executable.
     pub fn exit_code(&self) -> i32 {
         match self {
-            LaunchError::NotFound(_) => 127,
-            LaunchError::CannotExecute(..) => 126,
-            LaunchError::Os(_) => 1,
+            LaunchError::NotFound { .. } => 127,
+            LaunchError::CannotExecute { .. } => 126,
+            LaunchError::Os { .. } => 1,
         }
+    }
+
+    /// The OS error.
+    pub fn io_error(&self) -> &io::Error {
+        match self {
+            LaunchError::NotFound { source, .. }
+            | LaunchError::CannotExecute { source, .. }
+            | LaunchError::Os { source, .. } => source,
+        }
+    }
+
+    /// The errno, 0 if none.
+    pub fn errno(&self) -> i32 {
+        self.io_error().raw_os_error().unwrap_or(0)
     }
 }
 
@@ -90,8 +135,15 @@ impl PausedChild {
     /// [`start`](Self::start) is called. The child inherits the environment and stdio.
     pub fn spawn(program: &OsStr, args: &[OsString]) -> Result<PausedChild, LaunchError> {
         use std::os::fd::AsRawFd;
-        let path = find_program(program).ok_or_else(|| LaunchError::NotFound(program.into()))?;
-        let cstr = |s: &OsStr| CString::new(s.as_bytes()).map_err(|e| LaunchError::Os(e.into()));
+        let path = find_program(program).ok_or_else(|| LaunchError::NotFound {
+            program: program.into(),
+            source: io::Error::from_raw_os_error(libc::ENOENT),
+        })?;
+        let os = |what| move |source| LaunchError::Os { what, source };
+        let cstr = |s: &OsStr| {
+            CString::new(s.as_bytes())
+                .map_err(|e| os("an argument contains a NUL byte")(io::Error::from(e)))
+        };
         let cpath = cstr(path.as_os_str())?;
         let mut argv_c = vec![cstr(program)?];
         for a in args {
@@ -99,14 +151,14 @@ impl PausedChild {
         }
         let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
         argv.push(std::ptr::null());
-        let (go_r, go_w) = pipe().map_err(LaunchError::Os)?;
-        let (err_r, err_w) = pipe().map_err(LaunchError::Os)?;
+        let (go_r, go_w) = pipe().map_err(os("pipe2"))?;
+        let (err_r, err_w) = pipe().map_err(os("pipe2"))?;
         // SAFETY: fork in a possibly multi-threaded process; the child only calls
-        // async-signal-safe functions (close, read, execv, write, _exit) on memory
-        // prepared before the fork.
+        // async-signal-safe functions (close, read, rt_sigaction, rt_sigprocmask, execv,
+        // write, _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return Err(LaunchError::Os(io::Error::last_os_error()));
+            return Err(os("fork")(io::Error::last_os_error()));
         }
         if pid == 0 {
             // SAFETY: in the child: async-signal-safe calls on descriptors and buffers
@@ -120,6 +172,7 @@ impl PausedChild {
                     // The parent gave up (dropped us without start): leave quietly.
                     libc::_exit(127);
                 }
+                default_signals();
                 libc::execv(cpath.as_ptr(), argv.as_ptr());
                 let errno = *libc::__errno_location();
                 let bytes = errno.to_ne_bytes();
@@ -131,6 +184,7 @@ impl PausedChild {
         drop(err_w);
         Ok(PausedChild {
             pid,
+            program: program.into(),
             go: Some(go_w),
             exec_err: err_r,
         })
@@ -161,10 +215,10 @@ impl PausedChild {
             let mut status = 0;
             // SAFETY: reaping our own child.
             unsafe { libc::waitpid(self.pid, &mut status, 0) };
-            return Err(LaunchError::CannotExecute(
-                OsString::from(format!("pid {}", self.pid)),
-                io::Error::from_raw_os_error(errno),
-            ));
+            return Err(LaunchError::CannotExecute {
+                program: std::mem::take(&mut self.program),
+                source: io::Error::from_raw_os_error(errno),
+            });
         }
         let pid = self.pid;
         self.pid = 0;
@@ -181,6 +235,54 @@ impl Drop for PausedChild {
             // SAFETY: reaping our own child.
             unsafe { libc::waitpid(self.pid, &mut status, 0) };
         }
+    }
+}
+
+/// The kernel's `sigset_t` size (`_NSIG / 8`): 128 signals on mips, 64 elsewhere.
+const KERNEL_SIGSET_SIZE: usize = if cfg!(any(target_arch = "mips", target_arch = "mips64")) {
+    16
+} else {
+    8
+};
+
+/// Put every signal back to its default disposition and unblock all, in a forked child
+/// just before `exec`.
+///
+/// Goes to the kernel directly (`rt_sigaction`, `rt_sigprocmask`): the C library's
+/// wrappers refuse its internal signals (32 and 33 in glibc), which a launcher may still
+/// have ignored.
+///
+/// # Safety
+/// Meant for the child between `fork` and `exec`: it changes the process-wide signal
+/// dispositions and the calling thread's mask, with raw system calls only
+/// (async-signal-safe).
+unsafe fn default_signals() {
+    // A zeroed kernel `struct sigaction` is SIG_DFL (0) with no flags and an empty mask
+    // on every architecture; 64 bytes cover the largest layout.
+    let dfl = [0u64; 8];
+    let empty = [0u64; 2];
+    for sig in 1..=(KERNEL_SIGSET_SIZE as libc::c_long * 8) {
+        // SAFETY: `dfl` is a readable, zeroed kernel sigaction; no old action is asked
+        // for. SIGKILL and SIGSTOP answer EINVAL, which is fine (they cannot be ignored).
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                dfl.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                KERNEL_SIGSET_SIZE,
+            );
+        }
+    }
+    // SAFETY: `empty` is a readable, zeroed kernel sigset; no old mask is asked for.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            empty.as_ptr(),
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET_SIZE,
+        );
     }
 }
 

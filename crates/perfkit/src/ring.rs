@@ -19,9 +19,23 @@
 //!   the kernel overwrites the oldest data. Forward rings are read from the last position
 //!   if the kernel has not lapped it ([`RingError::Overrun`] otherwise).
 //! * **Backward** (attr `write_backward`, always mapped read-only here, as perf does): the
-//!   kernel writes from the end downwards and `data_head` decreases; pause output
-//!   ([`RingBuffer::pause`], `PERF_EVENT_IOC_PAUSE_OUTPUT`) and read newest first from
-//!   `data_head` with [`RingBuffer::records_backward`].
+//!   kernel writes from the end downwards and `data_head` decreases; read newest first
+//!   from `data_head` with [`RingBuffer::records_backward`].
+//!
+//! # Reading a ring the kernel may overwrite
+//!
+//! In consume mode the kernel writes only beyond `data_head` and never past `data_tail`,
+//! so the bytes a walk hands out stay put until the tail moves, which needs the walk's
+//! records to be gone (`&mut RingBuffer`): those walks are zero-copy. An overwrite-mode
+//! (forward or backward) ring has no tail: the kernel may write over any byte at any
+//! time, so handing out slices of it would let safe code read bytes the kernel is
+//! writing. Its walks pause the ring's output (`PERF_EVENT_IOC_PAUSE_OUTPUT` 1), read
+//! `data_head`, copy the data area into a buffer the ring owns, resume the output (0),
+//! and walk the copy: no record is torn, the kernel is paused only for one copy (not for
+//! as long as the caller looks at records, which would lose more samples), and nothing
+//! the caller or another user of the event does can change bytes a record borrows. A
+//! ring paused with [`RingBuffer::pause`] stays paused. Records the kernel would have
+//! written during the copy are dropped by the kernel, as in perf's flight-recorder reads.
 
 use crate::counter::Counter;
 use crate::error::{Error, ErrorKind, Op, Result};
@@ -42,6 +56,7 @@ pub fn page_size() -> usize {
 
 /// A problem found while walking the records of a ring (not an OS error).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RingError {
     /// A record header is inconsistent: size below 8 or running past the kernel's head.
     /// `position` is the ring position (unmasked) of the header.
@@ -61,6 +76,12 @@ pub enum RingError {
         behind: u64,
         /// The data area size.
         data_size: u64,
+    },
+    /// The output of an overwrite-mode ring could not be paused for reading
+    /// (`PERF_EVENT_IOC_PAUSE_OUTPUT` failed with `errno`): nothing was read.
+    PauseFailed {
+        /// The errno of the ioctl.
+        errno: i32,
     },
     /// `head - tail` is larger than the data area (a corrupt or foreign user page).
     BadPositions {
@@ -90,6 +111,12 @@ impl fmt::Display for RingError {
                 "overwrite ring lapped: {behind} bytes written since the last read, the ring \
                  holds {data_size}; records in between are lost (read more often or use a \
                  bigger ring)"
+            ),
+            RingError::PauseFailed { errno } => write!(
+                f,
+                "cannot pause the overwrite ring's output (PERF_EVENT_IOC_PAUSE_OUTPUT, errno \
+                 {errno}) to read it without the kernel writing over the records: nothing \
+                 was read"
             ),
             RingError::BadPositions {
                 head,
@@ -378,6 +405,13 @@ impl RingControl {
             .load(Ordering::Acquire)
     }
 
+    /// `aux_tail` as last published.
+    #[inline]
+    pub fn aux_tail(&self) -> u64 {
+        self.word(std::mem::offset_of!(perf_event_mmap_page, aux_tail))
+            .load(Ordering::Relaxed)
+    }
+
     /// Publish `aux_tail`: full fence, then the store.
     #[inline]
     pub fn set_aux_tail(&self, tail: u64) {
@@ -451,7 +485,8 @@ pub fn mlock_hint(bytes: usize) -> String {
 /// The kernel writes only at and beyond `data_head` (consume mode), so the bytes a walk
 /// looks at (tail..head) are stable until the tail is published, which takes
 /// `&mut RingBuffer` and so cannot happen while these borrows live. Overwrite-mode rings
-/// may be overwritten while read: pause them first.
+/// may be overwritten while read: their walks read a paused copy instead
+/// ([`RingBuffer::records`]).
 fn data_area(map: &Mapping, offset: usize, len: usize) -> &[u8] {
     assert!(offset.checked_add(len).is_some_and(|end| end <= map.len));
     // SAFETY: the range lies inside the live mapping (asserted above), which outlives
@@ -506,22 +541,60 @@ impl Drop for Mapping {
 }
 
 /// The AUX area of a ring (`aux_offset`/`aux_size` in the user page, mapped separately).
+///
+/// Its bytes are read with [`RingBuffer::aux_pending`]: only the part between
+/// `aux_tail` and `aux_head` is complete, the PMU writes the rest at any time, so the
+/// whole area is never handed out.
 #[derive(Debug)]
 pub struct AuxArea {
     map: Mapping,
     offset: u64,
+    /// Position up to which AUX bytes were handed out (not yet published as aux_tail).
+    read_pos: u64,
 }
 
 impl AuxArea {
-    /// The area's bytes (written by the PMU).
-    pub fn data(&self) -> &[u8] {
-        // SAFETY: the mapping is live for &self; the hardware writes ahead of aux_head,
-        // and readers use aux_head (via RingControl) to know what is complete.
-        unsafe { std::slice::from_raw_parts(self.map.ptr.as_ptr(), self.map.len) }
-    }
     /// The file offset it was mapped at (`aux_offset`).
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+    /// Its size in bytes (`aux_size`).
+    pub fn size(&self) -> usize {
+        self.map.len
+    }
+}
+
+/// `PERF_EVENT_IOC_PAUSE_OUTPUT` on a raw fd.
+fn pause_output(fd: BorrowedFd<'_>, pause: bool) -> io::Result<()> {
+    // SAFETY: integer-argument ioctl on a live fd.
+    let r = unsafe {
+        sys::ioctl::ioctl_arg(
+            fd.as_raw_fd(),
+            sys::PERF_EVENT_IOC_PAUSE_OUTPUT,
+            libc::c_ulong::from(pause),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Copy `src` (a live mapping the kernel may write) into `dst` with volatile word loads,
+/// so the compiler makes no assumption about the bytes staying put.
+fn copy_volatile(src: &Mapping, offset: usize, len: usize, dst: &mut Vec<u8>) {
+    assert!(offset.checked_add(len).is_some_and(|end| end <= src.len));
+    assert!(offset % 8 == 0 && len % 8 == 0);
+    dst.clear();
+    dst.reserve(len);
+    // SAFETY: the range lies inside the live mapping (asserted above) and is 8-byte
+    // aligned (the mapping is page aligned, offset and len multiples of 8); volatile
+    // reads of plain u64 words that the kernel may be writing at the same time.
+    let base = unsafe { src.ptr.as_ptr().add(offset) }.cast::<u64>();
+    for i in 0..len / 8 {
+        // SAFETY: i * 8 < len, inside the range checked above.
+        let w = unsafe { std::ptr::read_volatile(base.add(i)) };
+        dst.extend_from_slice(&w.to_ne_bytes());
     }
 }
 
@@ -544,6 +617,10 @@ pub struct RingBuffer {
     /// Position up to which records were handed out (not yet published as the tail).
     read_pos: u64,
     aux: Option<AuxArea>,
+    /// Whether the user paused the output with [`RingBuffer::pause`].
+    user_paused: std::cell::Cell<bool>,
+    /// The copy of an overwrite-mode ring's data area that its walks read.
+    copy: Vec<u8>,
 }
 
 // SAFETY: the mapping is plain shared memory; all shared-state access (head/tail) goes
@@ -684,6 +761,8 @@ impl RingBuffer {
             backward,
             read_pos: if backward { 0 } else { read_pos },
             aux: None,
+            user_paused: std::cell::Cell::new(false),
+            copy: Vec::new(),
         })
     }
 
@@ -733,18 +812,31 @@ impl RingBuffer {
     ///
     /// First publishes the tail for everything the previous walk handed out (the borrow
     /// checker guarantees its records are gone). The walk snapshots `data_head`; records
-    /// written meanwhile come with the next call. In overwrite mode, if the kernel lapped
-    /// the read position the walk yields one [`RingError::Overrun`] and restarts at the
+    /// written meanwhile come with the next call. In overwrite mode the walk pauses the
+    /// ring's output for as long as it lives (see the module docs), and if the kernel
+    /// lapped the read position it yields one [`RingError::Overrun`] and restarts at the
     /// head. For `write_backward` rings use [`records_backward`](Self::records_backward).
     pub fn records(&mut self) -> RingWalk<'_> {
         self.consume();
-        let head = self.ctl.head();
+        let (data, head) = match self.overwrite_snapshot() {
+            Err(e) => {
+                let pos = self.read_pos;
+                return RingWalk {
+                    inner: RingRecords::failing(&[0; HEADER_SIZE], pos, e),
+                    read_pos: &mut self.read_pos,
+                };
+            }
+            Ok(Some(head)) => (&self.copy[..], head),
+            Ok(None) => (
+                data_area(&self.map, self.data_offset, self.data_size),
+                self.ctl.head(),
+            ),
+        };
         let data_size = self.data_size as u64;
         let behind = head.wrapping_sub(self.read_pos);
         let start = self.read_pos;
         self.read_pos = head;
         let backward = self.backward;
-        let data = data_area(&self.map, self.data_offset, self.data_size);
         let inner = if backward {
             RingRecords::failing(
                 data,
@@ -771,6 +863,28 @@ impl RingBuffer {
         }
     }
 
+    /// For an overwrite-mode ring: pause the output (unless paused by the user), read
+    /// `data_head`, copy the data area into `self.copy`, resume; returns the head.
+    /// `None` for consume-mode rings, which are read in place.
+    fn overwrite_snapshot(&mut self) -> Result<Option<u64>, RingError> {
+        if self.mode != RingMode::Overwrite {
+            return Ok(None);
+        }
+        let pause = !self.user_paused.get();
+        let failed = |e: io::Error| RingError::PauseFailed {
+            errno: e.raw_os_error().unwrap_or(0),
+        };
+        if pause {
+            pause_output(self.fd.as_fd(), true).map_err(failed)?;
+        }
+        let head = self.ctl.head();
+        copy_volatile(&self.map, self.data_offset, self.data_size, &mut self.copy);
+        if pause {
+            pause_output(self.fd.as_fd(), false).map_err(failed)?;
+        }
+        Ok(Some(head))
+    }
+
     /// Walk every pending record through `f`, then publish the tail. Returns the number
     /// of records; stops at the first [`RingError`].
     pub fn drain(
@@ -790,40 +904,97 @@ impl RingBuffer {
     }
 
     /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: stop (`true`) or resume the kernel's writes.
+    ///
+    /// While paused by this call, walks leave the output paused; otherwise the walks of
+    /// an overwrite-mode ring pause and resume it themselves.
     pub fn pause(&self, pause: bool) -> Result<()> {
-        // SAFETY: integer-argument ioctl on our live fd.
-        let r = unsafe {
-            sys::ioctl::ioctl_arg(
-                self.fd.as_raw_fd(),
-                sys::PERF_EVENT_IOC_PAUSE_OUTPUT,
-                libc::c_ulong::from(pause),
-            )
-        };
-        if r < 0 {
-            return Err(self.err(
-                Op::Ioctl("PERF_EVENT_IOC_PAUSE_OUTPUT"),
-                io::Error::last_os_error(),
-            ));
-        }
+        pause_output(self.fd.as_fd(), pause)
+            .map_err(|e| self.err(Op::Ioctl("PERF_EVENT_IOC_PAUSE_OUTPUT"), e))?;
+        self.user_paused.set(pause);
         Ok(())
     }
 
     /// The records of a `write_backward` ring written since the last call, newest
-    /// first. Pause output ([`pause`](Self::pause)) around the walk so the kernel does
-    /// not overwrite what is being read.
-    pub fn records_backward(&mut self) -> BackwardRecords<'_> {
-        let head = self.ctl.head();
+    /// first, read from a copy taken with the output paused (see the module docs).
+    pub fn records_backward(&mut self) -> BackwardWalk<'_> {
+        let head = match self.overwrite_snapshot() {
+            Ok(Some(head)) => head,
+            Ok(None) => self.ctl.head(),
+            Err(e) => {
+                let pos = self.read_pos;
+                return BackwardWalk {
+                    inner: BackwardRecords {
+                        data: &[],
+                        head: pos,
+                        pos,
+                        end: pos,
+                        done: true,
+                    },
+                    pending: Some(e),
+                };
+            }
+        };
         let end = self.read_pos;
         self.read_pos = head;
-        let data = data_area(&self.map, self.data_offset, self.data_size);
+        let data = if self.mode == RingMode::Overwrite {
+            &self.copy[..]
+        } else {
+            data_area(&self.map, self.data_offset, self.data_size)
+        };
         // Cannot fail: data_size is a power of two >= one page.
-        BackwardRecords::new(data, head, end).unwrap_or(BackwardRecords {
+        let inner = BackwardRecords::new(data, head, end).unwrap_or(BackwardRecords {
             data,
             head,
             pos: head,
             end: head,
             done: true,
-        })
+        });
+        BackwardWalk {
+            inner,
+            pending: None,
+        }
+    }
+
+    /// The AUX bytes the PMU completed since the last [`aux_consume`](Self::aux_consume)
+    /// (`aux_tail..aux_head`), without copying; split in two where they wrap around the
+    /// end of the area. `None` without an AUX area ([`map_aux`](Self::map_aux)).
+    ///
+    /// The AUX area is always mapped writable here (consume mode), so the PMU writes
+    /// only beyond `aux_head` and never past `aux_tail`: the bytes handed out stay put
+    /// until `aux_consume`, which needs them gone.
+    pub fn aux_pending(&mut self) -> Option<Result<RawData<'_>, RingError>> {
+        let aux = self.aux.as_mut()?;
+        let head = self.ctl.aux_head();
+        let tail = aux.read_pos;
+        let len = aux.map.len;
+        let span = head.wrapping_sub(tail);
+        if span > len as u64 || !len.is_power_of_two() {
+            return Some(Err(RingError::BadPositions {
+                head,
+                tail,
+                data_size: len as u64,
+            }));
+        }
+        aux.read_pos = head;
+        // SAFETY: the AUX mapping lives as long as `self`, which this borrow keeps
+        // borrowed; the bytes tail..head are complete and not written again before
+        // aux_tail moves past them (aux_consume, which needs &mut self).
+        let all = unsafe { std::slice::from_raw_parts(aux.map.ptr.as_ptr(), len) };
+        let start = (tail & (len as u64 - 1)) as usize;
+        let span = span as usize;
+        Some(Ok(if start + span <= len {
+            RawData::Single(&all[start..start + span])
+        } else {
+            RawData::Split(&all[start..], &all[..start + span - len])
+        }))
+    }
+
+    /// Publish everything [`aux_pending`](Self::aux_pending) handed out as consumed
+    /// (`aux_tail`).
+    pub fn aux_consume(&mut self) {
+        if let Some(aux) = &self.aux {
+            self.ctl.set_aux_tail(aux.read_pos);
+        }
     }
 
     /// Map the AUX area: write `aux_offset` (just after the data area) and `aux_size`
@@ -869,9 +1040,11 @@ impl RingBuffer {
                 _ => e,
             }
         })?;
+        let read_pos = self.ctl.aux_tail();
         Ok(self.aux.insert(AuxArea {
             map,
             offset: aux_offset,
+            read_pos,
         }))
     }
 
@@ -902,6 +1075,7 @@ pub(crate) fn counter_target(c: &Counter) -> (i32, i32) {
 
 /// A walk over a ring's pending records ([`RingBuffer::records`]). When dropped early,
 /// the read position moves only past the records handed out, so the rest come again.
+/// An overwrite-mode ring's walk reads a copy taken with the output paused.
 #[derive(Debug)]
 pub struct RingWalk<'a> {
     inner: RingRecords<'a>,
@@ -912,6 +1086,24 @@ impl<'a> RingWalk<'a> {
     /// Bytes not walked yet.
     pub fn remaining(&self) -> u64 {
         self.inner.remaining()
+    }
+}
+
+/// A walk over a `write_backward` ring, newest first ([`RingBuffer::records_backward`]),
+/// over a copy taken with the output paused.
+#[derive(Debug)]
+pub struct BackwardWalk<'a> {
+    inner: BackwardRecords<'a>,
+    pending: Option<RingError>,
+}
+
+impl<'a> Iterator for BackwardWalk<'a> {
+    type Item = Result<RawRecord<'a>, RingError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.pending.take() {
+            return Some(Err(e));
+        }
+        self.inner.next()
     }
 }
 

@@ -11,8 +11,11 @@ pub struct Target<'fd> {
 }
 
 impl Target<'static> {
-    /// The calling thread (pid 0), on any CPU. With `inherit`, its future children too.
-    pub const fn this_process() -> Self {
+    /// The calling thread only (pid 0), on any CPU: the kernel attaches a per-task event
+    /// to one task, so other threads of the process are not counted. With `inherit`, the
+    /// threads and processes this thread creates afterwards are counted too. For every
+    /// thread of the process see [`crate::Targets::this_process`].
+    pub const fn this_thread() -> Self {
         Target {
             pid: 0,
             cpu: -1,

@@ -616,7 +616,7 @@ impl ClockOffset {
             .sample_type(perfkit_sys::PERF_SAMPLE_TIME)
             .clockid(perf_clockid)
             .exclude_kernel(true);
-        let counter = Counter::open(&attr, &Target::this_process())?;
+        let counter = Counter::open(&attr, &Target::this_thread())?;
         let mut ring = RingBuffer::map(&counter, crate::ring::RingSize::Pages(1))?;
         let parser =
             perfkit_records::RecordParser::new(attr.raw(), perfkit_records::Endian::NATIVE);

@@ -29,7 +29,7 @@ macro_rules! require_root {
 
 fn open(ev: impl Into<Event>) -> Counter {
     let attr = Attr::new(ev).exclude_kernel(!is_root());
-    Counter::open(&attr, &Target::this_process()).expect("open")
+    Counter::open(&attr, &Target::this_thread()).expect("open")
 }
 
 fn thread_cpu_ns() -> u64 {
@@ -244,7 +244,7 @@ fn every_software_event_opens() {
 #[test]
 fn inherit_counts_children() {
     let attr = Attr::new(Software::TaskClock).inherit(true);
-    let tc = Counter::open(&attr, &Target::this_process()).unwrap();
+    let tc = Counter::open(&attr, &Target::this_thread()).unwrap();
     tc.enable().unwrap();
     let child = PausedChild::spawn(
         "sh".as_ref(),
@@ -297,18 +297,18 @@ fn per_cpu_counting() {
 #[test]
 fn group_reads_consistently() {
     let leader = Attr::new(Software::TaskClock).exclude_kernel(!is_root());
-    let mut g = Group::open(&leader, &Target::this_process()).unwrap();
+    let mut g = Group::open(&leader, &Target::this_thread()).unwrap();
     let pf = g
-        .add(&Attr::new(Software::PageFaults), &Target::this_process())
+        .add(&Attr::new(Software::PageFaults), &Target::this_thread())
         .unwrap();
     let cs = g
         .add(
             &Attr::new(Software::ContextSwitches),
-            &Target::this_process(),
+            &Target::this_thread(),
         )
         .unwrap();
     let cc = g
-        .add(&Attr::new(Software::CpuClock), &Target::this_process())
+        .add(&Attr::new(Software::CpuClock), &Target::this_thread())
         .unwrap();
     g.enable().unwrap();
     touch_fresh_pages(200);
@@ -373,13 +373,13 @@ fn refresh_and_period_on_sampling_events() {
     let attr = Attr::new(Software::PageFaults)
         .sample_period(1)
         .exclude_kernel(!is_root());
-    let s = Counter::open(&attr, &Target::this_process()).unwrap();
+    let s = Counter::open(&attr, &Target::this_thread()).unwrap();
     s.refresh(3).unwrap();
     touch_fresh_pages(100);
     let v = s.read().unwrap().value;
     assert_eq!(v, 3, "refresh 3 at period 1 counts 3 then disables");
 
-    let p = Counter::open(&attr, &Target::this_process()).unwrap();
+    let p = Counter::open(&attr, &Target::this_thread()).unwrap();
     p.set_period(1000).unwrap();
 }
 
@@ -406,7 +406,7 @@ fn watch_write(i: u64) -> Attr {
 #[test]
 fn breakpoints_count_exact_writes_and_run_out_of_slots() {
     let bp = watch_write;
-    let c = Counter::open(&bp(0), &Target::this_process()).unwrap();
+    let c = Counter::open(&bp(0), &Target::this_thread()).unwrap();
     c.enable().unwrap();
     for v in 0..1234 {
         write_watched(0, v);
@@ -417,9 +417,9 @@ fn breakpoints_count_exact_writes_and_run_out_of_slots() {
 
     let mut more = vec![c];
     for i in 1..4 {
-        more.push(Counter::open(&bp(i), &Target::this_process()).unwrap());
+        more.push(Counter::open(&bp(i), &Target::this_thread()).unwrap());
     }
-    let e = Counter::open(&bp(4), &Target::this_process()).unwrap_err();
+    let e = Counter::open(&bp(4), &Target::this_thread()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoFreeCounter, "{e}");
     assert!(e.hint().unwrap().contains("slot"), "{:?}", e.hint());
 }
@@ -432,7 +432,7 @@ fn breakpoint_bad_length_is_explained() {
         kind: BreakpointKind::Write,
     })
     .exclude_kernel(true);
-    let e = Counter::open(&a, &Target::this_process()).unwrap_err();
+    let e = Counter::open(&a, &Target::this_thread()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidAttr);
     assert!(e.to_string().contains("length"), "{e}");
 }
@@ -483,7 +483,7 @@ fn uprobe_counts_exact_calls() {
         config2: offset,
         config3: 0,
     });
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     c.enable().unwrap();
     let mut acc = 0;
     for i in 0..777 {
@@ -524,7 +524,7 @@ fn tracepoint_counts_by_id() {
         return;
     };
     let id: u64 = id.trim().parse().unwrap();
-    let c = Counter::open(&Attr::new(Event::Tracepoint(id)), &Target::this_process()).unwrap();
+    let c = Counter::open(&Attr::new(Event::Tracepoint(id)), &Target::this_thread()).unwrap();
     c.enable().unwrap();
     for _ in 0..321 {
         // SAFETY: getppid has no preconditions.
@@ -548,7 +548,7 @@ fn multiplexed_time_is_scaled() {
     pin_to(0);
     let attr = Attr::new(Software::TaskClock).exclude_kernel(!is_root());
     let on1 = Counter::open(&attr, &Target::pid_on_cpu(0, 1)).unwrap();
-    let all = Counter::open(&attr, &Target::this_process()).unwrap();
+    let all = Counter::open(&attr, &Target::this_thread()).unwrap();
     on1.enable().unwrap();
     let t0 = thread_cpu_ns();
     burn(Duration::from_millis(30));
@@ -594,15 +594,15 @@ fn multiplexed_time_is_scaled() {
 fn hardware_events_are_not_supported_here() {
     let probe = Counter::open(
         &Attr::new(Hardware::CpuCycles).exclude_kernel(true),
-        &Target::this_process(),
+        &Target::this_thread(),
     );
     if probe.is_ok() {
         eprintln!("skipped: this machine has a hardware PMU");
         return;
     }
     for hw in Hardware::ALL {
-        let e = Counter::open(&Attr::new(hw).exclude_kernel(true), &Target::this_process())
-            .unwrap_err();
+        let e =
+            Counter::open(&Attr::new(hw).exclude_kernel(true), &Target::this_thread()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotSupported, "{hw:?}: {e}");
         assert!(e.to_string().contains("not supported"), "{e}");
         assert!(e.hint().unwrap().contains("perfkit list"));
@@ -615,12 +615,12 @@ fn inherit_with_sample_read_needs_tid() {
         .inherit(true)
         .sample_period(100_000)
         .sample_type(sys::PERF_SAMPLE_READ | sys::PERF_SAMPLE_IP);
-    let e = Counter::open(&attr, &Target::this_process()).unwrap_err();
+    let e = Counter::open(&attr, &Target::this_thread()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidAttr);
     assert!(e.to_string().contains("PERF_SAMPLE_TID"), "{e}");
     // With TID it opens.
     let ok = attr.sample_type(sys::PERF_SAMPLE_READ | sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID);
-    Counter::open(&ok, &Target::this_process()).unwrap();
+    Counter::open(&ok, &Target::this_thread()).unwrap();
 }
 
 #[test]
@@ -628,6 +628,15 @@ fn missing_task_is_no_such_task() {
     let e = Counter::open(&Attr::new(Software::TaskClock), &Target::pid(0x3fff_fff0)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoSuchTask, "{e}");
     assert!(e.to_string().contains("1073741808"), "{e}");
+    // The OS error is the source, and Display does not repeat it.
+    let source = std::error::Error::source(&e).expect("the OS error is the source");
+    let shown = e.to_string();
+    assert!(
+        !shown.contains(&source.to_string()),
+        "{shown} repeats {source}"
+    );
+    assert!(!shown.contains("os error"), "{shown}");
+    assert_eq!(e.errno(), libc::ESRCH);
 }
 
 #[test]
@@ -662,7 +671,7 @@ fn as_nobody_kernel_counting() {
     if std::env::var_os("PERFKIT_AS_NOBODY").is_none() {
         return; // only meaningful when started by the test above
     }
-    let e = Counter::open(&Attr::new(Software::TaskClock), &Target::this_process()).unwrap_err();
+    let e = Counter::open(&Attr::new(Software::TaskClock), &Target::this_thread()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Permission, "{e}");
     let hint = e.hint().unwrap();
     assert!(hint.contains("perf_event_paranoid is"), "{hint}");
@@ -670,7 +679,7 @@ fn as_nobody_kernel_counting() {
     // User space only is allowed.
     let c = Counter::open(
         &Attr::new(Software::TaskClock).exclude_kernel(true),
-        &Target::this_process(),
+        &Target::this_thread(),
     )
     .unwrap();
     c.enable().unwrap();
@@ -767,7 +776,7 @@ fn modify_attributes_moves_a_breakpoint() {
     let bp = watch_write;
     // Slot 7 and 6 of WATCHED: the slot test above uses 0..4 of the same array; a
     // breakpoint only counts writes to its own address.
-    let mut c = Counter::open(&bp(7), &Target::this_process()).unwrap();
+    let mut c = Counter::open(&bp(7), &Target::this_thread()).unwrap();
     c.enable().unwrap();
     for v in 0..10 {
         write_watched(7, v);
@@ -793,7 +802,7 @@ fn read_format_lost_and_id() {
                 | sys::PERF_FORMAT_TOTAL_TIME_ENABLED
                 | sys::PERF_FORMAT_TOTAL_TIME_RUNNING,
         );
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     c.enable().unwrap();
     touch_fresh_pages(10);
     c.disable().unwrap();
@@ -811,7 +820,7 @@ fn too_many_open_files_is_explained() {
         let err = loop {
             match Counter::open(
                 &Attr::new(Software::Dummy).exclude_kernel(true),
-                &Target::this_process(),
+                &Target::this_thread(),
             ) {
                 Ok(c) => keep.push(c),
                 Err(e) => break e,

@@ -68,7 +68,7 @@ fn poll_wakes_after_wakeup_events_samples() {
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP)
         .wakeup_events(16);
-    let s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).unwrap();
+    let s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).unwrap();
     s.enable().unwrap();
     assert_eq!(
         poll_fd(s.ring_ref().as_fd(), Some(Duration::ZERO)).unwrap(),
@@ -84,7 +84,7 @@ fn poll_wakes_after_wakeup_events_samples() {
 
     // By watermark: 1 KiB of 16-byte samples.
     let attr = attr.wakeup_watermark(1024);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).unwrap();
     s.enable().unwrap();
     touch_fresh_pages(10);
     assert_eq!(
@@ -121,7 +121,7 @@ fn pollhup_when_the_task_exits_and_without_a_ring() {
     perfkit::wait(pid).unwrap();
 
     // No ring buffer: POLLHUP at once.
-    let c = Counter::open(&Attr::new(Software::TaskClock), &Target::this_process()).unwrap();
+    let c = Counter::open(&Attr::new(Software::TaskClock), &Target::this_thread()).unwrap();
     let ev = poll_fd(c.as_fd(), Some(Duration::ZERO)).unwrap().unwrap();
     assert!(ev.hangup);
 }
@@ -147,7 +147,7 @@ fn sigio_carries_the_overflowing_fd() {
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP)
         .wakeup_events(1);
-    let s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).unwrap();
+    let s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).unwrap();
     AsyncSignal::to_this_thread(sig)
         .apply(s.counter().as_fd())
         .unwrap();
@@ -184,13 +184,12 @@ fn refresh_stops_after_n_overflows() {
     let attr = Attr::new(Software::PageFaults)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).unwrap();
     AsyncSignal::to_this_thread(sig)
         .apply(s.counter().as_fd())
         .unwrap();
     // Counting events cannot be refreshed; sampling ones can.
-    let counting =
-        Counter::open(&Attr::new(Software::PageFaults), &Target::this_process()).unwrap();
+    let counting = Counter::open(&Attr::new(Software::PageFaults), &Target::this_thread()).unwrap();
     assert_eq!(counting.refresh(1).unwrap_err().errno(), libc::EINVAL);
 
     s.counter().refresh(3).unwrap(); // enables, for 3 overflows
@@ -259,12 +258,12 @@ fn sigtrap_delivers_sig_data() {
         .sig_data(0xdead_beef_cafe)
         .exclude_kernel(true);
     // sigtrap without remove_on_exec is refused, and explained.
-    let e = Counter::open(&attr, &Target::this_process()).unwrap_err();
+    let e = Counter::open(&attr, &Target::this_thread()).unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
     assert!(e.detail().unwrap_or("").contains("remove_on_exec"), "{e}");
 
     let attr = attr.remove_on_exec(true);
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     c.enable().unwrap();
     for i in 0..3 {
         WATCHED.store(i, Ordering::SeqCst);

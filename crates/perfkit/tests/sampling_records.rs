@@ -136,7 +136,7 @@ fn page_fault_samples_with_every_field() {
             .sample_stack_user(1024)
             .sample_id_all(true);
         let mut s =
-            Sampler::open(&attr, &Target::this_process(), RingSize::Pages(64)).expect("open");
+            Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(64)).expect("open");
         let id = s.counter().id().unwrap();
         s.enable().unwrap();
         let touched = Touched::new(32);
@@ -248,7 +248,7 @@ fn tracepoint_raw_data_starts_with_its_id() {
     let attr = Attr::new(Event::Tracepoint(tp))
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_RAW | sys::PERF_SAMPLE_TID);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).unwrap();
     s.enable().unwrap();
     for _ in 0..5 {
         std::thread::sleep(Duration::from_micros(100));
@@ -541,7 +541,7 @@ fn throttle_and_unthrottle_records() {
         .sample_period(1000)
         .sample_type(sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME | sys::PERF_SAMPLE_ID)
         .sample_id_all(true);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(256)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(256)).unwrap();
     let id = s.counter().id().unwrap();
     s.enable().unwrap();
     let start = Instant::now();
@@ -587,7 +587,7 @@ fn kernel_frames_in_callchains_carry_the_kernel_context() {
     let attr = Attr::new(Software::ContextSwitches)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_CALLCHAIN | sys::PERF_SAMPLE_IP);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).unwrap();
     s.enable().unwrap();
     std::thread::sleep(Duration::from_micros(100));
     s.disable().unwrap();

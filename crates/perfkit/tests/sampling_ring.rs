@@ -245,7 +245,7 @@ fn sleep_switches(n: usize) {
 fn context_switch_samples_with_kernel_and_user_callchains() {
     require_root!();
     let attr = switch_attr();
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(8)).expect("open");
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).expect("open");
     let id = s.counter().id().expect("id");
     s.enable().unwrap();
     sleep_switches(20);
@@ -303,7 +303,7 @@ fn context_switch_samples_with_kernel_and_user_callchains() {
 fn ring_size_rules_and_mmap_errors() {
     require_root!();
     let attr = switch_attr();
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     // 3 data pages: rejected before the kernel, with the kernel's errno.
     let e = RingBuffer::map(&c, RingSize::Pages(3)).unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
@@ -332,7 +332,7 @@ fn ring_size_rules_and_mmap_errors() {
     drop(r);
 
     // A per-task inherit event on any CPU cannot be mmap'ed: explained.
-    let inh = Counter::open(&attr.inherit(true), &Target::this_process()).unwrap();
+    let inh = Counter::open(&attr.inherit(true), &Target::this_thread()).unwrap();
     let e = RingBuffer::map(&inh, RingSize::Pages(1)).unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
     assert!(e.detail().unwrap().contains("one event per CPU"), "{e}");
@@ -342,7 +342,7 @@ fn ring_size_rules_and_mmap_errors() {
 fn aux_area_request_is_made_and_refusal_explained() {
     require_root!();
     let attr = switch_attr();
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(2)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(2)).unwrap();
     let e = s.ring().map_aux(RingSize::Pages(4)).unwrap_err();
     let ps = page_size() as u64;
     // The request went into the user page: after the 1 + 2 pages of the ring.
@@ -352,7 +352,7 @@ fn aux_area_request_is_made_and_refusal_explained() {
     assert_eq!(e.kind(), ErrorKind::NotSupported);
     assert!(e.detail().unwrap().contains("no AUX area"), "{e}");
     // A read-only ring cannot take an AUX area at all.
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     let mut ro = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
     assert!(ro.map_aux(RingSize::Pages(1)).is_err());
 }
@@ -366,7 +366,7 @@ fn set_output_shares_one_ring() {
     let sw = Attr::new(Software::ContextSwitches)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IDENTIFIER | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_IP);
-    let t = Target::this_process();
+    let t = Target::this_thread();
     let mut s = Sampler::open(&base, &t, RingSize::Pages(16)).unwrap();
     let other = Counter::open(&sw, &t).unwrap();
     let (id_pf, id_cs) = (s.counter().id().unwrap(), other.id().unwrap());
@@ -428,7 +428,7 @@ fn lost_records_add_up_to_the_kernels_lost_count() {
         .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME)
         .read_format(sys::PERF_FORMAT_LOST | sys::PERF_FORMAT_ID)
         .sample_id_all(true);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1)).unwrap();
 
     let touch = touch_fresh_pages;
     s.enable().unwrap();
@@ -474,7 +474,7 @@ fn backward_ring_reads_newest_first() {
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TIME)
         .write_backward(true);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1)).unwrap();
     assert!(s.ring_ref().is_backward());
     assert_eq!(s.ring_ref().mode(), RingMode::Overwrite);
     let ps = page_size();
@@ -517,7 +517,7 @@ fn overwrite_forward_ring_reports_overrun() {
     let attr = Attr::new(Software::PageFaults)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_IP);
-    let c = Counter::open(&attr, &Target::this_process()).unwrap();
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
     let mut r = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
     c.enable().unwrap();
 
@@ -652,7 +652,7 @@ fn mmap_over_the_mlock_limit_explains_the_limits() {
     let err = std::thread::spawn(|| {
         assert!(drop_ipc_lock_in_this_thread(), "capset");
         let attr = switch_attr();
-        let c = Counter::open(&attr, &Target::this_process()).unwrap();
+        let c = Counter::open(&attr, &Target::this_thread()).unwrap();
         // Far beyond perf_event_mlock_kb per CPU + RLIMIT_MEMLOCK.
         RingBuffer::map(&c, RingSize::Bytes(256 << 20)).map(|_| ())
     })
@@ -733,4 +733,113 @@ fn synthetic_producer_consumer_over_many_laps() {
         assert!(splits > 10, "{len}: {splits} split records");
         assert!(head > 1 << 32, "positions crossed 2^32");
     }
+}
+
+/// A thread that faults in fresh pages until told to stop; sends its tid first.
+fn faulting_worker(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (i32, std::thread::JoinHandle<()>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        tx.send(gettid()).unwrap();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            touch_fresh_pages(16);
+        }
+    });
+    (rx.recv().unwrap(), h)
+}
+
+#[test]
+fn overwrite_walks_while_the_kernel_writes_are_never_torn() {
+    require_root!();
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tid, worker) = faulting_worker(stop.clone());
+    let st =
+        sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME | sys::PERF_SAMPLE_ADDR;
+    let attr = Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .sample_type(st)
+        .write_backward(true);
+    let mut s = Sampler::open(&attr, &Target::pid(tid), RingSize::Pages(1)).unwrap();
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    let mut scratch = Vec::new();
+    s.enable().unwrap();
+    let mut seen = 0;
+    for round in 0..20 {
+        // Let the kernel lap the one-page ring many times over.
+        std::thread::sleep(Duration::from_millis(2));
+        let mut last_time = u64::MAX;
+        for (i, r) in s.ring().records_backward().enumerate() {
+            if i == 3 {
+                // Look at the records slowly: the kernel keeps faulting meanwhile.
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let raw = r.unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert_eq!(raw.data.len(), 32, "round {round}: record size");
+            let p = parser.parse_raw(&raw, &mut scratch).unwrap();
+            let Record::Sample(smp) = p.record else {
+                panic!("round {round}: not a sample: {:?}", p.record)
+            };
+            assert_eq!(smp.pid, Some(getpid()), "round {round}");
+            assert_eq!(smp.tid, Some(tid), "round {round}");
+            let t = smp.time.unwrap();
+            assert!(
+                t <= last_time,
+                "round {round}: newest first ({t} after {last_time})"
+            );
+            last_time = t;
+            assert_ne!(smp.addr, Some(0), "round {round}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 100, "only {seen} records");
+    // The output runs again after the walks: the head keeps moving.
+    let h = s.ring_ref().control().head();
+    let mut moved = false;
+    for _ in 0..5000 {
+        if s.ring_ref().control().head() != h {
+            moved = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(moved, "the ring's output stayed paused after the walk");
+    // A ring the user paused stays paused through a walk.
+    s.ring().pause(true).unwrap();
+    let h = s.ring_ref().control().head();
+    let _ = s.ring().records_backward().count();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(s.ring_ref().control().head(), h, "a user pause was lifted");
+    s.ring().pause(false).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    worker.join().unwrap();
+}
+
+#[test]
+fn overwrite_forward_walk_needs_no_pause_from_the_caller() {
+    require_root!();
+    let attr = Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .sample_type(sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID);
+    let c = Counter::open(&attr, &Target::this_thread()).unwrap();
+    let mut r = RingBuffer::map_with(&c, RingSize::Pages(4), RingMode::Overwrite).unwrap();
+    c.enable().unwrap();
+    touch_fresh_pages(50);
+    let n = r
+        .records()
+        .map(|rec| rec.unwrap())
+        .filter(|rec| rec.type_ == sys::PERF_RECORD_SAMPLE)
+        .count();
+    assert!(n >= 50, "{n} samples");
+    // Output was resumed: new faults arrive.
+    touch_fresh_pages(50);
+    c.disable().unwrap();
+    let m = r
+        .records()
+        .map(|rec| rec.unwrap())
+        .filter(|rec| rec.type_ == sys::PERF_RECORD_SAMPLE)
+        .count();
+    assert!(m >= 50, "{m} samples after the first walk");
 }

@@ -109,7 +109,7 @@ fn sample_type_rules_are_the_kernels() {
         let t = SampleType::from_bits(attr.raw().sample_type).unwrap();
         let why = t.check(&attr).expect_err(rule);
         assert!(why.contains(rule), "{why}");
-        let e = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1))
+        let e = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1))
             .expect_err("the kernel refuses it too");
         assert_eq!(e.errno(), libc::EINVAL, "{rule}: {e}");
         // Counter::open explains inherit + READ itself; the other rules come from check.
@@ -128,7 +128,7 @@ fn sample_type_rules_are_the_kernels() {
         .unwrap()
         .check(&ok)
         .unwrap();
-    Sampler::open(&ok, &Target::this_process(), RingSize::Pages(1)).expect("accepted");
+    Sampler::open(&ok, &Target::this_thread(), RingSize::Pages(1)).expect("accepted");
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn probe_finds_every_field_but_branch_stack_and_aux() {
         return;
     }
     let attr = Attr::new(Software::PageFaults).sample_period(1);
-    let got = SampleType::probe(SampleType::ALL, &attr, &Target::this_process());
+    let got = SampleType::probe(SampleType::ALL, &attr, &Target::this_thread());
     // ci-machine.md: every field but BRANCH_STACK (EOPNOTSUPP) and AUX (EINVAL).
     assert_eq!(
         got.supported,
@@ -204,7 +204,7 @@ fn touch_fresh_pages(pages: usize) {
 }
 
 fn sample_periods(attr: &Attr, work: impl FnOnce()) -> (Vec<u64>, u64) {
-    let mut s = Sampler::open(attr, &Target::this_process(), RingSize::Pages(256)).expect("open");
+    let mut s = Sampler::open(attr, &Target::this_thread(), RingSize::Pages(256)).expect("open");
     s.enable().unwrap();
     work();
     s.disable().unwrap();
@@ -369,7 +369,7 @@ fn drainer_stops_from_a_signal_handler() {
     let attr = Attr::new(Software::ContextSwitches)
         .sample_period(1_000_000_000)
         .sample_type(SampleType::TID.bits());
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1)).unwrap();
     let mut drainer = Drainer::new(&[s.ring_ref()]).unwrap();
     STOP_FD.store(drainer.stopper().raw_fd(), Ordering::Relaxed);
     // SAFETY: installs a handler that only does async-signal-safe work.

@@ -247,7 +247,7 @@ fn is_root() -> bool {
 #[test]
 fn real_page_falls_back_to_read_and_matches_it() {
     let attr = Attr::new(Software::PageFaults).exclude_kernel(!is_root());
-    let m = SelfMonitor::open(&attr, &Target::this_process()).expect("open");
+    let m = SelfMonitor::open(&attr, &Target::this_thread()).expect("open");
     m.counter().enable().unwrap();
     let mut v = Vec::new();
     for i in 0..100u64 {
@@ -292,7 +292,7 @@ fn ring_first_page_is_a_user_page_too() {
     let attr = Attr::new(Software::ContextSwitches)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_TID);
-    let s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(1)).unwrap();
+    let s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(1)).unwrap();
     s.enable().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1));
     s.disable().unwrap();
@@ -350,7 +350,7 @@ fn clock_offset_converts_sample_times_to_monotonic() {
     let attr = Attr::new(Software::ContextSwitches)
         .sample_period(1)
         .sample_type(sys::PERF_SAMPLE_TIME);
-    let mut s = Sampler::open(&attr, &Target::this_process(), RingSize::Pages(4)).unwrap();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(4)).unwrap();
     s.enable().unwrap();
     let mut windows = Vec::new();
     for _ in 0..5 {

@@ -6,7 +6,7 @@ use super::plan::{Aggr, Plan, Scope};
 use super::run::RunResult;
 use crate::Place;
 use crate::open::{OpenedEvent, Slot};
-use crate::topology::{CpuPlace, places as cpu_places};
+use perfkit::cpus::{CpuPlace, places as cpu_places};
 use perfkit::{Count, sys};
 use std::collections::BTreeMap;
 use std::time::Duration;
