@@ -97,7 +97,7 @@ fn bad_arguments_name_the_argument() {
     let (code, err) = stderr_of(perfkit().args(["stat", "-C", "0-4096", "--", "true"]));
     assert_ne!(code, 0);
     assert!(
-        err.contains("-C 0-4096") && err.contains("CPU 4096 does not exist"),
+        err.contains("-C 0-4096") && err.contains("does not exist"),
         "{err}"
     );
     let (code, err) = stderr_of(perfkit().args(["stat", "-e", "no-such-event", "--", "true"]));
