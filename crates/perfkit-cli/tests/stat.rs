@@ -964,6 +964,25 @@ fn malformed_events_point_at_the_position() {
 }
 
 #[test]
+fn an_error_at_the_end_of_a_70000_character_event_list_is_an_error_not_a_panic() {
+    // A caret past column 65,535 once panicked (format widths are 16 bits).
+    let arg = format!("{}cpu-clockz", "task-clock,".repeat(6400));
+    let (code, err) = stderr_of(perfkit().args(["stat", "-e", &arg, "--", "true"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("unknown event `cpu-clockz`"), "{err}");
+    // The end of the list is shown, the caret under `cpu-clockz`.
+    let lines: Vec<&str> = err.lines().collect();
+    let echo = lines
+        .iter()
+        .position(|l| l.ends_with(",task-clock,cpu-clockz'"))
+        .expect(&err);
+    let caret = lines[echo + 1].find('^').expect(&err);
+    assert_eq!(caret, lines[echo].len() - "cpu-clockz'".len(), "{err}");
+    assert!(lines[echo].len() < 200, "{err}");
+}
+
+#[test]
 fn intervals_where_the_command_did_not_run_are_not_counted() {
     let (code, err) = stderr_of(perfkit().args([
         "stat",
