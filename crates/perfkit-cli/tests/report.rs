@@ -514,6 +514,75 @@ fn inline_shows_inlined_functions_in_callchains() {
     );
 }
 
+/// The `comm` of each `-F comm,tid` line whose tid is 0 (the idle task).
+fn idle_comms(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some("0"))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+/// A perf.data file as `perf record -a -e cpu-clock` writes it: a COMM of task 4242
+/// `worker`, then samples of the idle task (pid and tid 0) on CPUs 0 and 1 between samples of
+/// that task. Returns the number of idle samples.
+fn write_idle_samples(path: &Path) -> usize {
+    use perfkit::sys::{self, attr_flags as f};
+    use perfkit_data::{FileEvent, PerfDataWriter, WriteOptions, record, synth};
+    let mut attr = sys::perf_event_attr {
+        type_: sys::PERF_TYPE_SOFTWARE,
+        config: sys::PERF_COUNT_SW_CPU_CLOCK,
+        sample_period: 250_000,
+        sample_type: sys::PERF_SAMPLE_IP
+            | sys::PERF_SAMPLE_TID
+            | sys::PERF_SAMPLE_TIME
+            | sys::PERF_SAMPLE_CPU
+            | sys::PERF_SAMPLE_PERIOD,
+        ..Default::default()
+    };
+    attr.set(f::SAMPLE_ID_ALL | f::COMM | f::TASK, true);
+    let event = FileEvent {
+        attr,
+        name: "cpu-clock".into(),
+        ids: vec![1],
+    };
+    let mut w = PerfDataWriter::create(path, vec![event], WriteOptions::default()).unwrap();
+    let (pid, comm) = (4242u32, b"worker\0");
+    let mut body = Vec::new();
+    body.extend_from_slice(&pid.to_ne_bytes());
+    body.extend_from_slice(&pid.to_ne_bytes());
+    body.extend_from_slice(comm);
+    body.resize(body.len().next_multiple_of(8), 0);
+    let trailer = synth::sample_id_trailer(&attr, pid as i32, pid as i32, 1);
+    w.write_record(&[&record(sys::PERF_RECORD_COMM, 0, &body, &trailer)])
+        .unwrap();
+    let mut idle = 0;
+    for i in 0..12u64 {
+        // Every third sample is the task's (user space), the others the idle task's
+        // (kernel), alternating CPUs.
+        let (pid, ip, misc) = if i % 3 == 0 {
+            (pid, 0x40_1000 + i, sys::PERF_RECORD_MISC_USER)
+        } else {
+            idle += 1;
+            (0, 0xffff_ffff_8100_0000 + i, sys::PERF_RECORD_MISC_KERNEL)
+        };
+        let time = 1_000_000_000 + i * 250_000;
+        let mut body = Vec::new();
+        body.extend_from_slice(&ip.to_ne_bytes());
+        body.extend_from_slice(&pid.to_ne_bytes());
+        body.extend_from_slice(&pid.to_ne_bytes());
+        body.extend_from_slice(&time.to_ne_bytes());
+        body.extend_from_slice(&((i % 2) as u32).to_ne_bytes());
+        body.extend_from_slice(&0u32.to_ne_bytes());
+        body.extend_from_slice(&250_000u64.to_ne_bytes());
+        w.saw_time(time);
+        w.write_record(&[&record(sys::PERF_RECORD_SAMPLE, misc, &body, &[])])
+            .unwrap();
+    }
+    w.finish(&["perf".into(), "record".into(), "-a".into()])
+        .unwrap();
+    idle
+}
+
 #[test]
 fn script_names_the_idle_task_swapper() {
     if !have_perf() {
@@ -521,29 +590,38 @@ fn script_names_the_idle_task_swapper() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let fields = ["-F", "comm,tid"];
+    let script = |data: &Path| {
+        let ours = stdout_ok(
+            perfkit()
+                .args(["script", "-q"])
+                .args(fields)
+                .arg("-i")
+                .arg(data),
+        );
+        (ours, perf_stdout(&["script", "-F", "comm,tid"], data))
+    };
+    // A real system-wide recording has idle samples only if a CPU was idle, which on a
+    // loaded machine none is: its idle lines, however many, are perf's.
     let data = dir.path().join("all.data");
     record_ok(&data, &["-a"], ["sleep", "0.3"]);
-    let fields = ["-F", "comm,tid"];
-    let ours = stdout_ok(
-        perfkit()
-            .args(["script", "-q"])
-            .args(fields)
-            .arg("-i")
-            .arg(&data),
-    );
-    let theirs = perf_stdout(&["script", "-F", "comm,tid"], &data);
-    let idle = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| l.split_whitespace().nth(1) == Some("0"))
-            .map(|l| l.split_whitespace().next().unwrap().to_string())
-            .collect()
-    };
-    let (a, b) = (idle(&ours), idle(&theirs));
-    // A 2-CPU machine mostly idle for 0.3 s: the idle task is sampled.
-    assert!(!b.is_empty(), "perf saw no idle samples:\n{theirs}");
-    assert_eq!(a.len(), b.len());
+    let (ours, theirs) = script(&data);
+    let (a, b) = (idle_comms(&ours), idle_comms(&theirs));
+    assert_eq!(a, b, "perfkit:\n{ours}\nperf:\n{theirs}");
     assert!(a.iter().all(|c| c == "swapper"), "{a:?}");
-    assert_eq!(a, b);
+    // A file with idle samples for certain.
+    let data = dir.path().join("idle.data");
+    let idle = write_idle_samples(&data);
+    let (ours, theirs) = script(&data);
+    assert_eq!(
+        idle_comms(&theirs),
+        vec!["swapper"; idle],
+        "perf:\n{theirs}"
+    );
+    // (perf ends these lines with a space, perfkit does not.)
+    let trimmed = |t: &str| t.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
+    assert_eq!(trimmed(&ours), trimmed(&theirs));
+    assert!(ours.contains("worker  4242"), "{ours}");
 }
 
 #[test]

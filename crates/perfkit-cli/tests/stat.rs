@@ -63,6 +63,35 @@ fn json_rows(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The CPU time thread `tid` of process `pid` has run, in ms: the kernel's sum_exec_runtime
+/// (first field of /proc/PID/task/TID/schedstat), the quantity task-clock counts.
+fn cpu_ms(pid: u32, tid: i32) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).unwrap();
+    let ns: f64 = text.split_whitespace().next().unwrap().parse().unwrap();
+    ns / 1e6
+}
+
+/// How far cpu_ms may lag a running thread (its runtime is brought up to date at scheduler
+/// ticks and switches), plus the jitter of a counting window's edges, in ms.
+const CPU_MS_SLACK: f64 = 12.0;
+
+/// A task-clock count `ms` taken during a window of `window_ms` wall time inside an interval
+/// of `wall_ms`, in which the thread ran `cpu_ms` (measured around the interval): the count
+/// is at most that CPU time, and at least what is left of it after the thread ran for all of
+/// the interval outside the window. These bounds hold whatever the load of the machine.
+fn assert_within_cpu_time(ms: f64, cpu_ms: f64, wall_ms: f64, window_ms: f64, what: &str) {
+    let outside = (wall_ms - window_ms).max(0.0);
+    assert!(
+        ms <= cpu_ms + CPU_MS_SLACK,
+        "{what}: {ms} msec counted, but the thread ran only {cpu_ms} ms"
+    );
+    assert!(
+        ms >= cpu_ms - outside - CPU_MS_SLACK,
+        "{what}: {ms} msec counted, but the thread ran {cpu_ms} ms of which at most \
+         {outside} ms outside the {window_ms} ms window"
+    );
+}
+
 #[test]
 fn exit_status_is_passed_through() {
     let (code, _) = stderr_of(perfkit().args(["stat", "--", "sh", "-c", "exit 3"]));
@@ -284,10 +313,10 @@ fn interval_mode_prints_one_line_per_event_per_interval() {
     let rows = csv_rows(&err);
     assert_eq!(rows.len(), 6, "{err}");
     let mut last = 0.0;
+    let mut faults = 0;
     for (i, r) in rows.iter().enumerate() {
         let t: f64 = r[0].trim().parse().unwrap();
         assert!(t >= last);
-        last = t;
         assert_eq!(
             r[3],
             if i % 2 == 0 {
@@ -296,10 +325,43 @@ fn interval_mode_prints_one_line_per_event_per_interval() {
                 "page-faults"
             }
         );
+        if i % 2 == 1 {
+            faults += r[1].parse::<u64>().unwrap();
+            continue;
+        }
+        // How much the workload ran depends on the load of the machine; these relations
+        // do not. Each interval counts its own time (not the total so far): one spinning
+        // thread runs at most the interval's wall time (loosely: perfkit may be preempted
+        // between reading the counts and the clock).
+        let tc: f64 = r[1].parse().expect(&err);
+        let wall_ms = (t - last) * 1000.0;
+        assert!(
+            tc > 0.0 && tc <= wall_ms * 1.1 + 20.0,
+            "{tc} msec in {wall_ms} ms: {err}"
+        );
+        // The count is in msec: the kernel's running time (ns) of the counter says the same.
+        let running_ms = r[4].parse::<f64>().unwrap() / 1e6;
+        assert!((tc - running_ms).abs() <= 0.01 + tc * 0.001, "{err}");
+        // CPUs utilized: task-clock over the interval's length.
+        let cpus: f64 = r[6].parse().unwrap();
+        assert!((cpus - tc / wall_ms).abs() <= 0.002 + 0.01 * cpus, "{err}");
+        last = t;
     }
-    // A spinning workload uses about one CPU per 100 ms interval.
-    let tc: f64 = rows[2][1].parse().unwrap();
-    assert!((50.0..=110.0).contains(&tc), "{tc} msec in 100 ms");
+    // Interval counts are deltas: the intervals' page faults add up to (not three times)
+    // the page faults of a whole run of the workload.
+    let (code, whole) = stderr_of(
+        perfkit()
+            .args(["stat", "-x", ",", "-e", "page-faults", "--"])
+            .arg(w)
+            .args(["spin", "1"]),
+    );
+    assert_eq!(code, 0, "{whole}");
+    let whole: u64 = csv_rows(&whole)[0][0].parse().unwrap();
+    assert!(whole > 10, "{whole} page faults");
+    assert!(
+        faults > 0 && faults <= whole + whole / 10,
+        "{faults} in the intervals, {whole} in all: {err}"
+    );
 }
 
 #[test]
@@ -391,6 +453,9 @@ fn attach_to_a_running_process_per_thread() {
     let pid = child.id().to_string();
     let tids = perfkit::threads_of(child.id() as i32).unwrap();
     assert_eq!(tids.len(), 4, "main thread + 3 workers");
+    // The CPU times are read inside the wall-clock interval, the count's window inside both.
+    let t0 = std::time::Instant::now();
+    let before: Vec<f64> = tids.iter().map(|&t| cpu_ms(child.id(), t)).collect();
     let (code, err) = stderr_of(perfkit().args([
         "stat",
         "--per-thread",
@@ -403,22 +468,45 @@ fn attach_to_a_running_process_per_thread() {
         "--timeout",
         "300",
     ]));
+    let ran: Vec<f64> = tids
+        .iter()
+        .zip(&before)
+        .map(|(&t, b)| cpu_ms(child.id(), t) - b)
+        .collect();
+    let wall_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    child.kill().ok();
+    child.wait().ok();
     assert_eq!(code, 0, "{err}");
     let rows = csv_rows(&err);
     assert_eq!(rows.len(), 4, "{err}");
     let mut total = 0.0;
+    let mut seen = Vec::new();
     for r in &rows {
         let (comm, tid) = r[0].rsplit_once('-').unwrap();
         assert_eq!(comm, "workload");
-        assert!(tids.contains(&tid.parse().unwrap()));
+        let tid: i32 = tid.parse().unwrap();
+        let i = tids.iter().position(|&t| t == tid).expect(&err);
+        seen.push(tid);
         // The main thread waits for its workers and may not run at all in the window:
         // then it is not counted, as perf prints it.
         if r[1] == "<not counted>" {
-            assert_eq!(tid, pid, "only the waiting main thread may not run");
+            assert_eq!(
+                tid.to_string(),
+                pid,
+                "only the waiting main thread may not run"
+            );
             continue;
         }
-        total += r[1].parse::<f64>().unwrap();
+        let ms: f64 = r[1].parse().unwrap();
+        // Each thread's count agrees with the CPU time the kernel says it ran, however
+        // little a loaded machine gave it.
+        assert_within_cpu_time(ms, ran[i], wall_ms, 300.0, &format!("thread {tid}"));
+        total += ms;
     }
+    seen.sort();
+    let mut want = tids.clone();
+    want.sort();
+    assert_eq!(seen, want, "one row per thread: {err}");
     // perf's order: by count, the largest first, threads that did not run last.
     let counts: Vec<f64> = rows.iter().filter_map(|r| r[1].parse().ok()).collect();
     assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{err}");
@@ -428,10 +516,12 @@ fn attach_to_a_running_process_per_thread() {
             .all(|r| r[1] == "<not counted>"),
         "{err}"
     );
-    // Three spinning threads on two CPUs for 300 ms: about 600 ms of CPU in all.
-    assert!((300.0..=700.0).contains(&total), "{total} msec");
-    child.kill().ok();
-    child.wait().ok();
+    // The spinning workers ran in the window; all together on at most every CPU.
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    assert!(
+        total > 0.0 && total <= cpus * wall_ms + CPU_MS_SLACK,
+        "{total} msec in {wall_ms} ms"
+    );
 }
 
 #[test]
@@ -824,6 +914,8 @@ fn thread_target_counts_one_thread() {
         .copied()
         .find(|&t| t != child.id() as i32)
         .unwrap();
+    let t0 = std::time::Instant::now();
+    let before = cpu_ms(child.id(), worker);
     let (code, err) = stderr_of(perfkit().args([
         "stat",
         "-t",
@@ -835,12 +927,16 @@ fn thread_target_counts_one_thread() {
         "--timeout",
         "200",
     ]));
+    let ran = cpu_ms(child.id(), worker) - before;
+    let wall_ms = t0.elapsed().as_secs_f64() * 1000.0;
     child.kill().ok();
     child.wait().ok();
     assert_eq!(code, 0, "{err}");
     let ms: f64 = csv_rows(&err)[0][0].parse().unwrap();
-    // One spinning thread for 200 ms: at most one CPU's worth.
-    assert!((50.0..=230.0).contains(&ms), "{ms} msec");
+    // The worker's count, not the process's (the other worker spins too): what the kernel
+    // says that thread ran, however little a loaded machine gave it.
+    assert_within_cpu_time(ms, ran, wall_ms, 200.0, "worker");
+    assert!(ms > 0.0, "{err}");
 }
 
 #[test]
@@ -961,6 +1057,25 @@ fn malformed_events_point_at_the_position() {
         let caret = lines[echo + 1].find('^').expect(&err);
         assert_eq!(caret, start + col, "{arg}: {err}");
     }
+}
+
+#[test]
+fn an_error_at_the_end_of_a_70000_character_event_list_is_an_error_not_a_panic() {
+    // A caret past column 65,535 once panicked (format widths are 16 bits).
+    let arg = format!("{}cpu-clockz", "task-clock,".repeat(6400));
+    let (code, err) = stderr_of(perfkit().args(["stat", "-e", &arg, "--", "true"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("unknown event `cpu-clockz`"), "{err}");
+    // The end of the list is shown, the caret under `cpu-clockz`.
+    let lines: Vec<&str> = err.lines().collect();
+    let echo = lines
+        .iter()
+        .position(|l| l.ends_with(",task-clock,cpu-clockz'"))
+        .expect(&err);
+    let caret = lines[echo + 1].find('^').expect(&err);
+    assert_eq!(caret, lines[echo].len() - "cpu-clockz'".len(), "{err}");
+    assert!(lines[echo].len() < 200, "{err}");
 }
 
 #[test]

@@ -140,8 +140,9 @@ fn sampling_attr(
                 .stack_size
                 .map_or(DEFAULT_DWARF_STACK, |s| s.next_multiple_of(8).min(65528)),
         ),
-        // No branch stacks on this machine: lbr falls back to the command line choice.
-        Some(perfkit_events::CallGraph::Lbr) | None => call_graph,
+        // No branch stacks on this machine: lbr (and modes added later) fall back to the
+        // command line choice.
+        Some(_) | None => call_graph,
     };
     let inherit = spec.terms.inherit.unwrap_or(inherit);
     // `{a,b}:S`: only the leader samples; the members are read into its samples.

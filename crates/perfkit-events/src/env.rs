@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::TracefsError;
 use crate::pfm::Pfm;
 use crate::pmu::{Pmu, read_pmus};
 
@@ -12,6 +13,7 @@ pub const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";
 
 /// Whether and how to use libpfm4 for names perf does not know.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PfmSetting {
     /// Never use libpfm4.
     Disabled,
@@ -37,13 +39,28 @@ pub struct Env {
     pub pfm: PfmSetting,
     pmus: OnceLock<Vec<Pmu>>,
     pfm_lib: OnceLock<Option<Pfm>>,
+    /// Where tracefs was looked for, when `tracefs` is None (for the error).
+    tracefs_tried: Vec<PathBuf>,
 }
 
 impl Env {
     /// This machine: sysfs PMUs, tracefs where it is mounted (not mounting it; see
     /// [`crate::tracefs::find_or_mount_tracefs`]), libpfm4 if installed.
+    ///
+    /// tracefs mounted where this user cannot read it is still its mount point, so that
+    /// [`Env::tracefs_status`] can say so rather than "not mounted".
     pub fn system() -> Env {
-        Env::new(SYSFS_PMUS, crate::tracefs::find_tracefs()).with_pfm(PfmSetting::System)
+        let tracefs = crate::tracefs::find_tracefs().or_else(|| {
+            let mounts = crate::tracefs_error::tracefs_mounts();
+            crate::tracefs::TRACEFS_PATHS
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| mounts.contains(p))
+                .or_else(|| mounts.into_iter().next())
+        });
+        let mut env = Env::new(SYSFS_PMUS, tracefs).with_pfm(PfmSetting::System);
+        env.tracefs_tried = crate::tracefs::TRACEFS_PATHS.map(PathBuf::from).to_vec();
+        env
     }
 
     /// A fixture environment, with libpfm4 disabled.
@@ -54,6 +71,7 @@ impl Env {
             pfm: PfmSetting::Disabled,
             pmus: OnceLock::new(),
             pfm_lib: OnceLock::new(),
+            tracefs_tried: Vec::new(),
         }
     }
 
@@ -103,6 +121,21 @@ impl Env {
     /// The tracefs root, if known.
     pub fn tracefs(&self) -> Option<&Path> {
         self.tracefs.as_deref()
+    }
+
+    /// The tracefs root if tracepoints can be looked up in it (its `events` directory reads),
+    /// else why not: not mounted, or not readable by this user. Reads the directory each
+    /// call.
+    pub fn tracefs_status(&self) -> Result<&Path, TracefsError> {
+        let Some(t) = self.tracefs() else {
+            return Err(TracefsError::NotMounted {
+                tried: self.tracefs_tried.clone(),
+            });
+        };
+        match std::fs::read_dir(t.join("events")) {
+            Ok(_) => Ok(t),
+            Err(e) => Err(TracefsError::from_read_error(t, e)),
+        }
     }
 
     /// Parse an event list (`-e` argument). See [`crate::parse`].

@@ -52,6 +52,7 @@ pub mod pmu;
 mod print;
 pub mod printfmt;
 pub mod tracefs;
+mod tracefs_error;
 pub mod uprobe;
 
 pub use env::{Env, PfmSetting, SYSFS_PMUS};
@@ -59,6 +60,7 @@ pub use error::{ParseError, closest};
 pub use names::name_of;
 pub use parse::{CallGraph, EventGroup, EventList, ParsedEvent, UserTerms, parse, pmu_event_name};
 pub use print::{attr_lines, bit_names, format_attr, read_format_names, sample_type_names};
+pub use tracefs_error::TracefsError;
 
 /// Parse with this machine's environment ([`Env::system`]). Builds a new `Env` each call;
 /// keep an `Env` around to parse several strings.

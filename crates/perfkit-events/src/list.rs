@@ -29,6 +29,7 @@ pub const TRACEPOINT_PROBE_LIMIT: usize = 64;
 /// The kind of an entry, in the order `perfkit list` prints them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Kind {
     /// Generalized hardware events (`PERF_TYPE_HARDWARE`).
     Hardware,
@@ -377,8 +378,8 @@ pub fn catalogue_of(env: &Env, filters: &[&str], opts: &ListOptions) -> Catalogu
         entries.push(u);
     }
     if wanted(Kind::Tracepoint) {
-        match env.tracefs() {
-            Some(tfs) => {
+        match env.tracefs_status() {
+            Ok(tfs) => {
                 for subsys in crate::tracefs::subsystems(tfs) {
                     for event in crate::tracefs::events_of(tfs, &subsys) {
                         let name = format!("{subsys}:{event}");
@@ -391,11 +392,8 @@ pub fn catalogue_of(env: &Env, filters: &[&str], opts: &ListOptions) -> Catalogu
                     }
                 }
             }
-            None => notes.push(
-                "tracefs is not mounted, so no tracepoints are listed: mount it with \
-                 `mount -t tracefs nodev /sys/kernel/tracing` (as root)"
-                    .into(),
-            ),
+            // Not mounted, or not readable by this user: which, and what to do.
+            Err(e) => notes.push(format!("{e}, so no tracepoints are listed. {}", e.advice())),
         }
     }
     // Opening and closing a tracepoint costs the kernel tens of milliseconds (it patches

@@ -256,6 +256,7 @@ pub fn lookup_symbol(name: &str) -> Option<(u32, &'static Symbol)> {
 
 /// Why a cache name did not parse.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The name does not start with a cache name.
     NotACache,

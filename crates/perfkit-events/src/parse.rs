@@ -29,6 +29,7 @@ use crate::pmu::Pmu;
 
 /// How to collect callchains (`call-graph=` term).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub enum CallGraph {
     /// `call-graph=no`
     None,
@@ -1324,13 +1325,13 @@ impl<'a> Parser<'a> {
         sys_pat: &'a str,
         start: usize,
     ) -> Result<Vec<ParsedEvent>, ParseError> {
-        let tracefs = self.env.tracefs().map(|p| p.to_path_buf());
+        let tracefs = self.env.tracefs_status().map(std::path::Path::to_path_buf);
         let subsystems: Vec<String> = match &tracefs {
-            Some(t) => crate::tracefs::subsystems(t)
+            Ok(t) => crate::tracefs::subsystems(t)
                 .into_iter()
                 .filter(|s| glob::matches(sys_pat, s))
                 .collect(),
-            None => Vec::new(),
+            Err(_) => Vec::new(),
         };
         if subsystems.is_empty() {
             if self.env.pfm().is_some() {
@@ -1340,11 +1341,21 @@ impl<'a> Parser<'a> {
                 }
                 self.pos = save;
             }
-            let Some(t) = &tracefs else {
-                return Err(self
-                    .err(start, format!("unknown event `{sys_pat}` (and tracefs is not mounted to look up tracepoints)"))
-                    .hint("Mount it with `mount -t tracefs nodev /sys/kernel/tracing`.")
-                    .suggest(closest(sys_pat, names::all_symbolic_names().iter().map(String::as_str))));
+            // Not mounted, or not readable by this user: which, and what to do about it.
+            let t = match &tracefs {
+                Ok(t) => t,
+                Err(e) => {
+                    return Err(self
+                        .err(
+                            start,
+                            format!("unknown event `{sys_pat}`, and tracepoints cannot be looked up: {e}"),
+                        )
+                        .hint(e.advice())
+                        .suggest(closest(
+                            sys_pat,
+                            names::all_symbolic_names().iter().map(String::as_str),
+                        )));
+                }
             };
             let all = crate::tracefs::subsystems(t);
             let mut cands: Vec<String> = all.clone();

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Which attr word a format field writes into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[non_exhaustive]
 pub enum ConfigWord {
     /// `attr.config`
     Config,
