@@ -55,7 +55,10 @@ fn a_full_disk_stops_with_a_clear_error_and_a_readable_file() {
     let stat = format!("/proc/{}/stat", pid.trim());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z")) {
-        assert!(std::time::Instant::now() < deadline, "the command still runs");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command still runs"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 

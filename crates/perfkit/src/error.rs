@@ -168,7 +168,7 @@ impl Error {
                  available"
                     .into(),
             ),
-            ErrorKind::Permission => Some(permission_hint(self.paranoid)),
+            ErrorKind::Permission => Some(permission_hint(self.paranoid, self.pid == -1)),
             ErrorKind::NoFreeCounter => Some(
                 "every hardware counter or breakpoint slot is in use: close other \
                  perf users, or open fewer events at once"
@@ -189,21 +189,38 @@ impl Error {
     }
 }
 
-fn permission_hint(paranoid: Option<i32>) -> String {
-    let level = match paranoid {
-        Some(p) => format!("kernel.perf_event_paranoid is {p}"),
-        None => "access to perf events is restricted".into(),
+/// What to do about a permission error, given `perf_event_paranoid` and whether the
+/// counter was for a whole CPU (or cgroup) rather than a task. Lowering the setting is
+/// advised only to a level that would allow this open; counting user space only (`:u`) only
+/// where that is allowed at the current level.
+fn permission_hint(paranoid: Option<i32>, cpu_wide: bool) -> String {
+    let Some(p) = paranoid else {
+        return "access to perf events is restricted: run as root or with CAP_PERFMON".into();
     };
-    let what = match paranoid {
-        Some(p) if p >= 3 => "unprivileged users may not use perf events at all",
-        Some(2) => "unprivileged users may count their own processes in user space only",
-        Some(1) => "unprivileged users may count their own processes, not whole CPUs",
-        _ => "the capability CAP_PERFMON (or root) is needed",
+    let level = format!("kernel.perf_event_paranoid is {p}");
+    // The highest setting at which an unprivileged open of this kind works.
+    let needed = if cpu_wide { 0 } else { 1 };
+    if p <= needed {
+        // Lowering would not help: the rest needs a capability (another user's task, raw
+        // tracepoints at -1, ...).
+        return format!(
+            "{level}, which already allows this for users: another user's task or this event              needs root, CAP_PERFMON (or CAP_SYS_PTRACE for other users' processes)"
+        );
+    }
+    let what = match p {
+        p if p >= 3 => "unprivileged users may not use perf events at all",
+        2 => "unprivileged users may count their own processes in user space only",
+        _ => "unprivileged users may count their own processes, not whole CPUs",
     };
+    let user_only = if !cpu_wide && p == 2 {
+        ", or count user space only with the `:u` modifier (exclude_kernel)"
+    } else {
+        ""
+    };
+    let scope = if cpu_wide { "whole CPUs" } else { "the kernel" };
     format!(
-        "{level}: {what}. Run as root (or with CAP_PERFMON), lower it with \
-         `sysctl kernel.perf_event_paranoid=1` (-1 allows everything), or count user space \
-         only with the `:u` modifier (exclude_kernel)"
+        "{level}: {what}. Run as root (or with CAP_PERFMON), lower it to allow {scope} with \
+         `sysctl kernel.perf_event_paranoid={needed}`{user_only}"
     )
 }
 
@@ -268,3 +285,38 @@ impl std::error::Error for Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod hint_tests {
+    use super::permission_hint;
+
+    #[test]
+    fn never_advise_lowering_to_a_level_already_reached() {
+        // A task counter at 2: lower to 1, or :u.
+        let h = permission_hint(Some(2), false);
+        assert!(h.contains("perf_event_paranoid is 2"), "{h}");
+        assert!(
+            h.contains("perf_event_paranoid=1") && h.contains(":u"),
+            "{h}"
+        );
+        // A CPU counter at 2: lower to 0; :u would not help.
+        let h = permission_hint(Some(2), true);
+        assert!(
+            h.contains("perf_event_paranoid=0") && !h.contains(":u"),
+            "{h}"
+        );
+        // At 1, a task counter is allowed: no advice to lower it to 1.
+        let h = permission_hint(Some(1), false);
+        assert!(!h.contains("sysctl"), "{h}");
+        assert!(h.contains("is 1"), "{h}");
+        let h = permission_hint(Some(1), true);
+        assert!(h.contains("perf_event_paranoid=0"), "{h}");
+        for p in [-1, 0] {
+            for cpu in [false, true] {
+                let h = permission_hint(Some(p), cpu);
+                assert!(!h.contains("sysctl"), "{p} {cpu}: {h}");
+            }
+        }
+        assert!(permission_hint(Some(4), false).contains("may not use perf events at all"));
+    }
+}
