@@ -7,7 +7,6 @@
 
 mod events;
 mod list;
-mod profile_load;
 mod record;
 mod record_args;
 mod report;
