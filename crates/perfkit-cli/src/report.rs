@@ -217,7 +217,7 @@ fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile
     if show == Some(true) {
         eprintln!("\rreading {}: 100%", path.display());
     }
-    Ok(loaded.with_context(|| format!("{}", path.display()))?)
+    loaded.with_context(|| format!("{}", path.display()))
 }
 
 /// Exit status after output: an error for a truncated or corrupt file.

@@ -2,6 +2,7 @@
 //! reading ids (`PERF_TYPE_TRACEPOINT` configs), parsing each event's `format` file, and
 //! decoding the `PERF_SAMPLE_RAW` payload of a sample with it.
 
+use perfkit_records::Endian;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -144,6 +145,11 @@ pub struct TraceFormat {
     pub fields: Vec<Field>,
     /// The `print fmt:` line.
     pub print_fmt: String,
+    /// Byte order of the RAW payloads this format decodes: the recording machine's
+    /// ([`Endian::NATIVE`] from [`parse`](Self::parse); a perf.data file's own order from
+    /// [`with_endian`](Self::with_endian)).
+    #[serde(skip)]
+    pub endian: Endian,
 }
 
 /// An error parsing a `format` file, with the 1-based line.
@@ -299,7 +305,14 @@ impl TraceFormat {
             common_fields: common,
             fields,
             print_fmt,
+            endian: Endian::NATIVE,
         })
+    }
+
+    /// This format for RAW payloads in byte order `endian` (a perf.data file's).
+    pub fn with_endian(mut self, endian: Endian) -> TraceFormat {
+        self.endian = endian;
+        self
     }
 
     /// Read and parse `tracefs/events/<subsys>/<event>/format`.
