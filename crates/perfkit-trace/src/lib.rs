@@ -39,7 +39,9 @@
 //! it as `perfkit_events::{tracefs, printfmt}`.
 #![forbid(unsafe_code)]
 
+mod error;
 pub mod printfmt;
 pub mod tracefs;
 
+pub use error::TraceError;
 pub use perfkit_records::Endian;

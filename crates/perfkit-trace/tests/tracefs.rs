@@ -123,3 +123,22 @@ fn raw_sample_payloads_decode_by_the_format() {
     raw[8..12].copy_from_slice(&((40u32 << 16) | 30).to_ne_bytes());
     assert!(d.decode(&raw, false).is_err());
 }
+
+#[test]
+fn a_missing_format_file_keeps_the_io_error_as_its_source() {
+    use std::error::Error;
+    let dir = std::env::temp_dir().join("perfkit-trace-no-such-tracefs");
+    let err = TraceFormat::read(&dir, "sched", "sched_switch").unwrap_err();
+    let io = err
+        .source()
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("the io::Error is the source");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(!err.to_string().contains(&io.to_string()), "{err}");
+    assert!(err.to_string().ends_with("sched_switch/format"), "{err}");
+    let err = perfkit_trace::tracefs::event_id(&dir, "sched", "sched_switch").unwrap_err();
+    assert!(
+        matches!(err, perfkit_trace::TraceError::Io { .. }),
+        "{err:?}"
+    );
+}
