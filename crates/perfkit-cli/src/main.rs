@@ -6,7 +6,6 @@
 #![forbid(unsafe_code)]
 
 mod list;
-mod profile_load;
 mod record;
 mod record_args;
 mod report;

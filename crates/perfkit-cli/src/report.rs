@@ -1,13 +1,13 @@
 //! `perfkit report` and `perfkit script`: read a perf.data file (perfkit's or perf's),
 //! build the symbolized profile once, and print it or export it.
 
-use crate::profile_load::{LoadOptions, load_profile};
 use anyhow::{Context, Result, bail};
+use perfkit_report::load::{Diagnostics, LoadOptions, load_with_progress, open};
 use perfkit_report::report::{self, Filter, GraphMode, ReportOptions, SortKey};
 use perfkit_report::script::{self, Field};
 use perfkit_report::{Profile, export};
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 /// Flags of `perfkit report`, named as perf names them.
 #[derive(clap::Args, Debug, Clone)]
@@ -192,6 +192,45 @@ fn write_out(
     Ok(())
 }
 
+/// Open `path` and build its profile, with a progress bar on a terminal for large files
+/// (unless `quiet`).
+fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile, Diagnostics)> {
+    let file = open(path).map_err(|e| {
+        let e = anyhow::Error::new(e);
+        if path.exists() || path.as_os_str() == "-" {
+            e
+        } else {
+            e.context("record one with `perfkit record -- COMMAND`")
+        }
+    })?;
+    let mut show = None;
+    let mut shown = 0;
+    let loaded = load_with_progress(&file, opts, |done, total| {
+        let show = *show
+            .get_or_insert_with(|| !quiet && std::io::stderr().is_terminal() && total > 16 << 20);
+        if show && done * 100 / total >= shown + 5 {
+            shown = done * 100 / total;
+            eprint!("\rreading {}: {shown:3}%", path.display());
+            let _ = std::io::stderr().flush();
+        }
+    });
+    if show == Some(true) {
+        eprintln!("\rreading {}: 100%", path.display());
+    }
+    loaded.with_context(|| format!("{}", path.display()))
+}
+
+/// Exit status after output: an error for a truncated or corrupt file.
+fn exit_code(path: &Path, diag: Diagnostics) -> Result<u8> {
+    match diag.error {
+        Some(e) => Err(anyhow::Error::new(e).context(format!(
+            "{}: the report shows what was read before this error",
+            path.display()
+        ))),
+        None => Ok(0),
+    }
+}
+
 fn print_header(p: &Profile, out: &mut String) {
     out.push_str("# ========\n# captured by perfkit\n");
     for (k, v) in &p.meta {
@@ -214,13 +253,11 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         None => Vec::new(),
     };
     let time = args.time.as_deref().map(parse_time).transpose()?;
-    let load = LoadOptions {
-        srcline: args.srcline || sort.contains(&SortKey::Srcline),
-        inline: args.inline,
-        kallsyms: args.kallsyms.clone(),
-        progress: !args.quiet,
-    };
-    let (profile, diag) = load_profile(&args.input, &load)?;
+    let mut load = LoadOptions::default();
+    load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
+    load.inline = args.inline;
+    load.kallsyms = args.kallsyms.clone();
+    let (profile, diag) = load_profile(&args.input, &load, args.quiet)?;
     let time = time.map(|(a, b)| {
         // --time is in seconds since the first sample, like perf's relative form.
         let t0 = profile.samples.first().map_or(0, |s| s.time);
@@ -234,7 +271,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         print_header(&profile, &mut h);
         if args.header_only {
             write_out(&None, |w| w.write_all(h.as_bytes()))?;
-            return diag.exit_code();
+            return exit_code(&args.input, diag);
         }
         print!("{h}");
     }
@@ -265,7 +302,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         if let Some(o) = &args.output {
             eprintln!("perfkit: wrote {}", o.display());
         }
-        return diag.exit_code();
+        return exit_code(&args.input, diag);
     }
     let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
     let children = if args.no_children {
@@ -299,13 +336,19 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let sections = report::build(&profile, &opts);
     let text = report::render(&profile, &sections, &opts);
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
-    diag.exit_code()
+    exit_code(&args.input, diag)
 }
 
 /// Run `perfkit script`.
 pub fn run_script(args: ScriptArgs) -> Result<u8> {
     if args.dump {
-        return crate::profile_load::dump_raw(&args.input);
+        let file = open(&args.input)?;
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        perfkit_report::dump::dump_raw(&file, perfkit_engine::describe_attr, &mut out)
+            .and_then(|()| out.flush().map_err(perfkit_report::LoadError::Write))
+            .with_context(|| format!("{}", args.input.display()))?;
+        return Ok(0);
     }
     let mut fields = Vec::new();
     for f in &args.fields {
@@ -314,13 +357,11 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
                 .with_context(|| format!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?,
         );
     }
-    let load = LoadOptions {
-        srcline: fields.contains(&Field::Srcline),
-        inline: args.inline,
-        kallsyms: args.kallsyms.clone(),
-        progress: !args.quiet,
-    };
-    let (profile, diag) = load_profile(&args.input, &load)?;
+    let mut load = LoadOptions::default();
+    load.srcline = fields.contains(&Field::Srcline);
+    load.inline = args.inline;
+    load.kallsyms = args.kallsyms.clone();
+    let (profile, diag) = load_profile(&args.input, &load, args.quiet)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
@@ -349,7 +390,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         }
         w.write_all(text.as_bytes())
     })?;
-    diag.exit_code()
+    exit_code(&args.input, diag)
 }
 
 /// A `--cpu` filter list (`0,2-3`): any CPU numbers, the file may come from a bigger machine.

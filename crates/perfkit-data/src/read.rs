@@ -100,19 +100,17 @@ impl Source {
             Source::File(_, n) => *n,
             Source::Stream { prefix, .. } => prefix.len() as u64,
         };
-        let end = off.checked_add(len).filter(|&e| e <= total).ok_or_else(|| {
-            ReadError::at(
-                off,
-                format!("{what} ({len} bytes at {off}) runs past the end of the file ({total} bytes)"),
-            )
-        })?;
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= total)
+            .ok_or_else(|| ReadError::truncated(off, what, len, total.saturating_sub(off)))?;
         match self {
             Source::Memory(b) => Ok(b[off as usize..end as usize].to_vec()),
             Source::Stream { prefix, .. } => Ok(prefix[off as usize..end as usize].to_vec()),
             Source::File(f, _) => {
                 let mut v = vec![0u8; len as usize];
                 f.read_exact_at(&mut v, off)
-                    .map_err(|e| ReadError::at(off, format!("reading {what}: {e}")))?;
+                    .map_err(|e| ReadError::io(off, format!("cannot read {what}"), e))?;
                 Ok(v)
             }
         }
@@ -142,13 +140,17 @@ const BUF_SIZE: usize = 256 << 10;
 fn rd32(b: &[u8], off: usize, e: Endian) -> Result<u32, ReadError> {
     Cursor::new(b.get(off..).unwrap_or(&[]), e)
         .u32()
-        .ok_or_else(|| ReadError::at(off as u64, "truncated (4 bytes needed)"))
+        .ok_or_else(|| {
+            ReadError::truncated(off as u64, "a u32", 4, b.len().saturating_sub(off) as u64)
+        })
 }
 
 fn rd64(b: &[u8], off: usize, e: Endian) -> Result<u64, ReadError> {
     Cursor::new(b.get(off..).unwrap_or(&[]), e)
         .u64()
-        .ok_or_else(|| ReadError::at(off as u64, "truncated (8 bytes needed)"))
+        .ok_or_else(|| {
+            ReadError::truncated(off as u64, "a u64", 8, b.len().saturating_sub(off) as u64)
+        })
 }
 
 /// An attr from file bytes (any published size) in the file's byte order, in native form.
@@ -323,7 +325,7 @@ impl<'s> Feeder<'s> {
                 self.lo = 0;
             }
             let n = self.fetch().map_err(|e| {
-                ReadError::at(self.base + self.hi as u64, format!("read error: {e}"))
+                ReadError::io(self.base + self.hi as u64, "cannot read the data", e)
             })?;
             if n == 0 {
                 break;
@@ -340,29 +342,36 @@ impl<'s> Feeder<'s> {
             return Ok(None);
         }
         if avail < 8 {
-            return Err(ReadError::at(
+            return Err(ReadError::truncated(
                 off,
-                format!("truncated record header ({avail} of 8 bytes): the file was cut short"),
+                "a record header",
+                8,
+                avail as u64,
             ));
         }
         let b = &self.buf[self.lo..];
         let (Ok(type_), Ok(w1)) = (rd32(b, 0, self.e), rd32(b, 4, self.e)) else {
-            return Err(ReadError::at(off, "truncated record header"));
+            return Err(ReadError::truncated(
+                off,
+                "a record header",
+                8,
+                avail as u64,
+            ));
         };
         let (misc, size) = split_misc_size(w1, self.e);
         if size < 8 {
-            return Err(ReadError::at(
+            return Err(ReadError::invalid(
                 off,
                 format!("record of type {type_} has an impossible size {size}"),
             ));
         }
         let avail = self.ensure(size)?;
         if avail < size {
-            return Err(ReadError::at(
+            return Err(ReadError::truncated(
                 off,
-                format!(
-                    "record of type {type_} and {size} bytes runs past the end of the data ({avail} bytes left): it was cut short"
-                ),
+                format!("record of type {type_}"),
+                size as u64,
+                avail as u64,
             ));
         }
         Ok(Some(Hdr {
@@ -388,9 +397,11 @@ impl<'s> Feeder<'s> {
         while left > 0 {
             let avail = self.ensure(1)?;
             if avail == 0 {
-                return Err(ReadError::at(
+                return Err(ReadError::truncated(
                     at,
-                    format!("payload of {n} bytes runs past the end of the data"),
+                    "the payload after a record",
+                    n,
+                    n - left,
                 ));
             }
             let k = (avail as u64).min(left) as usize;
@@ -410,17 +421,10 @@ fn detect_endian(magic: &[u8]) -> Result<Endian, ReadError> {
     match magic {
         b"PERFILE2" => Ok(Endian::Little),
         b"2ELIFREP" => Ok(Endian::Big),
-        b"PERFFILE" => Err(ReadError::at(
-            0,
-            "a perf.data file in the obsolete version-1 format",
-        )),
-        _ => Err(ReadError::at(
-            0,
-            format!(
-                "not a perf.data file (magic {:?})",
-                String::from_utf8_lossy(magic)
-            ),
-        )),
+        b"PERFFILE" => Err(ReadError::Version1),
+        _ => Err(ReadError::NotPerfData {
+            magic: magic.to_vec(),
+        }),
     }
 }
 
@@ -446,10 +450,10 @@ impl PerfData {
         if path.as_os_str() == "-" {
             return PerfData::from_reader(Box::new(std::io::stdin()));
         }
-        let file = File::open(path).map_err(|e| ReadError::at(0, format!("cannot open: {e}")))?;
+        let file = File::open(path).map_err(|e| ReadError::io(0, "cannot open the file", e))?;
         let len = file
             .metadata()
-            .map_err(|e| ReadError::at(0, format!("cannot stat: {e}")))?
+            .map_err(|e| ReadError::io(0, "cannot stat the file", e))?
             .len();
         PerfData::from_source(Source::File(file, len))
     }
@@ -466,14 +470,14 @@ impl PerfData {
         (&mut r)
             .take(PIPE_HEADER_SIZE as u64)
             .read_to_end(&mut head)
-            .map_err(|e| ReadError::at(0, format!("reading: {e}")))?;
+            .map_err(|e| ReadError::io(0, "cannot read the header", e))?;
         let magic = head
             .get(..8)
-            .ok_or_else(|| ReadError::at(0, "empty input, or shorter than a header"))?;
+            .ok_or_else(|| ReadError::truncated(0, "the header", 8, head.len() as u64))?;
         let e = detect_endian(magic)?;
         if rd64(&head, 8, e)? as usize != PIPE_HEADER_SIZE {
             r.read_to_end(&mut head)
-                .map_err(|e| ReadError::at(head.len() as u64, format!("reading: {e}")))?;
+                .map_err(|e| ReadError::io(head.len() as u64, "cannot read the input", e))?;
             return PerfData::from_bytes(head);
         }
         // Scan the header records, keeping every byte read for the data walk.
@@ -499,7 +503,7 @@ impl PerfData {
         me.scan_pipe_header(&mut f);
         let prefix = f.tee.take().unwrap_or_default();
         let Input::Stream { rest, .. } = f.input else {
-            return Err(ReadError::at(0, "internal: stream input expected"));
+            return Err(ReadError::StreamConsumed);
         };
         me.source = Source::Stream {
             prefix,
@@ -541,7 +545,7 @@ impl PerfData {
             me.warnings = tmp.warnings;
         } else {
             if hsize < HEADER_SIZE {
-                return Err(ReadError::at(
+                return Err(ReadError::invalid(
                     8,
                     format!("header size {hsize} is below {HEADER_SIZE}"),
                 ));
@@ -555,7 +559,7 @@ impl PerfData {
     fn finish_open(&mut self) -> Result<(), ReadError> {
         self.apply_names();
         if self.attrs.is_empty() {
-            return Err(ReadError::at(0, "the file describes no events"));
+            return Err(ReadError::NoEvents);
         }
         Ok(())
     }
@@ -573,12 +577,11 @@ impl PerfData {
             Source::Memory(b) => Input::Slice(b),
             Source::File(f, _) => Input::File(f),
             Source::Stream { prefix, rest } => {
-                let rest = rest.lock().ok().and_then(|mut g| g.take()).ok_or_else(|| {
-                    ReadError::at(
-                        PIPE_HEADER_SIZE as u64,
-                        "a pipe-mode stream can be read only once",
-                    )
-                })?;
+                let rest = rest
+                    .lock()
+                    .ok()
+                    .and_then(|mut g| g.take())
+                    .ok_or(ReadError::StreamConsumed)?;
                 Input::Stream { prefix, rest }
             }
         })
@@ -593,7 +596,7 @@ impl PerfData {
         let (attrs_off, attrs_len) = (rd64(&b, 24, e)?, rd64(&b, 32, e)?);
         let (data_off, mut data_len) = (rd64(&b, 40, e)?, rd64(&b, 48, e)?);
         if attr_size < 16 + u64::from(sys::PERF_ATTR_SIZE_VER0) || attr_size > 4096 {
-            return Err(ReadError::at(
+            return Err(ReadError::invalid(
                 16,
                 format!("attr_size {attr_size} is impossible"),
             ));
@@ -769,7 +772,7 @@ impl PerfData {
             self.endian,
             self.attrs.iter().map(|a| (a.ids.as_slice(), &a.attr)),
         )
-        .map_err(|e| ReadError::at(0, format!("the events cannot be told apart: {e}")))
+        .map_err(ReadError::Ids)
     }
 
     /// Size of the data section (0 for a stream, whose size is not known).
@@ -830,17 +833,22 @@ impl PerfData {
                         let data = if h.type_ == sys::PERF_RECORD_COMPRESSED2 {
                             let n = rd64(body, 0, e)? as usize;
                             body.get(8..8usize.saturating_add(n)).ok_or_else(|| {
-                                ReadError::at(h.off, "COMPRESSED2 data size runs past the record")
+                                ReadError::invalid(
+                                    h.off,
+                                    "COMPRESSED2 data size runs past the record",
+                                )
                             })?
                         } else {
                             body
                         };
                         let dec = match &mut zstd {
                             Some(d) => d,
-                            None => zstd.insert(
-                                zstd::stream::raw::Decoder::new()
-                                    .map_err(|err| ReadError::at(h.off, format!("zstd: {err}")))?,
-                            ),
+                            None => zstd.insert(zstd::stream::raw::Decoder::new().map_err(
+                                |source| ReadError::Decompress {
+                                    offset: h.off,
+                                    source,
+                                },
+                            )?),
                         };
                         decompress(dec, data, &mut zbuf, |out| {
                             pending.extend_from_slice(out);
@@ -849,7 +857,10 @@ impl PerfData {
                             Ok(())
                         })
                         .map_err(|err| match err {
-                            Dec::Zstd(err) => ReadError::at(h.off, format!("zstd: {err}")),
+                            Dec::Zstd(source) => ReadError::Decompress {
+                                offset: h.off,
+                                source,
+                            },
                             Dec::Read(err) => err,
                         })?;
                     }
@@ -873,7 +884,7 @@ impl PerfData {
                 feed.consume(h.size);
             }
             if !pending.is_empty() {
-                return Err(ReadError::at(
+                return Err(ReadError::invalid(
                     feed.offset(),
                     format!(
                         "the compressed data ends inside a record ({} bytes left over)",
@@ -953,7 +964,10 @@ impl<'p> Sink<'p> {
         let idx = match self.parser.attr_index(type_, &RawData::Single(body)) {
             Ok(i) => i,
             Err(err) if type_ == sys::PERF_RECORD_SAMPLE => {
-                return Err(ReadError::at(off, err.to_string()));
+                return Err(ReadError::Record {
+                    offset: off,
+                    source: err,
+                });
             }
             // Non-sample records with an unknown id go to the first attr, as in perf.
             Err(_) => 0,
@@ -977,8 +991,11 @@ impl<'p> Sink<'p> {
         body: &[u8],
         f: &mut dyn FnMut(Item<'_>),
     ) -> Result<(), ReadError> {
-        let (attr, record) = parse_any(self.parser, type_, misc, body)
-            .map_err(|err| ReadError::at(off, err.to_string()))?;
+        let (attr, record) =
+            parse_any(self.parser, type_, misc, body).map_err(|source| ReadError::Record {
+                offset: off,
+                source,
+            })?;
         f(Item::Event { attr, record });
         Ok(())
     }
@@ -1038,7 +1055,7 @@ impl<'p> Sink<'p> {
         while let (Ok(t), Ok(w1)) = (rd32(buf, used, self.e), rd32(buf, used + 4, self.e)) {
             let (m, size) = split_misc_size(w1, self.e);
             if size < 8 {
-                return Err(ReadError::at(
+                return Err(ReadError::invalid(
                     off,
                     "a record in the compressed data has an impossible size",
                 ));
@@ -1053,7 +1070,7 @@ impl<'p> Sink<'p> {
                     | sys::PERF_RECORD_AUXTRACE
                     | sys::PERF_RECORD_HEADER_TRACING_DATA
             ) {
-                return Err(ReadError::at(
+                return Err(ReadError::invalid(
                     off,
                     format!("record type {t} cannot be inside compressed data"),
                 ));

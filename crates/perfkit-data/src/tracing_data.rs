@@ -17,6 +17,7 @@
 //!
 //! Numbers are in the byte order the `big_endian` byte gives.
 
+use crate::ReadError;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8] = b"\x17\x08\x44tracing";
@@ -64,23 +65,24 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], ReadError> {
         let end = usize::try_from(n)
             .ok()
             .and_then(|n| self.pos.checked_add(n))
             .filter(|&e| e <= self.b.len())
             .ok_or_else(|| {
-                format!(
-                    "tracing data: {what} of {n} bytes at offset {} runs past the end ({} bytes)",
-                    self.pos,
-                    self.b.len()
+                ReadError::truncated(
+                    self.pos as u64,
+                    format!("tracing data: {what}"),
+                    n,
+                    (self.b.len() - self.pos) as u64,
                 )
             })?;
         let s = &self.b[self.pos..end];
         self.pos = end;
         Ok(s)
     }
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
+    fn u32(&mut self, what: &str) -> Result<u32, ReadError> {
         let s: [u8; 4] = self.take(4, what)?.try_into().unwrap_or_default();
         Ok(if self.big {
             u32::from_be_bytes(s)
@@ -88,7 +90,7 @@ impl<'a> Cursor<'a> {
             u32::from_le_bytes(s)
         })
     }
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
+    fn u64(&mut self, what: &str) -> Result<u64, ReadError> {
         let s: [u8; 8] = self.take(8, what)?.try_into().unwrap_or_default();
         Ok(if self.big {
             u64::from_be_bytes(s)
@@ -96,26 +98,25 @@ impl<'a> Cursor<'a> {
             u64::from_le_bytes(s)
         })
     }
-    fn cstr(&mut self, what: &str) -> Result<&'a str, String> {
+    fn cstr(&mut self, what: &str) -> Result<&'a str, ReadError> {
         let rest = &self.b[self.pos..];
+        let at = self.pos as u64;
         let n = rest.iter().position(|&c| c == 0).ok_or_else(|| {
-            format!(
-                "tracing data: {what} at offset {} has no terminating NUL",
-                self.pos
-            )
+            ReadError::invalid(at, format!("tracing data: {what} has no terminating NUL"))
         })?;
         let s = std::str::from_utf8(&rest[..n])
-            .map_err(|_| format!("tracing data: {what} at offset {} is not UTF-8", self.pos))?;
+            .map_err(|_| ReadError::invalid(at, format!("tracing data: {what} is not UTF-8")))?;
         self.pos += n + 1;
         Ok(s)
     }
     /// `name\0 u64 size bytes`, with `name` checked.
-    fn named(&mut self, name: &str) -> Result<Vec<u8>, String> {
-        let at = self.pos;
+    fn named(&mut self, name: &str) -> Result<Vec<u8>, ReadError> {
+        let at = self.pos as u64;
         let got = self.cstr(name)?;
         if got != name {
-            return Err(format!(
-                "tracing data: expected `{name}` at offset {at}, found `{got}`"
+            return Err(ReadError::invalid(
+                at,
+                format!("tracing data: expected `{name}`, found `{got}`"),
             ));
         }
         let n = self.u64(name)?;
@@ -125,10 +126,14 @@ impl<'a> Cursor<'a> {
 
 impl TracingData {
     /// Parse the blob of a `HEADER_TRACING_DATA` feature section or record. Trailing
-    /// padding after the saved cmdlines is ignored. Errors name the part and offset.
-    pub fn parse(b: &[u8]) -> Result<TracingData, String> {
+    /// padding after the saved cmdlines is ignored. Errors name the part and its offset
+    /// in `b` (not in the file).
+    pub fn parse(b: &[u8]) -> Result<TracingData, ReadError> {
         if !b.starts_with(MAGIC) {
-            return Err("tracing data: no `\\x17\\x08\\x44tracing` magic".into());
+            return Err(ReadError::invalid(
+                0,
+                "tracing data: no `\\x17\\x08\\x44tracing` magic",
+            ));
         }
         let mut c = Cursor {
             b,
@@ -385,16 +390,22 @@ mod tests {
         let b = sample().to_bytes();
         for cut in 0..b.len() - 8 {
             let e = TracingData::parse(&b[..cut]).unwrap_err();
-            assert!(e.starts_with("tracing data:"), "{cut}: {e}");
+            assert!(
+                e.to_string().contains("tracing data:") || cut < MAGIC.len(),
+                "{cut}: {e}"
+            );
+            assert!(e.offset().is_some_and(|o| o <= cut as u64), "{cut}: {e}");
         }
         // A size field of 2^64-1 is an error, not an allocation.
         let mut huge = b.clone();
         let at = MAGIC.len() + 4 + 6 + "header_page\0".len();
         huge[at..at + 8].copy_from_slice(&u64::MAX.to_ne_bytes());
-        assert!(
-            TracingData::parse(&huge)
-                .unwrap_err()
-                .contains("runs past the end")
-        );
+        assert!(matches!(
+            TracingData::parse(&huge).unwrap_err(),
+            ReadError::Truncated {
+                needed: u64::MAX,
+                ..
+            }
+        ));
     }
 }

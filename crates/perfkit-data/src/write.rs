@@ -1,6 +1,10 @@
 //! [`PerfDataWriter`]: perf.data files perf 6.1 opens.
 
 use crate::feature as f;
+use perfkit_records::{
+    Endian, HEADER_SIZE as HEADER_SIZE_RECORD, MultiParser, ParsedRecord, RawData, RawRecord,
+    Record, RecordHeader, RecordParser,
+};
 use perfkit_sys::{self as sys, perf_event_attr};
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -54,6 +58,78 @@ pub struct PerfDataWriter {
     zstd: Option<zstd::bulk::Compressor<'static>>,
     /// HEADER_TRACING_DATA: the format files of the tracepoints recorded.
     tracing: Option<Vec<u8>>,
+    /// Decoders of the events' records (MMAP/MMAP2 file names for BUILD_ID).
+    parsers: Parsers,
+}
+
+/// The record parsers of a file's events: the records written are decoded by
+/// `perfkit-records`, as any reader decodes them, never by byte offsets of their own.
+struct Parsers {
+    /// By event id, when the events can be told apart.
+    multi: Option<MultiParser>,
+    /// The first event's: records without a known id (synthesized ones) go to it, as
+    /// perf does.
+    first: Option<RecordParser>,
+}
+
+impl Parsers {
+    fn new(events: &[FileEvent]) -> Parsers {
+        Parsers {
+            multi: MultiParser::new(
+                Endian::NATIVE,
+                events.iter().map(|e| (e.ids.as_slice(), &e.attr)),
+            )
+            .ok(),
+            first: events
+                .first()
+                .map(|e| RecordParser::new(&e.attr, Endian::NATIVE)),
+        }
+    }
+
+    fn parse<'b>(&self, type_: u32, misc: u16, body: &'b [u8]) -> Option<ParsedRecord<'b>> {
+        if let Some(m) = &self.multi
+            && let Ok((_, r)) = m.parse(type_, misc, body)
+        {
+            return Some(r);
+        }
+        self.first.as_ref()?.parse(type_, misc, body).ok()
+    }
+
+    /// Remember the file of an executable MMAP/MMAP2 record (`rec`: header included)
+    /// with its pid and cpumode, for the BUILD_ID section.
+    fn note_mapping(&self, rec: &[u8], mapped: &mut BTreeSet<(i32, u16, String)>) {
+        let Ok((raw, _)) = RawRecord::from_bytes(rec, Endian::NATIVE) else {
+            return;
+        };
+        let RawData::Single(body) = raw.data else {
+            return;
+        };
+        let Some(parsed) = self.parse(raw.type_, raw.misc, body) else {
+            return;
+        };
+        let (pid, name) = match parsed.record {
+            Record::Mmap(m) if !m.data => (m.pid, m.filename),
+            Record::Mmap2(m) if !m.data => (m.pid, m.filename),
+            _ => return,
+        };
+        let name = String::from_utf8_lossy(name);
+        if name.starts_with('/') || name.starts_with("[kernel.kallsyms]") {
+            mapped.insert((
+                pid,
+                raw.misc & sys::PERF_RECORD_MISC_CPUMODE_MASK,
+                name.into_owned(),
+            ));
+        }
+    }
+}
+
+/// The 8 bytes of a record header in native byte order.
+fn header_bytes(h: &RecordHeader) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&h.type_.to_ne_bytes());
+    b[4..6].copy_from_slice(&h.misc.to_ne_bytes());
+    b[6..].copy_from_slice(&h.size.to_ne_bytes());
+    b
 }
 
 /// The tracing data for the tracepoint events among `events`, from this machine's tracefs.
@@ -96,8 +172,11 @@ pub fn record(type_: u32, misc: u16, body: &[u8], trailer: &[u8]) -> Vec<u8> {
     let padded = (8 + body.len()).next_multiple_of(8);
     let len = padded + trailer.len();
     let mut v = Vec::with_capacity(len);
-    w32(&mut v, type_);
-    w32(&mut v, u32::from(misc) | ((len as u32) << 16));
+    v.extend_from_slice(&header_bytes(&RecordHeader {
+        type_,
+        misc,
+        size: len as u16,
+    }));
     v.extend_from_slice(body);
     v.resize(padded, 0);
     v.extend_from_slice(trailer);
@@ -216,6 +295,7 @@ impl PerfDataWriter {
 
     fn new(out: Out, events: Vec<FileEvent>, opts: WriteOptions) -> io::Result<Self> {
         let tracing = tracing_blob(&events)?;
+        let parsers = Parsers::new(&events);
         let zstd = match opts.compress {
             Some(level) => Some(zstd::bulk::Compressor::new(level)?),
             None => None,
@@ -240,6 +320,7 @@ impl PerfDataWriter {
             mapped: BTreeSet::new(),
             zstd,
             tracing,
+            parsers,
         })
     }
 
@@ -293,35 +374,62 @@ impl PerfDataWriter {
         h
     }
 
-    /// Append one record exactly as the kernel wrote it (header included), in one or two
-    /// parts (a record that wrapped the ring). MMAP/MMAP2 file names are remembered for
-    /// the BUILD_ID section.
+    /// Append one record as the ring buffer hands it out ([`RawRecord`]: type, misc and
+    /// a body in one or two parts, two when it wraps the end of the ring); the 8-byte
+    /// header is built here. The body is written as it is (the kernel's records are
+    /// multiples of 8 bytes). MMAP/MMAP2 file names are remembered for the BUILD_ID
+    /// section.
+    ///
+    /// A body too large for a record (the size is a `u16`) is an `InvalidInput` error.
+    pub fn write_raw(&mut self, rec: &RawRecord<'_>) -> io::Result<()> {
+        let size = u16::try_from(HEADER_SIZE_RECORD + rec.data.len()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a record of type {} with a body of {} bytes does not fit the 16-bit size",
+                    rec.type_,
+                    rec.data.len()
+                ),
+            )
+        })?;
+        let start = self.round.len();
+        let header = RecordHeader {
+            type_: rec.type_,
+            misc: rec.misc,
+            size,
+        };
+        self.round.extend_from_slice(&header_bytes(&header));
+        match rec.data {
+            RawData::Single(a) => self.round.extend_from_slice(a),
+            RawData::Split(a, b) => {
+                self.round.extend_from_slice(a);
+                self.round.extend_from_slice(b);
+            }
+        }
+        self.appended(rec.type_, start)
+    }
+
+    /// Append one record exactly as it is in memory (header included, native byte
+    /// order), in one or more parts; see [`write_raw`](Self::write_raw) for records as
+    /// the ring hands them out.
     pub fn write_record(&mut self, parts: &[&[u8]]) -> io::Result<()> {
         let start = self.round.len();
         for p in parts {
             self.round.extend_from_slice(p);
         }
-        let rec = &self.round[start..];
-        if rec.len() >= 8 {
-            let type_ = u32::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]);
-            let misc = u16::from_ne_bytes([rec[4], rec[5]]);
-            let name_at = match type_ {
-                sys::PERF_RECORD_MMAP => Some(8 + 32),
-                sys::PERF_RECORD_MMAP2 => Some(8 + 64),
-                _ => None,
-            };
-            if let Some(at) = name_at
-                && misc & sys::PERF_RECORD_MISC_MMAP_DATA == 0
-                && let Some(name) = rec.get(at..)
-            {
-                let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-                let pid = i32::from_ne_bytes([rec[8], rec[9], rec[10], rec[11]]);
-                let name = String::from_utf8_lossy(&name[..end]).into_owned();
-                if name.starts_with('/') || name.starts_with("[kernel.kallsyms]") {
-                    self.mapped
-                        .insert((pid, misc & sys::PERF_RECORD_MISC_CPUMODE_MASK, name));
-                }
-            }
+        let type_ = RecordHeader::parse(&self.round[start..], Endian::NATIVE).map(|h| h.type_);
+        match type_ {
+            Ok(t) => self.appended(t, start),
+            // Shorter than a header: written as given, nothing to remember.
+            Err(_) => self.appended(u32::MAX, start),
+        }
+    }
+
+    /// Book-keeping after a record of type `type_` was appended to the round at `start`.
+    fn appended(&mut self, type_: u32, start: usize) -> io::Result<()> {
+        if matches!(type_, sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2) {
+            self.parsers
+                .note_mapping(&self.round[start..], &mut self.mapped);
         }
         if self.round.len() >= self.opts.chunk {
             self.flush_round()?;
@@ -346,8 +454,11 @@ impl PerfDataWriter {
                 let frame = z.compress(&round)?;
                 for piece in frame.chunks(MAX_COMPRESSED_PAYLOAD) {
                     let mut r = Vec::with_capacity(piece.len() + 8);
-                    w32(&mut r, sys::PERF_RECORD_COMPRESSED);
-                    w32(&mut r, ((piece.len() + 8) as u32) << 16);
+                    r.extend_from_slice(&header_bytes(&RecordHeader {
+                        type_: sys::PERF_RECORD_COMPRESSED,
+                        misc: 0,
+                        size: (piece.len() + 8) as u16,
+                    }));
                     r.extend_from_slice(piece);
                     self.raw_write(&r)?;
                     self.data_len += r.len() as u64;
@@ -520,10 +631,12 @@ impl PerfDataWriter {
             let name_len = (fname.len() + 1).next_multiple_of(64);
             let size = 8 + 4 + 24 + name_len;
             let mut r = Vec::with_capacity(size);
-            w32(&mut r, sys::PERF_RECORD_HEADER_BUILD_ID);
             // misc: cpumode, plus PERF_RECORD_MISC_BUILD_ID_SIZE with the size in byte 20.
-            let misc = *cpumode | (1 << 15);
-            w32(&mut r, u32::from(misc) | ((size as u32) << 16));
+            r.extend_from_slice(&header_bytes(&RecordHeader {
+                type_: sys::PERF_RECORD_HEADER_BUILD_ID,
+                misc: *cpumode | (1 << 15),
+                size: size as u16,
+            }));
             w32(&mut r, *pid as u32);
             let mut idb = [0u8; 24];
             let n = id.len().min(20);

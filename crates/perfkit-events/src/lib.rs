@@ -31,6 +31,7 @@
 //!   no build-time link or header dependency.
 //! * `serde` / `serde_json`: `perfkit list --json`.
 //! * `strsim`: edit distances for "did you mean" suggestions.
+//! * `perfkit-trace`: tracefs and print fmts (re-exported as [`tracefs`] and [`printfmt`]).
 //! * `perfkit`: [`perfkit::Counter::open`] to probe whether an event opens here, so this
 //!   crate needs no `unsafe` for the system call.
 //!
@@ -50,8 +51,6 @@ mod parse;
 pub mod pfm;
 pub mod pmu;
 mod print;
-pub mod printfmt;
-pub mod tracefs;
 mod tracefs_error;
 pub mod uprobe;
 
@@ -59,6 +58,9 @@ pub use env::{Env, PfmSetting, SYSFS_PMUS};
 pub use error::{ParseError, closest};
 pub use names::name_of;
 pub use parse::{CallGraph, EventGroup, EventList, ParsedEvent, UserTerms, parse, pmu_event_name};
+/// Tracepoints (tracefs, `format` files, RAW decoding, print fmts): the `perfkit-trace`
+/// crate, which readers of recordings use without linking this one.
+pub use perfkit_trace::{printfmt, tracefs};
 pub use print::{attr_lines, bit_names, format_attr, read_format_names, sample_type_names};
 pub use tracefs_error::TracefsError;
 

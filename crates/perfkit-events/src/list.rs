@@ -386,7 +386,13 @@ pub fn catalogue_of(env: &Env, filters: &[&str], opts: &ListOptions) -> Catalogu
                         let mut e = Entry::new(Kind::Tracepoint, name, "tracepoint");
                         match crate::tracefs::event_id(tfs, &subsys, &event) {
                             Ok(id) => e = e.with_attr(base_attr(sys::PERF_TYPE_TRACEPOINT, id)),
-                            Err(err) => e.available = Availability::No(err),
+                            Err(err) => {
+                                e.available =
+                                    Availability::No(match std::error::Error::source(&err) {
+                                        Some(cause) => format!("{err}: {cause}"),
+                                        None => err.to_string(),
+                                    })
+                            }
                         }
                         entries.push(e);
                     }

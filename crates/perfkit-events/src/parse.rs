@@ -1379,8 +1379,12 @@ impl<'a> Parser<'a> {
         for s in &subsystems {
             for ev in crate::tracefs::events_of(&tracefs, s) {
                 if glob::matches(ev_pat, &ev) {
-                    let id = crate::tracefs::event_id(&tracefs, s, &ev)
-                        .map_err(|e| self.err(start, e))?;
+                    let id = crate::tracefs::event_id(&tracefs, s, &ev).map_err(|e| {
+                        match std::error::Error::source(&e) {
+                            Some(cause) => self.err(start, format!("{e}: {cause}")),
+                            None => self.err(start, e.to_string()),
+                        }
+                    })?;
                     let mut a = base_attr();
                     a.type_ = sys::PERF_TYPE_TRACEPOINT;
                     a.config = id;

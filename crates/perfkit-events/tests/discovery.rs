@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::{DATA_LOC_FORMAT, Fixture, SCHED_SWITCH_FORMAT};
+use common::Fixture;
 use perfkit_events::list::{self, Availability, Kind, ListOptions};
 use perfkit_events::pmu::{Format, Pmu, read_pmus};
-use perfkit_events::tracefs::{DataLoc, TraceFormat, Value};
 use perfkit_events::{Env, names};
 use perfkit_sys as sys;
 
@@ -130,90 +129,6 @@ fn hybrid_machines_have_several_core_pmus_with_their_cpus() {
             (sys::PERF_TYPE_HARDWARE, 10 << 32)
         ]
     );
-}
-
-#[test]
-fn tracefs_formats_parse_into_fields() {
-    let f = TraceFormat::parse(SCHED_SWITCH_FORMAT).unwrap();
-    assert_eq!(f.name, "sched_switch");
-    assert_eq!(f.id, 316);
-    assert_eq!(f.common_fields.len(), 4);
-    let names: Vec<&str> = f.fields.iter().map(|x| x.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "prev_comm",
-            "prev_pid",
-            "prev_prio",
-            "prev_state",
-            "next_comm",
-            "next_pid",
-            "next_prio"
-        ]
-    );
-    let comm = f.field("prev_comm").unwrap();
-    assert_eq!((comm.offset, comm.size, comm.array_len), (8, 16, Some(16)));
-    assert!(comm.is_string);
-    let state = f.field("prev_state").unwrap();
-    assert_eq!((state.offset, state.size, state.signed), (32, 8, true));
-    assert!(f.print_fmt.starts_with("\"prev_comm=%s"));
-
-    let d = TraceFormat::parse(DATA_LOC_FORMAT).unwrap();
-    let file = d.field("filename").unwrap();
-    assert_eq!(file.data_loc, Some(DataLoc::Absolute));
-    assert!(file.is_string);
-    let blob = d.field("blob").unwrap();
-    assert_eq!(blob.data_loc, Some(DataLoc::Relative));
-    let deltas = d.field("deltas").unwrap();
-    assert_eq!(
-        (deltas.array_len, deltas.size, deltas.signed),
-        (Some(3), 6, true)
-    );
-}
-
-#[test]
-fn raw_sample_payloads_decode_by_the_format() {
-    let f = TraceFormat::parse(SCHED_SWITCH_FORMAT).unwrap();
-    let mut raw = vec![0u8; 64];
-    raw[0..2].copy_from_slice(&316u16.to_ne_bytes());
-    raw[4..8].copy_from_slice(&4242i32.to_ne_bytes());
-    raw[8..12].copy_from_slice(b"bash");
-    raw[24..28].copy_from_slice(&4242i32.to_ne_bytes());
-    raw[28..32].copy_from_slice(&120i32.to_ne_bytes());
-    raw[32..40].copy_from_slice(&(-1i64).to_ne_bytes());
-    raw[40..49].copy_from_slice(b"swapper/0");
-    raw[60..64].copy_from_slice(&100i32.to_ne_bytes());
-    let v = f.decode(&raw, false).unwrap();
-    assert_eq!(v[0], ("prev_comm", Value::Str("bash".into())));
-    assert_eq!(v[1], ("prev_pid", Value::Signed(4242)));
-    assert_eq!(v[3], ("prev_state", Value::Signed(-1)));
-    assert_eq!(v[4], ("next_comm", Value::Str("swapper/0".into())));
-    assert_eq!(v[5], ("next_pid", Value::Signed(0)));
-    let with_common = f.decode(&raw, true).unwrap();
-    assert_eq!(with_common[0], ("common_type", Value::Unsigned(316)));
-    assert_eq!(with_common[3], ("common_pid", Value::Signed(4242)));
-    // Short payloads are an error naming the field, never a panic.
-    let err = f.decode(&raw[..30], false).unwrap_err();
-    assert_eq!(err.field, "prev_prio");
-
-    // __data_loc: u32 = len << 16 | offset, counted from the record start.
-    let d = TraceFormat::parse(DATA_LOC_FORMAT).unwrap();
-    let mut raw = vec![0u8; 26];
-    let name = b"/bin/true\0";
-    let loc = ((name.len() as u32) << 16) | raw.len() as u32;
-    raw[8..12].copy_from_slice(&loc.to_ne_bytes());
-    raw[12..16].copy_from_slice(&77i32.to_ne_bytes());
-    for (i, x) in [-1i16, 2, -3].iter().enumerate() {
-        raw[16 + 2 * i..18 + 2 * i].copy_from_slice(&x.to_ne_bytes());
-    }
-    raw.extend_from_slice(name);
-    let v = d.decode(&raw, false).unwrap();
-    assert_eq!(v[0], ("filename", Value::Str("/bin/true".into())));
-    assert_eq!(v[1], ("pid", Value::Signed(77)));
-    assert_eq!(v[2], ("deltas", Value::Array(vec![-1, 2, -3])));
-    // A data_loc pointing past the end is an error.
-    raw[8..12].copy_from_slice(&((40u32 << 16) | 30).to_ne_bytes());
-    assert!(d.decode(&raw, false).is_err());
 }
 
 #[test]

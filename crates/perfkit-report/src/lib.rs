@@ -1,5 +1,9 @@
 //! perfkit's profile model and the exports built from it.
 //!
+//! [`load::load`] reads a perf.data file (perfkit's or perf's, through `perfkit-data`) into
+//! a [`Profile`]; [`load::Loader`] builds one from records fed one at a time (a live tool's
+//! rings). [`dump::dump_raw`] prints a file's records as `perf script -D` does.
+//!
 //! A [`Profile`] is built once per perf.data file: threads and their names over time,
 //! interned functions, frames (addresses) and call stacks (a prefix tree), and samples that
 //! point at their leaf stack node. Every report and export reads this model; none re-parses
@@ -18,9 +22,16 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+pub mod dump;
+mod error;
 pub mod export;
+pub mod load;
 mod model;
 pub mod report;
 pub mod script;
+pub mod trace_info;
+
+pub use error::LoadError;
+pub use load::{Diagnostics, LoadOptions, Loader, load};
 
 pub use model::*;

@@ -131,15 +131,15 @@ pub struct EventDesc {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceEvent {
     /// The `format` file.
-    pub format: perfkit_events::tracefs::TraceFormat,
+    pub format: perfkit_trace::tracefs::TraceFormat,
     /// Its `print fmt:`, when it parses.
-    pub print: Option<perfkit_events::printfmt::PrintFmt>,
+    pub print: Option<perfkit_trace::printfmt::PrintFmt>,
 }
 
 impl TraceEvent {
     /// From a format; the print fmt is parsed once here.
-    pub fn new(format: perfkit_events::tracefs::TraceFormat) -> TraceEvent {
-        let print = perfkit_events::printfmt::PrintFmt::parse(&format.print_fmt)
+    pub fn new(format: perfkit_trace::tracefs::TraceFormat) -> TraceEvent {
+        let print = perfkit_trace::printfmt::PrintFmt::parse(&format.print_fmt)
             .ok()
             .map(|mut p| {
                 p.bind(&format);
@@ -158,7 +158,7 @@ impl TraceEvent {
 
     /// [`text`](Self::text), appended to `out`.
     pub fn text_into(&self, raw: &[u8], kernel: &TraceKernel, out: &mut String) {
-        perfkit_events::printfmt::format_record_into(
+        perfkit_trace::printfmt::format_record_into(
             &self.format,
             self.print.as_ref(),
             raw,
@@ -216,7 +216,7 @@ pub struct TraceKernel {
     pub printk: HashMap<u64, String>,
 }
 
-impl perfkit_events::printfmt::KernelInfo for TraceKernel {
+impl perfkit_trace::printfmt::KernelInfo for TraceKernel {
     fn symbol(&self, addr: u64) -> Option<(String, u64)> {
         let s = self.symbols.as_ref()?.find(addr)?;
         Some((s.name.to_string(), addr - s.start))

@@ -386,7 +386,7 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
                 fields
                     .into_iter()
                     .map(|(k, v)| {
-                        use perfkit_events::tracefs::Value;
+                        use perfkit_trace::tracefs::Value;
                         let v = match v {
                             Value::Signed(x) => json!(x),
                             Value::Unsigned(x) => json!(x),

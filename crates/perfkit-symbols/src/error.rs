@@ -22,8 +22,35 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Reading a table failed: I/O (with the path) or parse.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn an_io_error_is_the_source_and_not_repeated() {
+        let e = Error::Io {
+            path: "/nonexistent/kallsyms".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        };
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(e.to_string(), "cannot read /nonexistent/kallsyms");
+        assert_eq!(
+            with_causes(&e),
+            format!("cannot read /nonexistent/kallsyms: {io}")
+        );
+    }
+}
+
+/// Reading a table failed: I/O (with the path) or parse. The I/O error is the
+/// [`source`](std::error::Error::source), not repeated in the message.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// The file could not be read.
     Io {
@@ -39,7 +66,7 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { path, source } => write!(f, "reading {}: {source}", path.display()),
+            Error::Io { path, .. } => write!(f, "cannot read {}", path.display()),
             Error::Parse(e) => e.fmt(f),
         }
     }
@@ -49,7 +76,8 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
-            Error::Parse(e) => Some(e),
+            // The parse error is the whole message (it has no cause of its own).
+            Error::Parse(_) => None,
         }
     }
 }
@@ -58,6 +86,18 @@ impl From<ParseError> for Error {
     fn from(e: ParseError) -> Self {
         Error::Parse(e)
     }
+}
+
+/// `e` and its causes, `: `-separated (for diagnostics kept as text).
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
 }
 
 /// [`parse_hex`] on bytes (optional `0x`, at most 16 hex digits).

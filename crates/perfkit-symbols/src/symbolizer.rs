@@ -319,8 +319,10 @@ impl Symbolizer {
             }
             Ok(k) => KernelState::Loaded(Arc::new(k)),
             Err(e) => {
-                self.diagnostics
-                    .push(format!("kernel symbols unavailable: {e}"));
+                self.diagnostics.push(format!(
+                    "kernel symbols unavailable: {}",
+                    crate::error::with_causes(&e)
+                ));
                 KernelState::Failed
             }
         };
@@ -400,7 +402,10 @@ impl Symbolizer {
                 match PerfMap::from_file(&path) {
                     Ok(m) => Some(m),
                     Err(e) => {
-                        diagnostics.push(format!("JIT map ignored: {e}"));
+                        diagnostics.push(format!(
+                            "JIT map ignored: {}",
+                            crate::error::with_causes(&e)
+                        ));
                         None
                     }
                 }

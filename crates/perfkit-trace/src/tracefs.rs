@@ -2,6 +2,8 @@
 //! reading ids (`PERF_TYPE_TRACEPOINT` configs), parsing each event's `format` file, and
 //! decoding the `PERF_SAMPLE_RAW` payload of a sample with it.
 
+pub use crate::error::TraceError;
+use perfkit_records::Endian;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,7 @@ pub fn find_tracefs() -> Option<PathBuf> {
 /// Find tracefs, mounting it on `/sys/kernel/tracing` if it is not mounted
 /// (`mount -t tracefs nodev /sys/kernel/tracing`). "Already mounted" (`EBUSY`) is fine.
 /// Needs root (`CAP_SYS_ADMIN`) to mount.
-pub fn find_or_mount_tracefs() -> Result<PathBuf, String> {
+pub fn find_or_mount_tracefs() -> Result<PathBuf, TraceError> {
     if let Some(p) = find_tracefs() {
         return Ok(p);
     }
@@ -32,7 +34,10 @@ pub fn find_or_mount_tracefs() -> Result<PathBuf, String> {
         .args(["-t", "tracefs", "nodev"])
         .arg(&target)
         .output()
-        .map_err(|e| format!("cannot run mount: {e}"))?;
+        .map_err(|source| TraceError::MountCommand {
+            target: target.clone(),
+            source,
+        })?;
     if looks_like_tracefs(&target) {
         return Ok(target);
     }
@@ -42,11 +47,10 @@ pub fn find_or_mount_tracefs() -> Result<PathBuf, String> {
             return Ok(p);
         }
     }
-    Err(format!(
-        "tracefs is not mounted and mounting it on {} failed: {}",
-        target.display(),
-        err.trim()
-    ))
+    Err(TraceError::Mount {
+        target,
+        stderr: err.trim().to_string(),
+    })
 }
 
 /// Subsystem names under `tracefs/events` (directories only), sorted.
@@ -75,17 +79,21 @@ fn subdirs(dir: &Path) -> Vec<String> {
 }
 
 /// The tracepoint id of `subsys:event` (the `id` file), the `attr.config` to open it with.
-pub fn event_id(tracefs: &Path, subsys: &str, event: &str) -> Result<u64, String> {
+pub fn event_id(tracefs: &Path, subsys: &str, event: &str) -> Result<u64, TraceError> {
     let p = tracefs.join("events").join(subsys).join(event).join("id");
     // One read into a small buffer (an id is a few digits): `perfkit list` reads thousands.
     let mut buf = [0u8; 32];
     let n = fs::File::open(&p)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
-        .map_err(|e| format!("{}: {e}", p.display()))?;
+        .map_err(|source| TraceError::Io {
+            path: p.clone(),
+            source,
+        })?;
     let s = String::from_utf8_lossy(&buf[..n]);
-    s.trim()
-        .parse()
-        .map_err(|_| format!("{}: bad id `{}`", p.display(), s.trim()))
+    s.trim().parse().map_err(|_| TraceError::BadId {
+        text: s.trim().to_string(),
+        path: p,
+    })
 }
 
 /// Find `subsys:event` by id (a reverse of [`event_id`]); scans tracefs.
@@ -144,6 +152,11 @@ pub struct TraceFormat {
     pub fields: Vec<Field>,
     /// The `print fmt:` line.
     pub print_fmt: String,
+    /// Byte order of the RAW payloads this format decodes: the recording machine's
+    /// ([`Endian::NATIVE`] from [`parse`](Self::parse); a perf.data file's own order from
+    /// [`with_endian`](Self::with_endian)).
+    #[serde(skip)]
+    pub endian: Endian,
 }
 
 /// An error parsing a `format` file, with the 1-based line.
@@ -299,18 +312,28 @@ impl TraceFormat {
             common_fields: common,
             fields,
             print_fmt,
+            endian: Endian::NATIVE,
         })
     }
 
+    /// This format for RAW payloads in byte order `endian` (a perf.data file's).
+    pub fn with_endian(mut self, endian: Endian) -> TraceFormat {
+        self.endian = endian;
+        self
+    }
+
     /// Read and parse `tracefs/events/<subsys>/<event>/format`.
-    pub fn read(tracefs: &Path, subsys: &str, event: &str) -> Result<TraceFormat, String> {
+    pub fn read(tracefs: &Path, subsys: &str, event: &str) -> Result<TraceFormat, TraceError> {
         let p = tracefs
             .join("events")
             .join(subsys)
             .join(event)
             .join("format");
-        let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        TraceFormat::parse(&text).map_err(|e| format!("{}: {e}", p.display()))
+        let text = match fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(source) => return Err(TraceError::Io { path: p, source }),
+        };
+        TraceFormat::parse(&text).map_err(|source| TraceError::Format { path: p, source })
     }
 
     /// A field (common or own) by name.

@@ -2,8 +2,8 @@
 //! their format files: every format parses or is reported, none panics, and the common
 //! ones print exactly what perf script prints.
 
-use perfkit_events::printfmt::{PrintFmt, format_record};
-use perfkit_events::tracefs::{self, TraceFormat};
+use perfkit_trace::printfmt::{PrintFmt, format_record};
+use perfkit_trace::tracefs::{self, TraceFormat};
 
 fn tracefs_or_skip() -> Option<std::path::PathBuf> {
     let t = tracefs::find_tracefs();

@@ -1094,6 +1094,7 @@ impl PrintFmt {
             common_fields: Vec::new(),
             fields: Vec::new(),
             print_fmt: String::new(),
+            endian: fmt.endian,
         };
         let constants = Ctx {
             fmt: &empty,

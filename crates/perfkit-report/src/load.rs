@@ -1,0 +1,481 @@
+//! From records to a [`Profile`]: [`load`] reads a whole perf.data file, [`Loader`] is fed
+//! records one at a time (a live tool feeds it ring records as they come).
+
+use crate::build::{Builder, Input, UserStack};
+use crate::error::LoadError;
+use crate::trace_info::TraceInfo;
+use crate::{EventDesc, Profile, TraceEvent};
+use perfkit_data::{EventAttr, Item, PerfData, ReadError};
+use perfkit_records::{ParsedRecord, Record};
+use perfkit_symbols::{Mapping, Options};
+use perfkit_sys as sys;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// How to build a profile.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// Resolve source lines (DWARF `.debug_line`; slower).
+    pub srcline: bool,
+    /// Resolve inlined functions (DWARF `DW_TAG_inlined_subroutine`; slower).
+    pub inline: bool,
+    /// Kernel symbols from this file (else perf's build-id cache copy of the recorded
+    /// kernel's kallsyms when there is one, else `/proc/kallsyms`).
+    pub kallsyms: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    /// The symbolizer's options for these.
+    fn symbols(&self) -> Options {
+        let mut o = Options {
+            srcline: self.srcline,
+            inline: self.inline,
+            ..Options::default()
+        };
+        if let Some(k) = &self.kallsyms {
+            o.kallsyms = k.clone();
+        }
+        o
+    }
+}
+
+/// What the loader had to say besides the profile.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Diagnostics {
+    /// Things skipped or unusual (unknown records, feature sections, tracepoint formats
+    /// from this machine rather than from the file), one sentence each.
+    pub warnings: Vec<String>,
+    /// The nominal sampling interval of the first event in nanoseconds (from
+    /// `attr.sample_period`, or `1e9 / attr.sample_freq` in frequency mode), for exports
+    /// that want one (Firefox Profiler).
+    pub interval_ns: u64,
+    /// Set when the data section was cut short or corrupt: the profile holds what was read
+    /// before it.
+    pub error: Option<ReadError>,
+}
+
+/// perf's delivery of `PERF_SAMPLE_READ` samples: each counter read in the sample (every
+/// member of a `{a,b}:S` group, or the event alone) becomes a sample of its own event,
+/// with the growth of that counter since its last read as the period; no growth, no
+/// sample.
+#[derive(Default)]
+struct SampleRead {
+    /// Event index of each counter id.
+    attr_of: HashMap<u64, usize>,
+    /// Last value read of each counter id.
+    last: HashMap<u64, u64>,
+}
+
+impl SampleRead {
+    fn new(attrs: &[EventAttr]) -> SampleRead {
+        let mut attr_of = HashMap::new();
+        for (i, a) in attrs.iter().enumerate() {
+            for &id in &a.ids {
+                attr_of.insert(id, i);
+            }
+        }
+        SampleRead {
+            attr_of,
+            last: HashMap::new(),
+        }
+    }
+
+    /// `(event, period)` of each read value of this sample that grew.
+    fn split(&mut self, read: &perfkit_records::ReadValues<'_>, out: &mut Vec<(usize, u64)>) {
+        out.clear();
+        for v in read.iter() {
+            let Some(id) = v.id else { continue };
+            let Some(&ev) = self.attr_of.get(&id) else {
+                continue;
+            };
+            let before = self.last.insert(id, v.value).unwrap_or(0);
+            let period = v.value.wrapping_sub(before);
+            if period != 0 {
+                out.push((ev, period));
+            }
+        }
+    }
+}
+
+/// perf's own record types a profile does not need and that are not worth a warning.
+fn expected_user_record(type_: u32) -> bool {
+    matches!(
+        type_,
+        sys::PERF_RECORD_FINISHED_INIT
+            | sys::PERF_RECORD_ID_INDEX
+            | sys::PERF_RECORD_THREAD_MAP
+            | sys::PERF_RECORD_CPU_MAP
+            | sys::PERF_RECORD_TIME_CONV
+            | sys::PERF_RECORD_EVENT_UPDATE
+            | sys::PERF_RECORD_HEADER_BUILD_ID
+            | sys::PERF_RECORD_HEADER_TRACING_DATA
+            | sys::PERF_RECORD_HEADER_ATTR
+            | sys::PERF_RECORD_HEADER_FEATURE
+            | sys::PERF_RECORD_FINISHED_ROUND
+    )
+}
+
+/// Builds a [`Profile`] from records fed one at a time, in time order: kernel records
+/// (`PERF_RECORD_SAMPLE`, `MMAP`/`MMAP2`, `COMM`, `FORK`, `EXIT`, `SWITCH`, `LOST`) decoded
+/// by `perfkit-records` with the index of their event, and perf's own records (type 64
+/// and up) raw. [`load`] feeds it a file; a live tool feeds it its rings' records.
+///
+/// ```
+/// use perfkit_data::EventAttr;
+/// use perfkit_report::load::{LoadOptions, Loader};
+/// use perfkit_report::trace_info::TraceInfo;
+///
+/// let mut attr = perfkit_sys::perf_event_attr::default();
+/// attr.type_ = perfkit_sys::PERF_TYPE_SOFTWARE;
+/// let events = [EventAttr { attr, ids: vec![1], name: "cpu-clock".into() }];
+/// let loader = Loader::new(&events, TraceInfo::default(), &LoadOptions::default());
+/// // ... loader.record(0, &parsed) for each record of the ring ...
+/// let (profile, diagnostics) = loader.finish();
+/// assert!(profile.samples.is_empty());
+/// assert!(diagnostics.error.is_none());
+/// ```
+pub struct Loader {
+    builder: Builder,
+    reads: SampleRead,
+    chain: Vec<u64>,
+    regs: Vec<u64>,
+    split: Vec<(usize, u64)>,
+    skipped: BTreeMap<u32, u64>,
+    diag: Diagnostics,
+}
+
+impl Loader {
+    /// A loader for records of these events (attrs, with the ids their samples carry and
+    /// their names), decoding tracepoint samples with `trace`'s formats.
+    pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
+        Loader::with_symbols(events, trace, opts.symbols())
+    }
+
+    fn with_symbols(events: &[EventAttr], trace: TraceInfo, symbols: Options) -> Loader {
+        let descs = events
+            .iter()
+            .map(|a| EventDesc {
+                name: a.name.clone(),
+                callchain: a.attr.sample_type & sys::PERF_SAMPLE_CALLCHAIN != 0,
+                trace: (a.attr.type_ == sys::PERF_TYPE_TRACEPOINT)
+                    .then(|| trace.formats.iter().find(|f| f.id == a.attr.config))
+                    .flatten()
+                    .map(|f| Box::new(TraceEvent::new(f.clone()))),
+            })
+            .collect();
+        let mut builder = Builder::new(descs, symbols);
+        builder.printk_formats(trace.printk);
+        // Almost every profile has kernel samples; reading kallsyms overlaps the records.
+        builder.prefetch_kernel_symbols();
+        let diag = Diagnostics {
+            interval_ns: events.first().map_or(250_000, |a| {
+                if a.attr.has(sys::attr_flags::FREQ) && a.attr.sample_period > 0 {
+                    1_000_000_000 / a.attr.sample_period
+                } else {
+                    a.attr.sample_period
+                }
+            }),
+            warnings: trace.warning.into_iter().collect(),
+            error: None,
+        };
+        Loader {
+            builder,
+            reads: SampleRead::new(events),
+            chain: Vec::new(),
+            regs: Vec::new(),
+            split: Vec::new(),
+            skipped: BTreeMap::new(),
+            diag,
+        }
+    }
+
+    /// A loader for `file`'s records: its events, tracepoint formats (from its tracing
+    /// data, else this machine's tracefs), the kernel symbols of its build-id cache entry,
+    /// and its header facts as the profile's `meta` (`report --header`).
+    pub fn for_file(file: &PerfData, opts: &LoadOptions) -> Loader {
+        let mut symbols = opts.symbols();
+        if opts.kallsyms.is_none()
+            && let Some(copy) = file
+                .features
+                .build_ids
+                .iter()
+                .find(|b| b.filename == "[kernel.kallsyms]")
+                .and_then(|b| perfkit_symbols::cached_kallsyms(&b.build_id, &symbols.kallsyms))
+        {
+            // As perf: the build-id cache's copy of this kernel's symbols, when it is the
+            // running kernel at the same address.
+            symbols.kallsyms = copy;
+        }
+        let mut me = Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols);
+        let warnings = std::mem::take(&mut me.diag.warnings);
+        me.diag.warnings = file.warnings.clone();
+        me.diag.warnings.extend(warnings);
+        let ft = &file.features;
+        for (k, v) in [
+            ("hostname", &ft.hostname),
+            ("os release", &ft.osrelease),
+            ("perf version", &ft.version),
+            ("arch", &ft.arch),
+            ("cpudesc", &ft.cpudesc),
+            ("cpuid", &ft.cpuid),
+        ] {
+            if let Some(v) = v {
+                me.meta(k, v.clone());
+            }
+        }
+        if let Some((on, avail)) = ft.nrcpus {
+            me.meta("nrcpus online", on.to_string());
+            me.meta("nrcpus avail", avail.to_string());
+        }
+        if let Some(kb) = ft.total_mem_kb {
+            me.meta("total memory", format!("{kb} kB"));
+        }
+        if !ft.cmdline.is_empty() {
+            me.meta("cmdline", ft.cmdline.join(" "));
+        }
+        for a in &file.attrs {
+            me.meta(
+                "event",
+                format!(
+                    "name = {}, id = {:?}, type = {}, config = {:#x}",
+                    a.name, a.ids, a.attr.type_, a.attr.config
+                ),
+            );
+        }
+        if let Some(c) = ft.compressed {
+            me.meta(
+                "compressed",
+                format!("zstd, level = {}, ratio = {}", c.level, c.ratio),
+            );
+        }
+        for (bit, why) in &ft.unparsed {
+            me.diag
+                .warnings
+                .push(format!("feature section {bit} skipped: {why}"));
+        }
+        me
+    }
+
+    /// Add a header fact (`key : value`, shown by `report --header`).
+    pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.builder.meta(key, value);
+    }
+
+    /// Add a warning to the [`Diagnostics`].
+    pub fn warn(&mut self, warning: impl Into<String>) {
+        self.diag.warnings.push(warning.into());
+    }
+
+    /// Feed one kernel record of event `attr_index` (an index into the events given to
+    /// [`new`](Self::new)). Records the profile does not use are ignored.
+    pub fn record(&mut self, attr_index: usize, rec: &ParsedRecord<'_>) {
+        let b = &mut self.builder;
+        let time = rec.time().unwrap_or(0);
+        let (pid, tid) = (
+            rec.sample_id.pid.unwrap_or(-1),
+            rec.sample_id.tid.unwrap_or(-1),
+        );
+        match &rec.record {
+            Record::Sample(s) => {
+                self.chain.clear();
+                if let Some(c) = &s.callchain {
+                    self.chain.extend(c.iter());
+                }
+                self.regs.clear();
+                let user = match (&s.regs_user, &s.stack_user) {
+                    (Some(r), Some(st)) => {
+                        self.regs.extend(r.iter().map(|(_, v)| v));
+                        Some(UserStack {
+                            abi: r.abi,
+                            mask: r.mask(),
+                            regs: &self.regs,
+                            stack: st.valid(),
+                        })
+                    }
+                    _ => None,
+                };
+                let one = [(attr_index, s.period.unwrap_or(1))];
+                let events: &[(usize, u64)] = match &s.read {
+                    Some(r) => {
+                        self.reads.split(r, &mut self.split);
+                        &self.split
+                    }
+                    None => &one,
+                };
+                for &(event, period) in events {
+                    b.push(Input::Sample {
+                        event: event as u32,
+                        pid: s.pid.unwrap_or(-1),
+                        tid: s.tid.unwrap_or(-1),
+                        time: s.time.unwrap_or(time),
+                        cpu: s.cpu,
+                        period,
+                        ip: s.ip.unwrap_or(0),
+                        kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
+                        callchain: &self.chain,
+                        user,
+                        raw: s.raw,
+                    });
+                }
+            }
+            Record::Mmap(m) if !m.data => b.push(Input::Mmap {
+                pid: m.pid,
+                mapping: Mapping {
+                    start: m.addr,
+                    end: m.addr.saturating_add(m.len),
+                    pgoff: m.pgoff,
+                    path: String::from_utf8_lossy(m.filename).into_owned(),
+                    build_id: None,
+                },
+            }),
+            Record::Mmap2(m) if !m.data => b.push(Input::Mmap {
+                pid: m.pid,
+                mapping: Mapping {
+                    start: m.addr,
+                    end: m.addr.saturating_add(m.len),
+                    pgoff: m.pgoff,
+                    path: String::from_utf8_lossy(m.filename).into_owned(),
+                    build_id: match &m.file_id {
+                        perfkit_records::Mmap2FileId::BuildId(id) => Some(id.as_bytes().to_vec()),
+                        _ => None,
+                    },
+                },
+            }),
+            Record::Comm(c) => b.push(Input::Comm {
+                pid: c.pid,
+                tid: c.tid,
+                name: &String::from_utf8_lossy(c.comm),
+                exec: c.exec,
+                time,
+            }),
+            Record::Fork(t) => b.push(Input::Fork {
+                pid: t.pid,
+                tid: t.tid,
+                ppid: t.ppid,
+                ptid: t.ptid,
+                time: t.time,
+            }),
+            Record::Exit(t) => b.push(Input::Exit {
+                pid: t.pid,
+                tid: t.tid,
+                time: t.time,
+            }),
+            Record::Switch(s) => b.push(Input::Switch {
+                pid,
+                tid,
+                time,
+                out: s.out,
+            }),
+            Record::Lost(l) => b.push(Input::Lost { count: l.lost }),
+            _ => {}
+        }
+    }
+
+    /// Feed one of perf's own records (`PERF_RECORD_*` type 64 and up). None is needed
+    /// for the profile; unexpected types are counted in a warning.
+    pub fn user_record(&mut self, type_: u32) {
+        if !expected_user_record(type_) {
+            *self.skipped.entry(type_).or_default() += 1;
+        }
+    }
+
+    /// Feed a record as [`PerfData::for_each`] delivers it.
+    pub fn item(&mut self, item: Item<'_>) {
+        match item {
+            Item::Event { attr, record } => self.record(attr, &record),
+            Item::User { type_, .. } => self.user_record(type_),
+        }
+    }
+
+    /// The symbolized profile, and what was noticed on the way.
+    pub fn finish(mut self) -> (Profile, Diagnostics) {
+        for (t, n) in std::mem::take(&mut self.skipped) {
+            self.diag.warnings.push(format!(
+                "skipped {n} records of type {t} (not needed for this report)"
+            ));
+        }
+        (self.builder.finish(), self.diag)
+    }
+}
+
+/// Read every record of `file` (in time order) into a symbolized [`Profile`].
+///
+/// A data section cut short or corrupt is not an error here: the profile holds what was
+/// read before it and [`Diagnostics::error`] says what went wrong (as perf reports what it
+/// read).
+///
+/// ```
+/// use perfkit_data::{FileEvent, PerfData, PerfDataWriter, WriteOptions, record};
+/// use perfkit_report::load::{LoadOptions, load};
+/// use perfkit_sys as sys;
+///
+/// // A tiny recording: process "demo" (pid 42) and one cpu-clock sample of it.
+/// let mut attr = sys::perf_event_attr::default();
+/// attr.type_ = sys::PERF_TYPE_SOFTWARE;
+/// attr.config = sys::PERF_COUNT_SW_CPU_CLOCK;
+/// attr.sample_type =
+///     sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME | sys::PERF_SAMPLE_PERIOD;
+/// let events = vec![FileEvent { attr, name: "cpu-clock".into(), ids: vec![7] }];
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("perf.data");
+/// let mut w = PerfDataWriter::create(&path, events, WriteOptions::default())?;
+/// let comm: Vec<u8> = [&42u32.to_ne_bytes()[..], &42u32.to_ne_bytes(), b"demo\0\0\0\0"].concat();
+/// w.write_record(&[&record(sys::PERF_RECORD_COMM, 0, &comm, &[])])?;
+/// let sample: Vec<u8> = [
+///     &0x1000u64.to_ne_bytes()[..], // ip
+///     &42u32.to_ne_bytes(),         // pid
+///     &42u32.to_ne_bytes(),         // tid
+///     &1_000u64.to_ne_bytes(),      // time
+///     &250_000u64.to_ne_bytes(),    // period
+/// ]
+/// .concat();
+/// w.write_record(&[&record(sys::PERF_RECORD_SAMPLE, sys::PERF_RECORD_MISC_USER, &sample, &[])])?;
+/// w.finish_round()?;
+/// w.finish(&[])?;
+///
+/// let file = PerfData::open(&path)?;
+/// let (profile, diagnostics) = load(&file, &LoadOptions::default())?;
+/// assert_eq!(profile.samples.len(), 1);
+/// let sample = &profile.samples[0];
+/// assert_eq!(sample.period, 250_000);
+/// assert_eq!(profile.threads[sample.thread as usize].name(), "demo");
+/// assert!(diagnostics.error.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn load(file: &PerfData, opts: &LoadOptions) -> Result<(Profile, Diagnostics), LoadError> {
+    load_with_progress(file, opts, |_, _| {})
+}
+
+/// [`load`], calling `progress(done, total)` with the bytes of the data section read so
+/// far (about every MiB; `total` is 0 for a pipe-mode stream, whose size is not known).
+pub fn load_with_progress(
+    file: &PerfData,
+    opts: &LoadOptions,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<(Profile, Diagnostics), LoadError> {
+    // The one error before any record: samples that cannot be told apart.
+    file.parser().map_err(LoadError::Read)?;
+    let mut loader = Loader::for_file(file, opts);
+    let total = file.data_len();
+    let result = file.for_each(|item| loader.item(item), |done| progress(done, total));
+    let (profile, mut diag) = loader.finish();
+    diag.error = result.err();
+    Ok((profile, diag))
+}
+
+/// Open the perf.data file (or pipe-mode stream, `-` for standard input) at `path` and
+/// [`load`] it.
+pub fn load_path(path: &Path, opts: &LoadOptions) -> Result<(Profile, Diagnostics), LoadError> {
+    let file = open(path)?;
+    load(&file, opts)
+}
+
+/// Open `path` (`-`: standard input) as a perf.data file or pipe-mode stream.
+pub fn open(path: &Path) -> Result<PerfData, LoadError> {
+    PerfData::open(path).map_err(|source| LoadError::Open {
+        path: path.to_path_buf(),
+        source,
+    })
+}
