@@ -10,6 +10,19 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// One open perf event (`perf_event_open(2)`), owning its file descriptor.
+///
+/// ```
+/// use perfkit::{Attr, Counter, Software, Target};
+/// // Page faults of this thread, kernel and user.
+/// let faults = Counter::open(&Attr::new(Software::PageFaults), &Target::this_thread())?;
+/// faults.enable()?;
+/// let buf = vec![1u8; 1 << 20]; // 256 fresh pages
+/// faults.disable()?;
+/// let count = faults.read()?;
+/// assert!(count.value > 0, "{}", buf.len());
+/// assert_eq!(count.time_enabled, count.time_running); // software events always run
+/// # Ok::<(), perfkit::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Counter {
     fd: OwnedFd,

@@ -26,6 +26,20 @@ impl MemberId {
 /// TOTAL_TIME_RUNNING` (plus `LOST` if its attr asks), so every member's value comes back
 /// with its id and the group's times. A group larger than the PMU never runs: its read
 /// shows `time_running == 0` and [`Count::scaled`] says [`crate::Scaled::NotCounted`].
+///
+/// ```
+/// use perfkit::{Attr, Group, Scaled, Software, Target};
+/// let me = Target::this_thread();
+/// let mut group = Group::open(&Attr::new(Software::TaskClock), &me)?;
+/// let faults = group.add(&Attr::new(Software::PageFaults), &me)?;
+/// group.enable()?;
+/// let buf = vec![1u8; 1 << 20];
+/// group.disable()?;
+/// let counts = group.read()?;
+/// assert!(counts[group.leader()].value > 0);
+/// assert!(matches!(counts[faults].scaled(), Scaled::Exact(n) if n > 0), "{}", buf.len());
+/// # Ok::<(), perfkit::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Group {
     members: Vec<Counter>,

@@ -603,6 +603,26 @@ fn copy_volatile(src: &Mapping, offset: usize, len: usize, dst: &mut Vec<u8>) {
 ///
 /// Holds a duplicate of the event's file descriptor, for `poll`/epoll and
 /// `PERF_EVENT_IOC_PAUSE_OUTPUT`.
+///
+/// ```
+/// use perfkit::{Attr, Counter, RingBuffer, RingSize, Software, Target, sys};
+/// let attr = Attr::new(Software::PageFaults)
+///     .sample_period(1)
+///     .sample_type(sys::PERF_SAMPLE_IP);
+/// let counter = Counter::open(&attr, &Target::this_thread())?;
+/// let mut ring = RingBuffer::map(&counter, RingSize::Pages(8))?;
+/// counter.enable()?;
+/// let buf = vec![1u8; 64 << 10]; // 16 fresh pages
+/// counter.disable()?;
+/// // Zero-copy records, oldest first; the tail is published on the next call.
+/// let samples = ring
+///     .records()
+///     .filter_map(Result::ok)
+///     .filter(|r| r.type_ == sys::PERF_RECORD_SAMPLE)
+///     .count();
+/// assert!(samples > 0, "{}", buf.len());
+/// # Ok::<(), perfkit::Error>(())
+/// ```
 pub struct RingBuffer {
     map: Mapping,
     ctl: RingControl,
