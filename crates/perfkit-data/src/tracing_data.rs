@@ -18,6 +18,7 @@
 //! Numbers are in the byte order the `big_endian` byte gives.
 
 use crate::ReadError;
+use perfkit_records::Endian;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8] = b"\x17\x08\x44tracing";
@@ -188,17 +189,23 @@ impl TracingData {
         })
     }
 
-    /// The blob, in this machine's byte order (`big_endian` is taken as the host's).
+    /// The blob, its numbers in the byte order `big_endian` says (the recording
+    /// machine's).
     pub fn to_bytes(&self) -> Vec<u8> {
+        let e = if self.big_endian {
+            Endian::Big
+        } else {
+            Endian::Little
+        };
         let mut v = Vec::new();
-        let n32 = |v: &mut Vec<u8>, x: usize| v.extend_from_slice(&(x as u32).to_ne_bytes());
-        let n64 = |v: &mut Vec<u8>, x: usize| v.extend_from_slice(&(x as u64).to_ne_bytes());
+        let n32 = |v: &mut Vec<u8>, x: usize| v.extend_from_slice(&e.u32_bytes(x as u32));
+        let n64 = |v: &mut Vec<u8>, x: usize| v.extend_from_slice(&e.u64_bytes(x as u64));
         v.extend_from_slice(MAGIC);
         v.extend_from_slice(self.version.as_bytes());
         v.push(0);
-        v.push(u8::from(cfg!(target_endian = "big")));
+        v.push(u8::from(self.big_endian));
         v.push(self.long_size);
-        v.extend_from_slice(&self.page_size.to_ne_bytes());
+        v.extend_from_slice(&e.u32_bytes(self.page_size));
         for (name, body) in [
             ("header_page", &self.header_page),
             ("header_event", &self.header_event),
@@ -367,6 +374,20 @@ mod tests {
             printk: b"0xffff : \"hello\"\n".to_vec(),
             saved_cmdlines: b"1 init\n".to_vec(),
         }
+    }
+
+    #[test]
+    fn the_other_byte_order_round_trips() {
+        let t = TracingData {
+            big_endian: !cfg!(target_endian = "big"),
+            ..sample()
+        };
+        let bytes = t.to_bytes();
+        assert_eq!(bytes[MAGIC.len() + 4], u8::from(t.big_endian));
+        let back = TracingData::parse(&bytes).unwrap();
+        assert_eq!((back.big_endian, back.page_size), (t.big_endian, 4096));
+        assert_eq!(back.event_formats.len(), 3);
+        assert_eq!(back.to_bytes(), bytes);
     }
 
     #[test]

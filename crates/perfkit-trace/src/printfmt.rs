@@ -12,6 +12,7 @@
 //! `field=value` list, never to garbage or a panic.
 
 use crate::tracefs::{Field, TraceFormat, Value};
+use perfkit_records::Endian;
 use std::fmt::Write;
 
 /// What the traced kernel knew that a record does not carry: its symbols (for `%pS`) and
@@ -481,6 +482,22 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// A kernel bitmap (an array of `unsigned long`) as recorded, with bit `i` at byte
+    /// `i / 8`, bit `i % 8`: as it is from a little-endian machine, each long's bytes
+    /// reversed from a big-endian one.
+    fn bitmap_bytes(&self, mut b: Vec<u8>) -> Vec<u8> {
+        if self.fmt.endian == Endian::Big {
+            let long = match self.long_size {
+                4 => 4,
+                _ => 8,
+            };
+            for word in b.chunks_mut(long) {
+                word.reverse();
+            }
+        }
+        b
+    }
+
     /// The bytes a `%p` extension prints: a fixed field's own bytes as recorded (a `u8`
     /// array decodes as text otherwise), else the value's.
     fn bytes_of(&self, arg: &Expr, v: &V) -> Vec<u8> {
@@ -758,9 +775,10 @@ impl<'a> Ctx<'a> {
             // A dynamic bitmask printed with %s: hex words, as the kernel prints it.
             "__get_bitmask" | "__get_cpumask" | "__get_rel_bitmask" | "__get_rel_cpumask" => {
                 let bytes = match field_arg(0)? {
-                    V::Bytes(b) => b,
+                    V::Bytes(b) => self.bitmap_bytes(b),
                     V::Array(a) => a.iter().map(|&x| x as u8).collect(),
                     V::Str(s) => s.into_bytes(),
+                    // A number's bits, least significant first.
                     V::Int(n) => n.to_le_bytes().to_vec(),
                 };
                 V::Str(bitmap(&bytes, bytes.len() * 8, false))
@@ -773,11 +791,7 @@ impl<'a> Ctx<'a> {
                 let items: Vec<u64> = match self.eval(arg(0)?)? {
                     V::Bytes(b) if matches!(el, 1 | 2 | 4 | 8) => b
                         .chunks_exact(el)
-                        .map(|c| {
-                            let mut w = [0u8; 8];
-                            w[..el].copy_from_slice(c);
-                            u64::from_le_bytes(w)
-                        })
+                        .map(|c| crate::tracefs::uint(c, self.fmt.endian))
                         .collect(),
                     V::Array(a) => a.iter().map(|&x| x as u64).collect(),
                     _ => return Err("__print_array: not an array".into()),
@@ -831,7 +845,7 @@ impl<'a> Ctx<'a> {
 /// `M`/`m` MAC addresses, `I4`/`i4`, `I6`/`i6`/`I6c` IP addresses, `IS`/`iS` socket
 /// addresses with `p` (port) and `c` (compressed), `U` UUIDs. `None` for the rest, which
 /// print the address itself.
-fn pointer_extension(ext: &str, bytes: &[u8]) -> Option<String> {
+fn pointer_extension(ext: &str, bytes: &[u8], endian: Endian) -> Option<String> {
     let hex_joined = |b: &[u8], sep: &str| {
         b.iter()
             .map(|x| format!("{x:02x}"))
@@ -890,7 +904,8 @@ fn pointer_extension(ext: &str, bytes: &[u8]) -> Option<String> {
         ('I' | 'i', Some('S')) => {
             let flags = &ext[2..];
             let (port, compressed) = (flags.contains('p'), flags.contains('c'));
-            let family = u16::from_le_bytes(bytes.get(..2)?.try_into().ok()?);
+            // sa_family is in the traced machine's order, the port in network order.
+            let family = endian.u16(bytes.get(..2)?.try_into().ok()?);
             let port_no = u16::from_be_bytes(bytes.get(2..4)?.try_into().ok()?);
             match family {
                 2 => {
@@ -1312,6 +1327,15 @@ impl PrintFmt {
                     // `%*pb` / `%*pbl`: a bitmap of `*` bits, in hex or as a list.
                     if ext == "b" || ext == "bl" {
                         let bits = std::mem::take(&mut spec.width);
+                        // Recorded bytes are longs in the recording's order; a number's
+                        // bytes are least significant first already.
+                        let recorded = matches!(v, V::Bytes(_))
+                            || ctx.field_of(arg).is_some_and(|f| f.data_loc.is_none());
+                        let bytes = if recorded {
+                            ctx.bitmap_bytes(bytes)
+                        } else {
+                            bytes
+                        };
                         out.push_str(&bitmap(&bytes, bits, ext == "bl"));
                         continue;
                     }
@@ -1327,7 +1351,7 @@ impl PrintFmt {
                         }
                         _ => None,
                     };
-                    match symbol.or_else(|| pointer_extension(ext, &bytes)) {
+                    match symbol.or_else(|| pointer_extension(ext, &bytes, fmt.endian)) {
                         Some(text) => spec.pad_text(&text),
                         // %p and %pS/%ps/%pK...: the address, as glibc's printf writes it.
                         // (%pS of an address with no symbol: 0x..., even for 0.)

@@ -360,13 +360,14 @@ impl TraceFormat {
         }
     }
 
-    /// Decode one field of a RAW sample payload (native byte order).
+    /// Decode one field of a RAW sample payload (in [`endian`](Self::endian) order).
     pub fn decode_one(&self, f: &Field, raw: &[u8]) -> Result<Value, DecodeError> {
-        decode_field(f, raw)
+        decode_field(f, raw, self.endian)
     }
 
-    /// Decode a RAW sample payload (native byte order) into `(field, value)` pairs for the
-    /// event's own fields (`common` = true adds the `common_*` fields first).
+    /// Decode a RAW sample payload (in [`endian`](Self::endian) order) into
+    /// `(field, value)` pairs for the event's own fields (`common` = true adds the
+    /// `common_*` fields first).
     pub fn decode<'a>(
         &'a self,
         raw: &[u8],
@@ -379,7 +380,7 @@ impl TraceFormat {
             self.fields.iter().collect()
         };
         for f in list {
-            out.push((f.name.as_str(), decode_field(f, raw)?));
+            out.push((f.name.as_str(), decode_field(f, raw, self.endian)?));
         }
         Ok(out)
     }
@@ -438,20 +439,20 @@ fn slice<'b>(f: &Field, raw: &'b [u8], off: usize, len: usize) -> Result<&'b [u8
         })
 }
 
-fn uint(bytes: &[u8]) -> u64 {
+/// An unsigned integer of 1 to 8 bytes in byte order `e`.
+pub(crate) fn uint(bytes: &[u8], e: Endian) -> u64 {
     let n = bytes.len().min(8);
     let mut b = [0u8; 8];
-    if cfg!(target_endian = "big") {
-        b[8 - n..].copy_from_slice(&bytes[..n]);
-    } else {
-        b[..n].copy_from_slice(&bytes[..n]);
+    match e {
+        Endian::Big => b[8 - n..].copy_from_slice(&bytes[..n]),
+        Endian::Little => b[..n].copy_from_slice(&bytes[..n]),
     }
-    u64::from_ne_bytes(b)
+    e.u64(b)
 }
 
-fn int(bytes: &[u8], signed: bool) -> Value {
+fn int(bytes: &[u8], signed: bool, e: Endian) -> Value {
     let n = bytes.len().min(8);
-    let u = uint(bytes);
+    let u = uint(bytes, e);
     if signed && n < 8 && n > 0 {
         let shift = 64 - 8 * n as u32;
         Value::Signed(((u << shift) as i64) >> shift)
@@ -467,10 +468,10 @@ fn cstr(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-fn decode_field(f: &Field, raw: &[u8]) -> Result<Value, DecodeError> {
+fn decode_field(f: &Field, raw: &[u8], e: Endian) -> Result<Value, DecodeError> {
     let here = slice(f, raw, f.offset, f.size)?;
     if let Some(kind) = f.data_loc {
-        let loc = uint(&here[..here.len().min(4)]);
+        let loc = uint(&here[..here.len().min(4)], e);
         let mut off = (loc & 0xffff) as usize;
         let len = ((loc >> 16) & 0xffff) as usize;
         if kind == DataLoc::Relative {
@@ -491,7 +492,7 @@ fn decode_field(f: &Field, raw: &[u8]) -> Result<Value, DecodeError> {
             let w = f.size / n;
             return Ok(Value::Array(
                 here.chunks(w)
-                    .map(|c| match int(c, f.signed) {
+                    .map(|c| match int(c, f.signed, e) {
                         Value::Signed(v) => v,
                         Value::Unsigned(v) => v as i64,
                         _ => 0,
@@ -502,7 +503,7 @@ fn decode_field(f: &Field, raw: &[u8]) -> Result<Value, DecodeError> {
         return Ok(Value::Bytes(here.to_vec()));
     }
     Ok(match f.size {
-        1 | 2 | 4 | 8 => int(here, f.signed),
+        1 | 2 | 4 | 8 => int(here, f.signed, e),
         _ => Value::Bytes(here.to_vec()),
     })
 }

@@ -142,3 +142,20 @@ fn a_missing_format_file_keeps_the_io_error_as_its_source() {
         "{err:?}"
     );
 }
+
+#[test]
+fn payloads_decode_in_the_formats_byte_order() {
+    use perfkit_trace::Endian;
+    let other = Endian::NATIVE.swapped();
+    let f = TraceFormat::parse(SCHED_SWITCH_FORMAT)
+        .unwrap()
+        .with_endian(other);
+    let mut raw = vec![0u8; 64];
+    raw[0..2].copy_from_slice(&other.u16_bytes(316));
+    raw[24..28].copy_from_slice(&other.u32_bytes(4242));
+    raw[32..40].copy_from_slice(&other.u64_bytes(-2i64 as u64));
+    let v = f.decode(&raw, true).unwrap();
+    assert_eq!(v[0], ("common_type", Value::Unsigned(316)));
+    assert_eq!(v[5], ("prev_pid", Value::Signed(4242)));
+    assert_eq!(v[7], ("prev_state", Value::Signed(-2)));
+}
