@@ -13,7 +13,7 @@ use crate::{Error, Result};
 use perfkit::sys;
 use perfkit::{Poller, Ready, RingBuffer, RingSize, Stopper};
 use perfkit_data::{FileEvent, PerfDataWriter, synth};
-use perfkit_records::{Endian, MultiParser, RawData};
+use perfkit::records::{Endian, MultiParser};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -232,16 +232,7 @@ impl Recorder {
                 if err.is_some() {
                     return;
                 }
-                let size = rec.data.len() + 8;
-                let mut hdr = [0u8; 8];
-                hdr[..4].copy_from_slice(&rec.type_.to_ne_bytes());
-                hdr[4..6].copy_from_slice(&rec.misc.to_ne_bytes());
-                hdr[6..].copy_from_slice(&(size as u16).to_ne_bytes());
-                let res = match rec.data {
-                    RawData::Single(a) => w.write_record(&[&hdr, a]),
-                    RawData::Split(a, b) => w.write_record(&[&hdr, a, b]),
-                };
-                if let Err(e) = res {
+                if let Err(e) = w.write_raw(&rec) {
                     err = Some(e);
                     return;
                 }
