@@ -102,7 +102,7 @@ fn filters_by_kind_glob_and_substring() {
     );
 
     let Some(t) = tracefs() else {
-        eprintln!("skipped the tracepoint part: tracefs is not mounted");
+        common::skip("the tracepoint part: tracefs is not mounted");
         return;
     };
     let text = stdout(&["list", "sched:sched_sw*"]);
@@ -131,7 +131,7 @@ fn perf_list_names_are_all_known() {
         .args(["list", "sw", "tracepoint"])
         .output()
     else {
-        eprintln!("skipped: perf is not installed");
+        common::skip("perf is not installed");
         return;
     };
     let theirs: Vec<String> = String::from_utf8_lossy(&out.stdout)

@@ -29,11 +29,11 @@ fn workload() -> Option<&'static PathBuf> {
 macro_rules! need {
     () => {{
         let Some(w) = workload() else {
-            eprintln!("skipped: no C compiler for the workload");
+            common::skip("no C compiler for the workload");
             return;
         };
         if !have_perf() {
-            eprintln!("skipped: perf is not installed");
+            common::skip("perf is not installed");
             return;
         }
         w

@@ -1,6 +1,8 @@
 //! `perfkit record` on a disk that fills up: a clear error, a non-zero exit, and a file that
 //! both perfkit and perf read up to the last complete round. Uses a 256 KiB tmpfs (needs
-//! root to mount; skipped with the reason otherwise).
+//! root to mount; skipped with the reason otherwise, a failure under CI=true).
+
+mod common;
 
 use assert_cmd::Command;
 use std::path::Path;
@@ -27,7 +29,7 @@ fn small_disk(dir: &Path) -> Option<Mount> {
 fn a_full_disk_stops_with_a_clear_error_and_a_readable_file() {
     let dir = tempfile::tempdir().unwrap();
     let Some(_mount) = small_disk(dir.path()) else {
-        eprintln!("skipped: cannot mount a small tmpfs (needs root)");
+        common::skip("cannot mount a small tmpfs (needs root)");
         return;
     };
     let out = dir.path().join("p.data");

@@ -102,7 +102,7 @@ macro_rules! need_fixture {
         match fixture() {
             Some(f) => f,
             None => {
-                eprintln!("skipped: needs perf and a C compiler to record fixtures");
+                common::skip("needs perf and a C compiler to record fixtures");
                 return;
             }
         }
@@ -148,7 +148,7 @@ fn build_fixture(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     if !built {
-        eprintln!("skipped: no C compiler");
+        common::skip("no C compiler");
     }
     built.then_some(bin)
 }
@@ -433,7 +433,7 @@ fn commands_that_exec_change_name() {
 #[test]
 fn inline_shows_inlined_functions_in_callchains() {
     if !have_perf() {
-        eprintln!("skipped: perf is not installed");
+        common::skip("perf is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -586,7 +586,7 @@ fn write_idle_samples(path: &Path) -> usize {
 #[test]
 fn script_names_the_idle_task_swapper() {
     if !have_perf() {
-        eprintln!("skipped: perf is not installed");
+        common::skip("perf is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

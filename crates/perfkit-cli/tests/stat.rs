@@ -34,7 +34,7 @@ macro_rules! need_workload {
         match workload() {
             Some(w) => w,
             None => {
-                eprintln!("skipped: no C compiler to build the workload");
+                common::skip("no C compiler to build the workload");
                 return;
             }
         }
@@ -367,7 +367,7 @@ fn interval_mode_prints_one_line_per_event_per_interval() {
 #[test]
 fn per_cpu_rows_add_up_to_the_aggregate() {
     if !is_root() {
-        eprintln!("skipped: system-wide counting needs root");
+        common::skip("system-wide counting needs root");
         return;
     }
     let (code, err) = stderr_of(perfkit().args([
@@ -553,7 +553,7 @@ fn agrees_with_perf_stat() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: perf is not installed");
+        common::skip("perf is not installed");
         return;
     }
     let count = |tool: &str, ev: &str, args: &[&str]| -> f64 {
@@ -698,7 +698,7 @@ fn cgroup2_root() -> Option<PathBuf> {
 fn cgroup_counting_with_g_and_for_each_cgroup() {
     let w = need_workload!();
     if !is_root() {
-        eprintln!("skipped: cgroup counting needs root");
+        common::skip("cgroup counting needs root");
         return;
     }
     let Some(root) = cgroup2_root() else {
@@ -778,7 +778,7 @@ fn sigint_is_forwarded_to_the_command() {
 fn no_permission_says_what_to_do() {
     use std::os::unix::process::CommandExt;
     if !is_root() {
-        eprintln!("skipped: needs root to run as another user");
+        common::skip("needs root to run as another user");
         return;
     }
     let paranoid = perfkit::read_paranoid().unwrap_or(2);
@@ -819,7 +819,7 @@ fn no_permission_says_what_to_do() {
 #[test]
 fn per_socket_and_per_node_buckets_count_their_cpus() {
     if !is_root() {
-        eprintln!("skipped: system-wide counting needs root");
+        common::skip("system-wide counting needs root");
         return;
     }
     let ncpu = std::thread::available_parallelism().unwrap().get();
@@ -951,7 +951,7 @@ fn event_syntax_tracepoints_uprobes_groups() {
                 .exists()
         });
     if !tracing {
-        eprintln!("skipped: no syscalls tracepoints (tracefs not mounted or no permission)");
+        common::skip("no syscalls tracepoints (tracefs not mounted or no permission)");
         return;
     }
     // A group, a tracepoint counted exactly, a glob that expands, and a modifier.

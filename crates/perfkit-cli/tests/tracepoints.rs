@@ -11,7 +11,7 @@ use std::process::Stdio;
 /// perf and tracefs, or a printed reason to skip.
 fn ready() -> bool {
     if !have_perf() {
-        eprintln!("skipped: perf is not installed");
+        common::skip("perf is not installed");
         return false;
     }
     if !Path::new("/sys/kernel/tracing/events").exists() {
@@ -20,7 +20,7 @@ fn ready() -> bool {
             .status();
     }
     if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists() {
-        eprintln!("skipped: tracefs is not mounted and cannot be (needs root)");
+        common::skip("tracefs is not mounted and cannot be (needs root)");
         return false;
     }
     true

@@ -1,6 +1,9 @@
 //! Event strings parsed with this machine's sysfs and tracefs, opened on the real kernel and
 //! counted: software events, tracepoints (with a filter), hardware breakpoints and uprobes.
-//! Each test that needs something this machine may lack skips with a printed reason.
+//! Each test that needs something this machine may lack skips with a printed reason (and
+//! fails under CI=true, where .ci/run provides it).
+
+mod common;
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +32,7 @@ fn open(ev: &ParsedEvent) -> Option<Counter> {
     match Counter::open(&attr, &Target::this_thread()) {
         Ok(c) => Some(c),
         Err(e) if e.kind() == ErrorKind::Permission => {
-            eprintln!("skipped {}: {e} (run as root)", ev.name);
+            common::skip(&format!("{}: {e} (run as root)", ev.name));
             None
         }
         Err(e) => panic!("{}: {e}", ev.name),
@@ -68,7 +71,7 @@ fn software_events_from_strings_count() {
 fn a_tracepoint_with_a_filter_counts_exactly() {
     let env = env();
     if env.tracefs().is_none() {
-        eprintln!("skipped: tracefs is not mounted and could not be mounted (needs root)");
+        common::skip("tracefs is not mounted and could not be mounted (needs root)");
         return;
     }
     // raw_syscalls:sys_enter filtered to getppid (x86_64: 110, aarch64: 173).
