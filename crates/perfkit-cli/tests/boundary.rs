@@ -230,9 +230,12 @@ fn samples_lost_in_a_full_ring_at_the_end_are_counted_exactly() {
 
 #[test]
 fn cpu_lists_are_checked_as_they_are_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
     for cmd in ["stat", "record"] {
         let huge = perfkit()
-            .args([cmd, "-C", "0-4294967295", "-o", "/dev/null", "--", "true"])
+            .args([cmd, "-C", "0-4294967295", "-o", out, "--", "true"])
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&huge.stderr);
@@ -240,14 +243,14 @@ fn cpu_lists_are_checked_as_they_are_parsed() {
         assert!(err.contains("does not exist"), "{cmd}: {err}");
         for list in [",", ""] {
             let o = perfkit()
-                .args([cmd, "-C", list, "-o", "/dev/null", "--", "true"])
+                .args([cmd, "-C", list, "-o", out, "--", "true"])
                 .output()
                 .unwrap();
             let err = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(1), "{cmd} -C '{list}': {err}");
         }
         let o = perfkit()
-            .args([cmd, "-C", "9999", "-o", "/dev/null", "--", "true"])
+            .args([cmd, "-C", "9999", "-o", out, "--", "true"])
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -278,12 +281,14 @@ fn a_launched_command_gets_default_signal_dispositions() {
     assert!(out.status.success(), "{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "y\n");
     assert!(!err.contains("Broken pipe"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out");
     for cmd in ["stat", "record"] {
         let out = perfkit()
             .args([
                 cmd,
                 "-o",
-                "/dev/null",
+                file.to_str().unwrap(),
                 "--",
                 "grep",
                 "^Sig",

@@ -209,14 +209,18 @@ impl PerfDataWriter {
     /// Create `path` (mode 0600; an existing file is renamed to `path.old` as perf does).
     pub fn create(path: &Path, events: Vec<FileEvent>, opts: WriteOptions) -> io::Result<Self> {
         check_attrs(&events)?;
-        if path.exists() {
+        // As perf: a non-empty regular file is kept as FILE.old; anything else (a device
+        // such as /dev/null, a FIFO, an empty file) is opened as it is, never replaced.
+        let regular = std::fs::metadata(path).ok().filter(|m| m.is_file());
+        if regular.as_ref().is_some_and(|m| m.len() > 0) {
             let mut old = path.as_os_str().to_owned();
             old.push(".old");
             std::fs::rename(path, &old)?;
         }
         let file = std::fs::OpenOptions::new()
             .write(true)
-            .create_new(true)
+            .create(true)
+            .truncate(regular.is_some())
             .mode(0o600)
             .open(path)?;
         let mut w = Self::new(

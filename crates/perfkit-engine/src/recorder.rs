@@ -10,10 +10,10 @@
 
 use crate::open::Opened;
 use crate::{Error, Result};
+use perfkit::records::{Endian, MultiParser};
 use perfkit::sys;
 use perfkit::{Poller, Ready, RingBuffer, RingSize, Stopper};
 use perfkit_data::{FileEvent, PerfDataWriter, synth};
-use perfkit::records::{Endian, MultiParser};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
