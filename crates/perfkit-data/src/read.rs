@@ -48,6 +48,8 @@ pub struct EventAttr {
     clippy::large_enum_variant,
     reason = "delivered by reference to a callback, never stored"
 )]
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum Item<'a> {
     /// A kernel record, decoded, with the index of its event's attr.
     Event {

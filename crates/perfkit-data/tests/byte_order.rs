@@ -141,6 +141,7 @@ fn read(bytes: Vec<u8>) -> (PerfData, Vec<(&'static str, u64)>) {
                 assert_eq!(type_, sys::PERF_RECORD_FINISHED_ROUND);
                 seen.push(("round", 0));
             }
+            other => panic!("unexpected {other:?}"),
         },
         |_| {},
     )

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 /// One record, as the builder needs it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Input<'a> {
     /// `PERF_RECORD_SAMPLE`.
     Sample {

@@ -386,6 +386,8 @@ impl Loader {
         match item {
             Item::Event { attr, record } => self.record(attr, &record),
             Item::User { type_, .. } => self.user_record(type_),
+            // A kind of item added later: nothing the profile uses yet.
+            _ => {}
         }
     }
 

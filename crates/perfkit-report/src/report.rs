@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 
 /// A `--sort` key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SortKey {
     /// Command (thread name at the sample's time).
     Comm,

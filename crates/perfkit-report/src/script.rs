@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 /// A `-F` field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Field {
     /// Command.
     Comm,
@@ -393,6 +394,8 @@ pub fn sample_json(p: &Profile, s: &Sample) -> serde_json::Value {
                             Value::Str(x) => json!(x),
                             Value::Array(x) => json!(x),
                             Value::Bytes(x) => json!(x),
+                            // A kind of value added later: serde's form of it.
+                            other => json!(other),
                         };
                         (k.to_string(), v)
                     })

@@ -57,6 +57,7 @@ pub const STACK_HINT: &str = "stacks were cut by the size of the user stack copy
 
 /// The CPU architecture of the recorded process (perf.data `HEADER_ARCH`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Arch {
     /// x86_64: registers IP, SP, BP (`PERF_REG_X86_*`).
     X86_64,
@@ -103,6 +104,7 @@ impl UserRegs<'_> {
 
 /// How a walk ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UnwindEnd {
     /// The outermost frame was reached (CFI says so, or the frame chain ends).
     Complete,

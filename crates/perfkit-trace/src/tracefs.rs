@@ -388,6 +388,7 @@ impl TraceFormat {
 
 /// A decoded field value.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub enum Value {
     /// A signed integer.
     Signed(i64),
