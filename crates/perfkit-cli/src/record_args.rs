@@ -1,7 +1,7 @@
 //! `perfkit record` flags, checked and turned into the engine's sampling options.
 
 use anyhow::{Context, Result, bail};
-use perfkit_engine::sampling::{CallGraph, Sampling};
+use perfkit_engine::sampling::{CallGraph, Sampling, max_sample_rate};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -141,15 +141,6 @@ impl RecordArgs {
         }
         Ok(pages as usize)
     }
-}
-
-/// `kernel.perf_event_max_sample_rate`.
-pub fn max_sample_rate() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// Parse `512K`, `4M`, `1G`, `8192` into bytes.

@@ -3,33 +3,7 @@
 
 use perfkit_sys::{self as sys, attr_flags as f, perf_event_attr};
 
-const SAMPLE_BITS: &[(u64, &str)] = &[
-    (sys::PERF_SAMPLE_IP, "IP"),
-    (sys::PERF_SAMPLE_TID, "TID"),
-    (sys::PERF_SAMPLE_TIME, "TIME"),
-    (sys::PERF_SAMPLE_ADDR, "ADDR"),
-    (sys::PERF_SAMPLE_READ, "READ"),
-    (sys::PERF_SAMPLE_CALLCHAIN, "CALLCHAIN"),
-    (sys::PERF_SAMPLE_ID, "ID"),
-    (sys::PERF_SAMPLE_CPU, "CPU"),
-    (sys::PERF_SAMPLE_PERIOD, "PERIOD"),
-    (sys::PERF_SAMPLE_STREAM_ID, "STREAM_ID"),
-    (sys::PERF_SAMPLE_RAW, "RAW"),
-    (sys::PERF_SAMPLE_BRANCH_STACK, "BRANCH_STACK"),
-    (sys::PERF_SAMPLE_REGS_USER, "REGS_USER"),
-    (sys::PERF_SAMPLE_STACK_USER, "STACK_USER"),
-    (sys::PERF_SAMPLE_WEIGHT, "WEIGHT"),
-    (sys::PERF_SAMPLE_DATA_SRC, "DATA_SRC"),
-    (sys::PERF_SAMPLE_IDENTIFIER, "IDENTIFIER"),
-    (sys::PERF_SAMPLE_TRANSACTION, "TRANSACTION"),
-    (sys::PERF_SAMPLE_REGS_INTR, "REGS_INTR"),
-    (sys::PERF_SAMPLE_PHYS_ADDR, "PHYS_ADDR"),
-    (sys::PERF_SAMPLE_AUX, "AUX"),
-    (sys::PERF_SAMPLE_CGROUP, "CGROUP"),
-    (sys::PERF_SAMPLE_DATA_PAGE_SIZE, "DATA_PAGE_SIZE"),
-    (sys::PERF_SAMPLE_CODE_PAGE_SIZE, "CODE_PAGE_SIZE"),
-    (sys::PERF_SAMPLE_WEIGHT_STRUCT, "WEIGHT_STRUCT"),
-];
+const SAMPLE_BITS: &[(u64, &str)] = &sys::PERF_SAMPLE_NAMES;
 
 const READ_BITS: &[(u64, &str)] = &[
     (sys::PERF_FORMAT_TOTAL_TIME_ENABLED, "TOTAL_TIME_ENABLED"),
