@@ -216,15 +216,27 @@ fn samples_lost_in_a_full_ring_at_the_end_are_counted_exactly() {
         (total - faults).abs() <= faults * 0.02,
         "written {written} + lost {lost} = {total}, page faults counted {faults}: {err}"
     );
-    // The file says so too: perf reads the kernel's count from LOST_SAMPLES.
+    // The file says so too (LOST_SAMPLES, the kernel's count), to perfkit report and perf's.
+    let lost_line = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("# Total Lost Samples:"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("{text}"))
+    };
+    let ours = perfkit()
+        .args(["report", "--stdio", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let ours = lost_line(&String::from_utf8_lossy(&ours.stdout));
+    assert_eq!(ours, format!("# Total Lost Samples: {lost}"));
     if have_perf() {
         let out = Command::new("perf")
-            .args(["report", "--stats", "-i"])
+            .args(["report", "--stdio", "-i"])
             .arg(&data)
             .output()
             .unwrap();
-        let stats = String::from_utf8_lossy(&out.stdout);
-        assert!(stats.contains("LOST_SAMPLES events"), "{stats}");
+        assert_eq!(lost_line(&String::from_utf8_lossy(&out.stdout)), ours);
     }
 }
 

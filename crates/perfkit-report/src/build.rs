@@ -91,8 +91,16 @@ pub enum Input<'a> {
         /// Switched out.
         out: bool,
     },
-    /// `PERF_RECORD_LOST`: samples dropped by the kernel.
+    /// `PERF_RECORD_LOST`: records the kernel dropped from a full ring, reported when
+    /// space came back.
     Lost {
+        /// How many.
+        count: u64,
+    },
+    /// `PERF_RECORD_LOST_SAMPLES`: the kernel's own count of one event's lost samples
+    /// (`PERF_FORMAT_LOST`), written at the end of a recording; what perf reports as
+    /// "Total Lost Samples".
+    LostSamples {
         /// How many.
         count: u64,
     },
@@ -235,7 +243,8 @@ impl Builder {
                 let thread = self.thread(pid, tid, time);
                 self.profile.switches.push(Switch { thread, time, out });
             }
-            Input::Lost { count } => self.profile.lost += count,
+            Input::Lost { count } => self.profile.lost_records += count,
+            Input::LostSamples { count } => self.profile.lost += count,
             Input::Sample {
                 event,
                 pid,
@@ -551,9 +560,10 @@ mod tests {
             });
         }
         b.push(Input::Lost { count: 4 });
+        b.push(Input::LostSamples { count: 9 });
         let p = b.finish();
         assert_eq!(p.samples.len(), 3);
-        assert_eq!(p.lost, 4);
+        assert_eq!((p.lost, p.lost_records), (9, 4));
         let leaf = p.stack_frames(p.samples[0].stack).next().unwrap();
         assert!(
             p.func_of(leaf).name.ends_with("marker_function"),

@@ -369,6 +369,7 @@ impl Loader {
                 out: s.out,
             }),
             Record::Lost(l) => b.push(Input::Lost { count: l.lost }),
+            Record::LostSamples(l) => b.push(Input::LostSamples { count: l.lost }),
             _ => {}
         }
     }

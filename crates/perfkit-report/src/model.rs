@@ -253,8 +253,12 @@ pub struct Profile {
     pub raw: RawStore,
     /// Context switches.
     pub switches: Vec<Switch>,
-    /// Samples the kernel lost (PERF_RECORD_LOST).
+    /// Samples the kernel lost, by its own count (PERF_RECORD_LOST_SAMPLES): perf's
+    /// "Total Lost Samples".
     pub lost: u64,
+    /// Records dropped from full rings, as PERF_RECORD_LOST records said when space came
+    /// back (a ring still full at the end says nothing: see `lost`).
+    pub lost_records: u64,
     /// Samples whose stack could not be fully unwound (dwarf mode).
     pub incomplete_stacks: u64,
     /// Frames without symbols, by reason.
