@@ -128,8 +128,6 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             sampling,
             call_graph,
             sample_cpu: args.sample_cpu || system_wide,
-            inherit: !args.no_inherit && !system_wide,
-            enable_on_exec: child.is_some() && !system_wide,
         },
     );
     if args.verbose > 0 {
@@ -148,6 +146,8 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         .collect();
     let opts = OpenOptions {
         cycles_fallback: default_event,
+        inherit: !args.no_inherit,
+        enable_on_exec: child.is_some(),
         ..OpenOptions::default()
     };
     let opened = perfkit_engine::open(&specs, &places, &opts).require_all()?;

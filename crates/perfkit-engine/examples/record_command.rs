@@ -25,8 +25,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sampling: Sampling::Freq(999),
             call_graph: CallGraph::Fp,
             sample_cpu: false,
-            inherit: true,
-            enable_on_exec: true,
         },
     );
     // One ring per CPU: the command's events, on every online CPU.
@@ -36,6 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let opts = OpenOptions {
         cycles_fallback: true,
+        inherit: true,
+        enable_on_exec: true,
         ..OpenOptions::default()
     };
     let opened = perfkit_engine::open(&specs, &places, &opts).require_all()?;

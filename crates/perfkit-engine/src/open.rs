@@ -14,6 +14,12 @@
 //!    counted. An event that asked for the kernel (`:k`) is never changed: it fails.
 //!
 //! Each fallback that happened is reported in [`Opened::notes`], once per event.
+//!
+//! For a launched command, task places get `inherit` (its children are counted too, unless
+//! the event string says `no-inherit`, or the event reads a group in its samples, which the
+//! kernel cannot inherit) and group leaders `enable_on_exec` (counting starts at the
+//! command's first instruction, not in the launcher); whole-CPU and cgroup places get
+//! neither.
 
 use crate::EventSpec;
 use perfkit::sys::{self, attr_flags as f};
@@ -72,6 +78,18 @@ pub struct OpenOptions<'a> {
     pub cycles_fallback: bool,
     /// Never retry a permission error for user space only.
     pub no_user_fallback: bool,
+    /// Task places follow their children (`inherit`).
+    pub inherit: bool,
+    /// Task places are a command held before exec: group leaders enable at its exec.
+    pub enable_on_exec: bool,
+}
+
+impl OpenOptions<'_> {
+    /// Whether `spec` inherits on a task place: the event string's `inherit`/`no-inherit`
+    /// wins; groups read in samples (`:S`) cannot be inherited.
+    fn inherits(&self, spec: &EventSpec) -> bool {
+        spec.terms.inherit.unwrap_or(self.inherit) && !(spec.sample_read && spec.grouped)
+    }
 }
 
 /// What happened when an event was opened on one place.
@@ -298,10 +316,10 @@ pub fn open(specs: &[EventSpec], places: &[Place], opts: &OpenOptions<'_>) -> Op
                 },
                 None => None,
             };
-            let mut attr = Attr::from_raw(spec.attr);
-            if !place.is_task() {
-                attr = attr.inherit(false).enable_on_exec(false);
-            }
+            let task = place.is_task();
+            let mut attr = Attr::from_raw(spec.attr)
+                .inherit(task && opts.inherits(spec))
+                .enable_on_exec(task && spec.leader && opts.enable_on_exec);
             // Members follow a leader that fell back to user space.
             if let Some(l) = leader_idx
                 && events[l].attr.flags & f::EXCLUDE_KERNEL != 0

@@ -55,14 +55,13 @@ pub enum Poll {
 ///     sampling: Sampling::Freq(1000),
 ///     call_graph: CallGraph::Fp,
 ///     sample_cpu: false,
-///     inherit: true,
-///     enable_on_exec: false,
 /// });
 /// let places: Vec<Place> = perfkit::cpus::online()?
 ///     .into_iter()
 ///     .map(|c| Place::thread_on_cpu(0, c))
 ///     .collect();
-/// let opened = open(&specs, &places, &OpenOptions::default()).require_all()?;
+/// let opts = OpenOptions { inherit: true, ..OpenOptions::default() };
+/// let opened = open(&specs, &places, &opts).require_all()?;
 /// let mut rec = Recorder::new(opened, 64)?;
 /// let mut w = perfkit_data::PerfDataWriter::create(
 ///     "perf.data".as_ref(), rec.file_events(), Default::default())?;

@@ -83,6 +83,7 @@ pub const DWARF_REGS_MASK: u64 = (1 << 33) - 1;
 pub const DWARF_REGS_MASK: u64 = 0;
 
 /// How `record` samples: the command line's defaults, which event terms override.
+/// (`inherit` and `enable_on_exec` depend on the place: [`OpenOptions`](crate::OpenOptions).)
 #[derive(Clone, Copy, Debug)]
 pub struct SamplingOptions {
     /// Frequency or period (a period in the event string wins).
@@ -91,10 +92,6 @@ pub struct SamplingOptions {
     pub call_graph: CallGraph,
     /// Record the CPU of each sample (always for system-wide recordings).
     pub sample_cpu: bool,
-    /// Follow the command's children (`inherit`; `inherit` terms win).
-    pub inherit: bool,
-    /// Enable at the launched command's exec.
-    pub enable_on_exec: bool,
 }
 
 /// The sampling attrs of a list of events, one each: the first carries the side-band
@@ -102,19 +99,14 @@ pub struct SamplingOptions {
 pub fn sampling_attrs(specs: &mut [EventSpec], opts: &SamplingOptions) {
     let several = specs.len() > 1;
     for (i, s) in specs.iter_mut().enumerate() {
-        let mut a = sampling_attr(
+        s.attr = sampling_attr(
             s,
             opts.sampling,
             opts.call_graph,
             several,
             opts.sample_cpu,
-            opts.inherit,
             i == 0,
         );
-        if opts.enable_on_exec {
-            a.set(f::ENABLE_ON_EXEC, true);
-        }
-        s.attr = a;
     }
 }
 
@@ -127,7 +119,6 @@ fn sampling_attr(
     call_graph: CallGraph,
     several: bool,
     sample_cpu: bool,
-    inherit: bool,
     first: bool,
 ) -> sys::perf_event_attr {
     let mut a = spec.attr;
@@ -144,7 +135,6 @@ fn sampling_attr(
         // command line choice.
         Some(_) | None => call_graph,
     };
-    let inherit = spec.terms.inherit.unwrap_or(inherit);
     // `{a,b}:S`: only the leader samples; the members are read into its samples.
     let member_of_sampling_group = spec.grouped && !spec.leader && spec.leader_sampling;
     // A period or frequency given in the event string (pmu/period=N/) wins.
@@ -196,8 +186,6 @@ fn sampling_attr(
     }
     // Group members follow their leader, which alone is enabled.
     a.set(f::DISABLED, spec.leader);
-    // The kernel cannot inherit PERF_SAMPLE_READ groups (perf turns inherit off too).
-    a.set(f::INHERIT, inherit && !(spec.sample_read && spec.grouped));
     a.set(f::SAMPLE_ID_ALL, true);
     if first {
         a.set(f::MMAP, true);

@@ -322,6 +322,8 @@ fn open_plan(
     let mut out = Vec::new();
     let opts = OpenOptions {
         cgroups: &plan.cgroups,
+        inherit,
+        enable_on_exec,
         ..OpenOptions::default()
     };
     let mut i = 0;
@@ -342,9 +344,7 @@ fn open_plan(
                         perfkit::sys::PERF_FORMAT_TOTAL_TIME_ENABLED
                             | perfkit::sys::PERF_FORMAT_TOTAL_TIME_RUNNING,
                     )
-                    .inherit(inherit)
                     .disabled(s.leader)
-                    .enable_on_exec(s.leader && enable_on_exec)
                     .raw()
                     .to_owned();
                 s
