@@ -63,6 +63,26 @@ impl Place {
             cgroup: None,
         }
     }
+    /// The places of a [`perfkit::Targets`] (a whole process, threads, CPUs, tasks x CPUs).
+    ///
+    /// ```
+    /// use perfkit_engine::Place;
+    /// let me = Place::of(&perfkit::Targets::this_process()?);
+    /// assert!(me.iter().all(|p| p.tid > 0 && p.cpu == -1));
+    /// # Ok::<(), perfkit::Error>(())
+    /// ```
+    pub fn of(targets: &perfkit::Targets) -> Vec<Place> {
+        targets
+            .places()
+            .iter()
+            .map(|&(tid, cpu)| Place {
+                tid,
+                cpu,
+                cgroup: None,
+            })
+            .collect()
+    }
+
     /// Whether this place is a task (not a whole CPU or cgroup).
     pub fn is_task(&self) -> bool {
         self.tid >= 0 && self.cgroup.is_none()

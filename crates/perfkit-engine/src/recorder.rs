@@ -46,7 +46,7 @@ pub enum Poll {
 
 /// Drains the rings of an opened event list into a [`PerfDataWriter`].
 ///
-/// ```no_run
+/// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use perfkit_engine::{open, parse, OpenOptions, Place, Recorder};
 /// use perfkit_engine::sampling::{sampling_attrs, CallGraph, Sampling, SamplingOptions};
@@ -56,22 +56,27 @@ pub enum Poll {
 ///     call_graph: CallGraph::Fp,
 ///     sample_cpu: false,
 /// });
-/// let places: Vec<Place> = perfkit::cpus::online()?
-///     .into_iter()
-///     .map(|c| Place::thread_on_cpu(0, c))
-///     .collect();
+/// // This process, on every CPU (one ring per CPU).
+/// let cpus = perfkit::cpus::online()?;
+/// let places = Place::of(&perfkit::Targets::this_process()?.on_cpus(&cpus));
 /// let opts = OpenOptions { inherit: true, ..OpenOptions::default() };
 /// let opened = open(&specs, &places, &opts).require_all()?;
 /// let mut rec = Recorder::new(opened, 64)?;
-/// let mut w = perfkit_data::PerfDataWriter::create(
-///     "perf.data".as_ref(), rec.file_events(), Default::default())?;
+/// let path = std::env::temp_dir().join(format!("recorder-doc-{}.data", std::process::id()));
+/// let mut w = perfkit_data::PerfDataWriter::create(&path, rec.file_events(), Default::default())?;
 /// rec.write_preamble(&mut w, &[])?;
 /// rec.enable()?;
 /// let stop = rec.stopper();
-/// std::thread::spawn(move || { std::thread::sleep(std::time::Duration::from_secs(1)); stop.stop() });
+/// std::thread::spawn(move || {
+///     let t = std::time::Instant::now();
+///     while t.elapsed() < std::time::Duration::from_millis(50) {} // work to sample
+///     stop.stop()
+/// });
 /// let stats = rec.run(&mut w)?;
 /// w.finish(&[])?;
 /// println!("{} samples, {} lost", stats.samples, stats.lost);
+/// assert!(perfkit_data::PerfData::open(&path).is_ok());
+/// # std::fs::remove_file(&path)?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
