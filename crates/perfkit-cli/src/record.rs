@@ -96,7 +96,12 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     let mut specs = if default_event {
         perfkit_engine::parse(&["cycles".to_string()])?
     } else {
-        perfkit_engine::parse_with_filters(&args.event_filters)?
+        perfkit_engine::parse_with_filters(&args.event_filters).map_err(|e| match e {
+            perfkit_engine::Error::Parse(_) | perfkit_engine::Error::NoEvents => {
+                anyhow::Error::new(e).context("-e")
+            }
+            e => e.into(),
+        })?
     };
     let system_wide = args.all_cpus || args.cpu.is_some();
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;

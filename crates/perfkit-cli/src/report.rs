@@ -195,14 +195,15 @@ fn write_out(
 /// Open `path` and build its profile, with a progress bar on a terminal for large files
 /// (unless `quiet`).
 fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile, Diagnostics)> {
-    let file = open(path).map_err(|e| {
-        let e = anyhow::Error::new(e);
-        if path.exists() || path.as_os_str() == "-" {
-            e
-        } else {
-            e.context("record one with `perfkit record -- COMMAND`")
-        }
-    })?;
+    if !path.exists() && path.as_os_str() != "-" {
+        // As perf: say what to do instead of an ENOENT chain.
+        bail!(
+            "{}: no such file (record one first: `perfkit record -- COMMAND`, or name \
+             another with -i)",
+            path.display()
+        );
+    }
+    let file = open(path)?;
     let mut show = None;
     let mut shown = 0;
     let loaded = load_with_progress(&file, opts, |done, total| {

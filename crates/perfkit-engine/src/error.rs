@@ -109,7 +109,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Parse(e) => write!(f, "bad event\n{}", e.to_string().trim_end()),
+            Error::Parse(e) => write!(f, "bad event string\n{}", e.to_string().trim_end()),
             Error::Filter { event, why } => write!(f, "{why} (after -e {event})"),
             Error::NoEvents => f.write_str("no events given to -e"),
             Error::Open(e) => {

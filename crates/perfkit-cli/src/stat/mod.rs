@@ -194,7 +194,7 @@ impl StatArgs {
 /// Run `perfkit stat`.
 pub fn run(args: StatArgs) -> Result<u8> {
     let plan = Plan::new(&args.config()?).map_err(|e| match e {
-        Error::NoSuchTask { .. } => exit_error(1, e),
+        Error::Parse(_) | Error::NoEvents => anyhow::Error::new(e).context("-e"),
         e => e.into(),
     })?;
     let opts = args.run_options();
