@@ -206,6 +206,12 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         chunk: pages * 4096,
     };
     let to_pipe = args.output.as_os_str() == "-";
+    // Counting starts before the existing tasks are listed, so a task started in between
+    // is in the list or sends its own COMM/FORK records, never neither (a launched command
+    // enables at its exec instead).
+    if child.is_none() || system_wide {
+        rec.enable()?;
+    }
     let pids: Vec<i32> = if system_wide {
         perfkit_engine::sideband::all_pids()
     } else {
@@ -225,9 +231,6 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Ok(w)
     };
     let mut w = start_file_at(&rec, &args.output, &[])?;
-    if child.is_none() || system_wide {
-        rec.enable()?;
-    }
     let mut status = None;
     let workload = match child {
         // Interrupted before the command started: it never runs (dropping it ends it).
