@@ -258,7 +258,7 @@ impl perf_event_attr {
 /// Bits of [`perf_event_attr::flags`], in the kernel's declaration order.
 ///
 /// C bit-fields are allocated from the least significant bit on little-endian targets and
-/// from the most significant bit on big-endian ones; [`bit`] hides that.
+/// from the most significant bit on big-endian ones; [`bit`](attr_flags::bit) hides that.
 pub mod attr_flags {
     /// The mask of bit-field number `n` (0 = `disabled`) in native allocation order.
     pub const fn bit(n: u32) -> u64 {

@@ -131,7 +131,7 @@ fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
 }
 
 impl PausedChild {
-    /// Fork a child that will exec `program` with `args` (argv[0] = `program`) once
+    /// Fork a child that will exec `program` with `args` (`argv[0]` = `program`) once
     /// [`start`](Self::start) is called. The child inherits the environment and stdio.
     pub fn spawn(program: &OsStr, args: &[OsString]) -> Result<PausedChild, LaunchError> {
         use std::os::fd::AsRawFd;
