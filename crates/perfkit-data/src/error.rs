@@ -37,7 +37,8 @@ pub enum ReadError {
         /// The first bytes of the input (at most 8).
         magic: Vec<u8>,
     },
-    /// A perf.data file in the obsolete version-1 format (magic `PERFFILE`).
+    /// A version-1 file (magic `PERFFILE`) whose header size is neither of version 1's
+    /// (72 or 104 bytes in either byte order).
     Version1,
     /// A value in the file is impossible (a size below its minimum, an attr size past
     /// every published one, ...): the file is corrupt.
@@ -135,7 +136,9 @@ impl fmt::Display for ReadError {
                 "not a perf.data file (magic {:?})",
                 String::from_utf8_lossy(magic)
             ),
-            ReadError::Version1 => f.write_str("a perf.data file in the obsolete version-1 format"),
+            ReadError::Version1 => {
+                f.write_str("a version-1 perf.data file (PERFFILE) with a header of unknown size")
+            }
             ReadError::Invalid { offset, message } => write!(f, "at byte {offset}: {message}"),
             ReadError::Record { offset, .. } => {
                 write!(f, "at byte {offset}: the record does not decode")

@@ -417,18 +417,37 @@ impl<'s> Feeder<'s> {
     }
 }
 
-fn detect_endian(magic: &[u8]) -> Result<Endian, ReadError> {
+/// The byte order of a file from its first 16 bytes (magic and header size).
+fn detect_endian(head: &[u8]) -> Result<Endian, ReadError> {
+    let magic = head.get(..8).unwrap_or(head);
     // The magic is the u64 "PERFILE2" written in the writer's byte order: these bytes in
     // this order mean a little-endian writer, reversed a big-endian one.
     match magic {
         b"PERFILE2" => Ok(Endian::Little),
         b"2ELIFREP" => Ok(Endian::Big),
-        b"PERFFILE" => Err(ReadError::Version1),
+        // Version 1 wrote its magic as a string, which says nothing of the byte order:
+        // the header size does, as perf tells (the file header with or without the
+        // feature bitmap).
+        b"PERFFILE" => {
+            let size = head.get(8..16).ok_or(ReadError::Version1)?;
+            let size: [u8; 8] = size.try_into().map_err(|_| ReadError::Version1)?;
+            let plausible = |n: u64| n == HEADER_SIZE as u64 || n == HEADER_SIZE_V1 as u64;
+            if plausible(u64::from_le_bytes(size)) {
+                Ok(Endian::Little)
+            } else if plausible(u64::from_be_bytes(size)) {
+                Ok(Endian::Big)
+            } else {
+                Err(ReadError::Version1)
+            }
+        }
         _ => Err(ReadError::NotPerfData {
             magic: magic.to_vec(),
         }),
     }
 }
+
+/// The version-1 file header without the feature bitmap (perf still reads it).
+const HEADER_SIZE_V1: usize = 72;
 
 fn is_pipe_header_record(type_: u32) -> bool {
     type_ >= sys::PERF_RECORD_USER_TYPE_START
@@ -473,10 +492,10 @@ impl PerfData {
             .take(PIPE_HEADER_SIZE as u64)
             .read_to_end(&mut head)
             .map_err(|e| ReadError::io(0, "cannot read the header", e))?;
-        let magic = head
-            .get(..8)
-            .ok_or_else(|| ReadError::truncated(0, "the header", 8, head.len() as u64))?;
-        let e = detect_endian(magic)?;
+        if head.len() < 8 {
+            return Err(ReadError::truncated(0, "the header", 8, head.len() as u64));
+        }
+        let e = detect_endian(&head)?;
         if rd64(&head, 8, e)? as usize != PIPE_HEADER_SIZE {
             r.read_to_end(&mut head)
                 .map_err(|e| ReadError::io(head.len() as u64, "cannot read the input", e))?;
@@ -517,7 +536,7 @@ impl PerfData {
 
     fn from_source(source: Source) -> Result<PerfData, ReadError> {
         let head = source.read_at(0, PIPE_HEADER_SIZE as u64, "the file header")?;
-        let endian = detect_endian(&head[..8])?;
+        let endian = detect_endian(&head)?;
         let hsize = rd64(&head, 8, endian)? as usize;
         let mut me = PerfData {
             source,
@@ -546,13 +565,13 @@ impl PerfData {
             me.features = tmp.features;
             me.warnings = tmp.warnings;
         } else {
-            if hsize < HEADER_SIZE {
+            if hsize < HEADER_SIZE && hsize != HEADER_SIZE_V1 {
                 return Err(ReadError::invalid(
                     8,
                     format!("header size {hsize} is below {HEADER_SIZE}"),
                 ));
             }
-            me.read_file_header()?;
+            me.read_file_header(hsize)?;
         }
         me.finish_open()?;
         Ok(me)
@@ -589,11 +608,13 @@ impl PerfData {
         })
     }
 
-    fn read_file_header(&mut self) -> Result<(), ReadError> {
+    fn read_file_header(&mut self, hsize: usize) -> Result<(), ReadError> {
         let e = self.endian;
-        let b = self
+        let mut b = self
             .source
-            .read_at(0, HEADER_SIZE as u64, "the file header")?;
+            .read_at(0, hsize.min(HEADER_SIZE) as u64, "the file header")?;
+        // A version-1 header without the feature bitmap: no features.
+        b.resize(HEADER_SIZE, 0);
         let attr_size = rd64(&b, 16, e)?;
         let (attrs_off, attrs_len) = (rd64(&b, 24, e)?, rd64(&b, 32, e)?);
         let (data_off, mut data_len) = (rd64(&b, 40, e)?, rd64(&b, 48, e)?);
@@ -631,14 +652,18 @@ impl PerfData {
         let bits: Vec<usize> = (0..256usize)
             .filter(|bit| rd64(&b, 72 + 8 * (bit / 64), e).is_ok_and(|w| w >> (bit % 64) & 1 != 0))
             .collect();
-        if data_len == 0 && bits.is_empty() && total > data_off {
-            // A writer that died before its first header update: the data runs to the
-            // end of the file.
+        let mut bits = bits;
+        if data_len == 0 && total > data_off {
+            // A writer that died before its first header update (killed, disk full): the
+            // data runs to the end of the file, and whatever the bitmap says, no feature
+            // index was written after it (reading one would take sample bytes for it).
             self.warnings.push(
-                "the header gives no data size (the recording was not finished): reading to the end of the file"
+                "the data size field is 0: the recording was not finished (was `perf record` \
+                 killed?); reading the records to the end of the file, without its features"
                     .into(),
             );
             data_len = total - data_off;
+            bits.clear();
         }
         let data_end = data_off.saturating_add(data_len);
         if data_end > total {

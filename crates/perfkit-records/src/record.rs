@@ -675,6 +675,13 @@ fn parse_nonsample<'a>(
                     ino_generation: r.u64("ino_generation")?,
                 }
             };
+            // Kernels before 3.16 wrote no prot and flags: the file name follows the inode
+            // fields at once (perf 6.1 misreads such records: `/usr/bin/true` as `/true`).
+            let (prot, flags) = if old_mmap2_layout(r.rest()) {
+                (0, 0)
+            } else {
+                (r.u32("prot")?, r.u32("flags")?)
+            };
             Record::Mmap2(Mmap2 {
                 pid,
                 tid,
@@ -682,8 +689,8 @@ fn parse_nonsample<'a>(
                 len,
                 pgoff,
                 file_id,
-                prot: r.u32("prot")?,
-                flags: r.u32("flags")?,
+                prot,
+                flags,
                 filename: r.c_string("filename (NUL-terminated)")?,
                 data: misc & PERF_RECORD_MISC_MMAP_DATA != 0,
             })
@@ -763,4 +770,18 @@ fn parse_nonsample<'a>(
             data: r.rest(),
         },
     })
+}
+
+/// Whether the bytes after an MMAP2 record's inode fields are a file name rather than the
+/// `prot` and `flags` words that kernels since 3.16 write there. `prot` holds PROT_* bits
+/// (at most 0x0f, plus PROT_GROWSDOWN/UP at bits 24/25), never the printable bytes a path
+/// starts with; `rest` is what follows the inode fields (sample_id trailer included).
+fn old_mmap2_layout(rest: &[u8]) -> bool {
+    let Some(first) = rest.first() else {
+        return false;
+    };
+    // A modern record has 8 bytes of prot/flags, then at least a 1-byte name; a name that
+    // starts with '/' or '[' (every path and every [anon]/[stack]/[heap]/[vdso] name) at
+    // the prot position is the old layout. Modern prot's low byte is a small number.
+    matches!(first, b'/' | b'[') && rest.get(1).is_some_and(|b| b.is_ascii_graphic())
 }
