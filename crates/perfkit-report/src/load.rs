@@ -144,6 +144,10 @@ pub struct Loader {
     split: Vec<(usize, u64)>,
     skipped: BTreeMap<u32, u64>,
     diag: Diagnostics,
+    /// Build ids the file's HEADER_BUILD_ID gives by file name, for mappings whose records
+    /// carry none (MMAP, MMAP2 with inode fields): the symbolizer then uses a local file only
+    /// if its build id matches.
+    file_build_ids: HashMap<String, Vec<u8>>,
 }
 
 impl Loader {
@@ -188,6 +192,7 @@ impl Loader {
             split: Vec::new(),
             skipped: BTreeMap::new(),
             diag,
+            file_build_ids: HashMap::new(),
         }
     }
 
@@ -196,22 +201,45 @@ impl Loader {
     /// and its header facts as the profile's `meta` (`report --header`).
     pub fn for_file(file: &PerfData, opts: &LoadOptions) -> Loader {
         let mut symbols = opts.symbols();
-        if opts.kallsyms.is_none()
-            && let Some(copy) = file
-                .features
-                .build_ids
-                .iter()
-                .find(|b| b.filename == "[kernel.kallsyms]")
-                .and_then(|b| perfkit_symbols::cached_kallsyms(&b.build_id, &symbols.kallsyms))
-        {
-            // As perf: the build-id cache's copy of this kernel's symbols, when it is the
-            // running kernel at the same address.
-            symbols.kallsyms = copy;
+        let kernel_id = file
+            .features
+            .build_ids
+            .iter()
+            .find(|b| b.filename == "[kernel.kallsyms]")
+            .map(|b| b.build_id.as_slice());
+        let mut other_kernel = None;
+        let cached =
+            kernel_id.and_then(|want| perfkit_symbols::cached_kallsyms(want, &symbols.kallsyms));
+        if opts.kallsyms.is_none() {
+            if let Some(copy) = cached {
+                // As perf: the build-id cache's copy of this kernel's symbols, when it is
+                // the running kernel at the same address.
+                symbols.kallsyms = copy;
+            } else if let Some(why) = other_kernel_than_this(kernel_id, file) {
+                // Another kernel recorded this: this machine's symbols would give its
+                // addresses wrong names (`_einittext+0x35273f86`). Leave them unnamed.
+                symbols.kallsyms = PathBuf::new();
+                other_kernel = Some(why);
+            }
         }
         let mut me = Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols);
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
+        if let Some(why) = other_kernel {
+            me.diag.warnings.push(format!(
+                "the recording's kernel is not the running one ({why}): kernel addresses are \
+                 left unnamed (give its kallsyms with --kallsyms, or add it to the build-id \
+                 cache)"
+            ));
+        }
+        me.file_build_ids = file
+            .features
+            .build_ids
+            .iter()
+            .filter(|b| !b.filename.starts_with("[kernel.kallsyms]"))
+            .map(|b| (b.filename.clone(), b.build_id.clone()))
+            .collect();
         let ft = &file.features;
         for (k, v) in [
             ("hostname", &ft.hostname),
@@ -327,7 +355,7 @@ impl Loader {
                     end: m.addr.saturating_add(m.len),
                     pgoff: m.pgoff,
                     path: String::from_utf8_lossy(m.filename).into_owned(),
-                    build_id: None,
+                    build_id: self.file_build_ids.get(bytes_str(m.filename)).cloned(),
                 },
             }),
             Record::Mmap2(m) if !m.data => b.push(Input::Mmap {
@@ -339,7 +367,7 @@ impl Loader {
                     path: String::from_utf8_lossy(m.filename).into_owned(),
                     build_id: match &m.file_id {
                         perfkit_records::Mmap2FileId::BuildId(id) => Some(id.as_bytes().to_vec()),
-                        _ => None,
+                        _ => self.file_build_ids.get(bytes_str(m.filename)).cloned(),
                     },
                 },
             }),
@@ -481,4 +509,32 @@ pub fn open(path: &Path) -> Result<PerfData, LoadError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// A file name as the HEADER_BUILD_ID keys are written (names that are not UTF-8 match none).
+fn bytes_str(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or("")
+}
+
+/// Build ids compared as perf does: the header pads them to 20 bytes with zeros.
+fn same_build_id(a: &[u8], b: &[u8]) -> bool {
+    let trim = |x: &[u8]| -> usize { x.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1) };
+    a[..trim(a)] == b[..trim(b)]
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Why the kernel that recorded `file` is not the running one, if it is not: its build id
+/// (HEADER_BUILD_ID) differs from the running kernel's, or, without one, its release
+/// (HEADER_OSRELEASE) does.
+fn other_kernel_than_this(kernel_id: Option<&[u8]>, file: &PerfData) -> Option<String> {
+    if let Some(want) = kernel_id {
+        let running = perfkit_data::synth::kernel_build_id()?;
+        return (!same_build_id(want, &running)).then(|| format!("build id {}", hex(want)));
+    }
+    let recorded = file.features.osrelease.as_deref()?;
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    (recorded.trim() != running.trim()).then(|| format!("release {}", recorded.trim()))
 }

@@ -68,13 +68,13 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// The name at `time` (the latest name taken at or before it).
+    /// The name at `time`: the latest name taken at or before it; before any, perf's
+    /// `:TID` (never a name the thread takes later).
     pub fn name_at(&self, time: u64) -> &str {
         self.names
             .iter()
             .rev()
             .find(|(t, _)| *t <= time)
-            .or_else(|| self.names.first())
             .map_or(self.unnamed.as_str(), |(_, n)| n.as_str())
     }
     /// The thread's last name.
@@ -462,5 +462,27 @@ mod tests {
             .collect();
         assert_eq!(names, ["hot_loop", "work", "main"]);
         assert_eq!(p.threads[1].name_at(5), "app-worker");
+    }
+}
+
+#[cfg(test)]
+mod thread_names {
+    use super::Thread;
+
+    #[test]
+    fn a_sample_before_the_first_comm_is_unnamed() {
+        let t = Thread {
+            unnamed: ":4242".into(),
+            names: vec![(1000, "worker".into()), (2000, "exec'd".into())],
+            ..Thread::default()
+        };
+        assert_eq!(
+            t.name_at(999),
+            ":4242",
+            "perf prints :TID, not a later name"
+        );
+        assert_eq!(t.name_at(1000), "worker");
+        assert_eq!(t.name_at(1999), "worker");
+        assert_eq!(t.name_at(5000), "exec'd");
     }
 }

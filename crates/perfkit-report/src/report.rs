@@ -333,10 +333,19 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     .get(seed.name_idx as usize)
                     .map_or(t.unnamed.as_str(), |(_, n)| n.as_str());
                 let parent = seed.parent.map(|f| p.funcs[f as usize].name.as_str());
+                // As perf: a sampled address unnamed is printed relative to its file, one
+                // reached only through callchains (children) as it ran.
+                let sampled = row.self_ > 0;
                 row.keys = opts
                     .sort
                     .iter()
-                    .map(|k| format_key(p, *k, seed.frame, comm, t.pid, t.tid, seed.cpu, parent))
+                    .map(|k| {
+                        let at = Place {
+                            frame: seed.frame,
+                            sampled,
+                        };
+                        format_key(p, *k, at, comm, t.pid, t.tid, seed.cpu, parent)
+                    })
                     .collect();
                 (k, row)
             })
@@ -503,17 +512,39 @@ impl<'p> Ids<'p> {
     }
 }
 
+/// A row's frame, and whether it was sampled (else only reached through callchains).
+struct Place {
+    frame: Option<FrameId>,
+    sampled: bool,
+}
+
+/// An unnamed address as perf prints it (`%#.16llx`: zero has no `0x`): sampled ones
+/// relative to their file mapping, callchain ones as they ran.
+fn unnamed_addr(fr: &crate::Frame, sampled: bool) -> String {
+    let a = if sampled {
+        fr.map_offset.unwrap_or(fr.addr)
+    } else {
+        fr.addr
+    };
+    if a == 0 {
+        "0000000000000000".into()
+    } else {
+        format!("{a:#018x}")
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn format_key(
     p: &Profile,
     key: SortKey,
-    frame: Option<FrameId>,
+    at: Place,
     comm: &str,
     pid: i32,
     tid: i32,
     cpu: Option<u32>,
     parent: Option<&str>,
 ) -> String {
+    let frame = at.frame;
     let func = frame.map(|f| p.func_of(f));
     let mode = |kernel: bool| if kernel { "[k]" } else { "[.]" };
     match key {
@@ -525,7 +556,8 @@ fn format_key(
         }),
         SortKey::Sym => match (frame, func) {
             (Some(fr), Some(f)) if f.name == "[unknown]" => {
-                format!("{} {:#018x}", mode(f.kernel), p.frames[fr as usize].addr)
+                let fr = &p.frames[fr as usize];
+                format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
             }
             (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
             _ => "[.] [unknown]".into(),
@@ -537,7 +569,7 @@ fn format_key(
                     Some(off) if f.name != "[unknown]" => {
                         format!("{} {}+{off:#x}", mode(f.kernel), f.name)
                     }
-                    _ => format!("{} {:#018x}", mode(f.kernel), fr.addr),
+                    _ => format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled)),
                 }
             }
             _ => "[.] [unknown]".into(),
