@@ -66,9 +66,12 @@ impl ElfFile {
         let has_symtab = obj
             .symbols()
             .any(|s| s.kind() == SymbolKind::Text && s.is_definition());
+        // A stripped executable that exports nothing still has its PLT stubs to name
+        // (`strcmp@plt`, as perf names them), from .rela.plt and .dynsym.
         let has_dynsym = obj
             .dynamic_symbols()
-            .any(|s| s.kind() == SymbolKind::Text && s.is_definition());
+            .any(|s| s.kind() == SymbolKind::Text && s.is_definition())
+            || obj.section_by_name(".rela.plt").is_some();
         let has_debug_info = obj.has_debug_symbols();
         drop(obj);
         Some(ElfFile {

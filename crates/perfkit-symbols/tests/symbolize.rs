@@ -714,3 +714,56 @@ fn c_program_aliases_named_as_perf_names_them() {
     let f = sym.symbolize_in_mapping(&m, m.start - m.pgoff + vaddr + 1);
     assert_eq!(f.name(), "__GI___impl_fn", "{f:?}");
 }
+
+#[test]
+fn stripped_program_exporting_nothing_still_names_its_plt_stubs() {
+    let Some(p) = build_c_program() else { return };
+    // `strip --strip-all` keeps .dynsym, which holds only imports here: perf still names
+    // the PLT stubs (`puts@plt`) from .rela.plt.
+    let stripped = p.dir.path().join("stripped");
+    let ok = Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&p.exe)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipping: no strip");
+        return;
+    }
+    let text = Command::new("objdump")
+        .arg("-d")
+        .arg(&p.exe)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let stubs: Vec<(u64, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let (addr, rest) = l.split_once(" <")?;
+            let name = rest.strip_suffix(">:")?;
+            let addr = u64::from_str_radix(addr, 16).ok()?;
+            name.ends_with("@plt").then(|| (addr, name.to_owned()))
+        })
+        .collect();
+    let exe = p.exe.display().to_string();
+    let m = p.maps.iter().find(|m| m.path == exe).unwrap().clone();
+    let mut bare = m.clone();
+    bare.path = stripped.display().to_string();
+    bare.build_id = None;
+    let mut sym = Symbolizer::new(opts_in(p.dir.path()));
+    let mut checked = 0;
+    for (vaddr, name) in stubs {
+        let addr = m.start - m.pgoff + vaddr + 4;
+        // The stubs named in the unstripped program (not .plt.got ones) ...
+        if sym.symbolize_in_mapping(&m, addr).name() != name {
+            continue;
+        }
+        // ... are named in the stripped copy too.
+        let f = sym.symbolize_in_mapping(&bare, addr);
+        assert_eq!(f.name(), name, "{f:?}");
+        checked += 1;
+    }
+    assert!(checked >= 1, "no PLT stub checked");
+}
