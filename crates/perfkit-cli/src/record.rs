@@ -95,6 +95,13 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         eprintln!("available registers: {} ", names.join(" "));
         return Ok(0);
     }
+    if args.off_cpu {
+        // perf 6.1 without BPF skeletons says the same (even with -q) and records without it.
+        eprintln!(
+            " Warning: option `off-cpu' is being ignored: perfkit does not record off-CPU \
+             time yet (perf needs BUILD_BPF_SKEL=1 for it)"
+        );
+    }
     let to_pipe = args.output.as_os_str() == "-";
     if (switch.is_some() || args.timestamp_filename) && to_pipe {
         bail!(

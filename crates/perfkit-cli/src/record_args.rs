@@ -123,8 +123,8 @@ pub struct RecordArgs {
     /// Sample branches of these kinds (any, any_call, any_ret, ind_call, call, cond, u, k, ...).
     #[arg(short = 'j', long = "branch-filter", value_name = "FILTERS")]
     pub branch_filter: Option<String>,
-    /// Record the time each task spends off CPU, with its call chain, as an offcpu-time
-    /// event (from sched:sched_switch; no BPF needed).
+    /// Off-CPU time (accepted and ignored with a warning, as perf 6.1 built without BPF
+    /// skeletons does).
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
     /// Record the CPU of each sample.
