@@ -59,12 +59,15 @@ const SPIN: &[&str] = &[
     "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
 ];
 
+/// Flags, and a `perf script -F` field with a text its output must contain.
+type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>);
+
 #[test]
 fn flags_set_the_attr_bits_perf_sets_and_perf_reads_the_fields() {
     need_perf!();
     let dir = tempfile::tempdir().unwrap();
     // flag(s), and the `perf script -F` field whose values the samples must carry.
-    let cases: &[(&[&str], Option<(&str, &str)>)] = &[
+    let cases: &[Case] = &[
         (&["-s"], None),
         (&["-d"], Some(("addr", ""))),
         (&["--phys-data"], Some(("phys_addr", ""))),
