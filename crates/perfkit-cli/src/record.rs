@@ -5,7 +5,7 @@ use crate::exit_error;
 use crate::record_args::RecordArgs;
 use anyhow::{Context, Result, anyhow, bail};
 use perfkit_data::{PerfDataWriter, WriteOptions};
-use perfkit_engine::sampling::{SamplingOptions, sampling_attrs};
+use perfkit_engine::sampling::{sampling_attrs, tracking_attr};
 use perfkit_engine::{OpenOptions, Place, Poll, Recorder, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,7 +51,8 @@ fn pending_path(output: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// `perf.data.YYYYMMDDhhmmssmmm` (UTC), as perf names switched files.
+/// `perf.data.YYYYMMDDhhmmsscc` (UTC: hundredths of a second last), as perf names
+/// switched and `--timestamp-filename` files (perf uses local time; UTC here).
 fn rotated_name(output: &Path) -> PathBuf {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -70,11 +71,11 @@ fn rotated_name(output: &Path) -> PathBuf {
     let y = yoe + era * 400 + i64::from(m <= 2);
     let mut name = output.as_os_str().to_owned();
     name.push(format!(
-        ".{y:04}{m:02}{d:02}{:02}{:02}{:02}{:03}",
+        ".{y:04}{m:02}{d:02}{:02}{:02}{:02}{:02}",
         rem / 3600,
         rem / 60 % 60,
         rem % 60,
-        now.subsec_millis()
+        now.subsec_millis() / 10
     ));
     PathBuf::from(name)
 }
@@ -86,12 +87,32 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         .as_deref()
         .map(parse_switch)
         .transpose()?;
-    if switch.is_some() && args.output.as_os_str() == "-" {
-        bail!("--switch-output writes files: it cannot be used with -o -");
+    if args.user_regs.as_deref() == Some("?") || args.intr_regs.as_deref() == Some("?") {
+        let names: Vec<&str> = perfkit_engine::sampling::REGISTERS
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        eprintln!("available registers: {} ", names.join(" "));
+        return Ok(0);
     }
-    let call_graph = args.call_graph()?;
-    let sampling = args.sampling()?;
+    if args.off_cpu {
+        // perf 6.1 without BPF skeletons says the same (even with -q) and records without it.
+        eprintln!(
+            " Warning: option `off-cpu' is being ignored: perfkit does not record off-CPU \
+             time yet (perf needs BUILD_BPF_SKEL=1 for it)"
+        );
+    }
+    let to_pipe = args.output.as_os_str() == "-";
+    if (switch.is_some() || args.timestamp_filename) && to_pipe {
+        bail!(
+            "--switch-output and --timestamp-filename write files: they cannot be used with -o -"
+        );
+    }
+    let system_wide = args.all_cpus || args.cpu.is_some();
+    let sopts = args.sampling_options(system_wide)?;
     let pages = args.ring_pages()?;
+    args.mmap_flush(pages)?;
+    let max_size = args.max_size()?;
     let default_event = args.events.is_empty();
     let mut specs = if default_event {
         perfkit_engine::parse(&["cycles".to_string()])?
@@ -103,7 +124,6 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             e => e.into(),
         })?
     };
-    let system_wide = args.all_cpus || args.cpu.is_some();
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
     let mut attached: Vec<i32> = Vec::new();
     if let Some(p) = &args.pid {
@@ -127,19 +147,26 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Some(c) => vec![c.pid()],
         None => attached.clone(),
     };
-    sampling_attrs(
-        &mut specs,
-        &SamplingOptions {
-            sampling,
-            call_graph,
-            sample_cpu: args.sample_cpu || system_wide,
-        },
-    );
+    sampling_attrs(&mut specs, &sopts);
+    // -D: the sampling events start disabled; a tracking event carries the side-band
+    // records from the command's exec, as perf does.
+    let mut tracking = if sopts.tracking_event {
+        let mut t = perfkit_engine::parse(&["dummy".to_string()])?;
+        for s in &mut t {
+            tracking_attr(s, &sopts);
+            // perf's name for it.
+            s.name = "dummy:HG".to_string();
+        }
+        t
+    } else {
+        Vec::new()
+    };
     if args.verbose > 0 {
-        for s in &specs {
+        for s in specs.iter().chain(&tracking) {
             eprintln!("{}", perfkit_engine::describe_attr(&s.attr));
         }
     }
+    let n_main = specs.len();
     let places: Vec<Place> = cpus
         .iter()
         .flat_map(|&cpu| {
@@ -152,10 +179,22 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     let opts = OpenOptions {
         cycles_fallback: default_event,
         inherit: !args.no_inherit,
-        enable_on_exec: child.is_some(),
+        enable_on_exec: child.is_some() && tracking.is_empty(),
         ..OpenOptions::default()
     };
-    let opened = perfkit_engine::open(&specs, &places, &opts).require_all()?;
+    let mut opened = perfkit_engine::open(&specs, &places, &opts)
+        .require_all()
+        .map_err(|e| branch_refusal(e, &specs, sopts.branch_sample_type))?;
+    if !tracking.is_empty() {
+        let topts = OpenOptions {
+            enable_on_exec: child.is_some(),
+            ..opts
+        };
+        let t = perfkit_engine::open(&tracking, &places, &topts).require_all()?;
+        opened.events.extend(t.events);
+        tracking.clear();
+    }
+    let n_events = opened.events.len();
     if !args.quiet {
         for n in &opened.notes {
             eprintln!("perfkit: {n}");
@@ -205,12 +244,19 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         compress: args.compress,
         chunk: pages * 4096,
     };
-    let to_pipe = args.output.as_os_str() == "-";
     // Counting starts before the existing tasks are listed, so a task started in between
     // is in the list or sends its own COMM/FORK records, never neither (a launched command
     // enables at its exec instead).
+    let delay = args.delay.unwrap_or(0);
     if child.is_none() || system_wide {
-        rec.enable()?;
+        if delay == 0 {
+            rec.enable()?;
+        } else {
+            rec.enable_events(n_main..n_events)?;
+        }
+    }
+    if delay != 0 && !args.quiet {
+        eprintln!("Events disabled");
     }
     let pids: Vec<i32> = if system_wide {
         perfkit_engine::sideband::all_pids()
@@ -264,11 +310,43 @@ pub fn run(args: RecordArgs) -> Result<u8> {
 
     let cmdline: Vec<String> = std::env::args().collect();
     let mut file_started = std::time::Instant::now();
+    // -D N: the sampling events enable N ms after the command started (-1: never).
+    let mut enable_at =
+        (delay > 0).then(|| std::time::Instant::now() + Duration::from_millis(delay as u64));
+    let mut size_limited = false;
     loop {
-        match rec.poll(&mut w, Duration::from_millis(100)) {
+        let mut timeout = Duration::from_millis(100);
+        if let Some(at) = enable_at {
+            timeout = timeout.min(at.saturating_duration_since(std::time::Instant::now()));
+        }
+        match rec.poll(&mut w, timeout) {
             Ok(Poll::Continue) => {}
             Ok(_) => break,
             Err(e) => return Err(stop_workload(e)),
+        }
+        if let Some(at) = enable_at
+            && std::time::Instant::now() >= at
+        {
+            rec.enable_events(0..n_main).map_err(stop_workload)?;
+            enable_at = None;
+            if !args.quiet {
+                eprintln!("Events enabled");
+            }
+        }
+        if let Some(max) = max_size
+            && w.data_size() >= max
+        {
+            if !args.quiet {
+                eprintln!(
+                    "[ perf record: perf size limit reached ({} KB), stopping session ]",
+                    w.data_size() >> 10
+                );
+            }
+            size_limited = true;
+            if let Some(wl) = &workload {
+                let _ = perfkit::kill(wl.pid(), signal_hook::consts::SIGTERM);
+            }
+            break;
         }
         let due = match switch {
             Some(Switch::Signal) => switch_now.swap(false, Ordering::SeqCst),
@@ -291,7 +369,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             file_started = std::time::Instant::now();
             if !args.quiet {
                 eprintln!(
-                    "[ perfkit record: dump data: woken up {} times ]\n[ perfkit record: dump {} ]",
+                    "[ perf record: dump data: Woken up {} times ]\n[ perf record: Dump {} ]",
                     rec.stats().wakeups,
                     name.display()
                 );
@@ -300,28 +378,45 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     }
     let stats = rec.finish(&mut w).map_err(stop_workload)?;
     sig_handle.close();
+    let original = w.uncompressed_size();
+    let compressed = w.is_compressed();
+    let data_bytes = w.data_size();
     let bytes = match w.finish(&cmdline) {
         Ok(b) => b,
         Err(e) => return Err(stop_workload(perfkit_engine::Error::Write(e))),
     };
-    if switch.is_some() {
+    if !args.quiet {
+        eprintln!(
+            "[ perf record: Woken up {} times to write data ]",
+            stats.wakeups
+        );
+        if stats.lost_chunks > 0 {
+            eprintln!(
+                "Warning:\nProcessed {} events and lost {} chunks!\n\nCheck IO/CPU overload!\n",
+                stats.records, stats.lost_chunks
+            );
+        }
+    }
+    let renamed = switch.is_some() || args.timestamp_filename;
+    if renamed {
         let name = rotated_name(&args.output);
         std::fs::rename(&args.output, &name)
             .with_context(|| format!("renaming {}", args.output.display()))?;
         if !args.quiet {
-            eprintln!("[ perfkit record: dump {} ]", name.display());
+            eprintln!("[ perf record: Dump {} ]", name.display());
         }
     }
     if !args.quiet {
         eprintln!(
-            "[ perfkit record: woken up {} times to write data ]\n\
-             [ perfkit record: wrote {} samples to {} ({:.3} MB); {} lost, {} throttled ]",
-            stats.wakeups,
-            stats.samples,
-            args.output.display(),
-            bytes as f64 / 1e6,
-            stats.lost,
-            stats.throttled,
+            "{}",
+            summary(&Summary {
+                // perf counts no bytes and no samples in pipe mode.
+                bytes: if to_pipe { 0 } else { bytes },
+                path: &args.output.display().to_string(),
+                timestamped: renamed,
+                samples: if to_pipe { 0 } else { stats.samples },
+                compressed: compressed.then_some((original, data_bytes)),
+            })
         );
         if stats.lost > 0 {
             eprintln!(
@@ -333,7 +428,66 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     if let Some(w) = &workload {
         status = w.wait_timeout(Duration::from_secs(5)).map(|s| s.0);
     }
+    if size_limited {
+        // perfkit ended the command itself, as perf does: not a failure.
+        return Ok(0);
+    }
     Ok(status.map_or(0, |s| s.shell_code().clamp(0, 255) as u8))
+}
+
+/// What the last line of a recording says.
+struct Summary<'a> {
+    /// Bytes of the file (data only in pipe mode).
+    bytes: u64,
+    /// The output path as given (`-` for a pipe).
+    path: &'a str,
+    /// The file was renamed with a timestamp (perf prints `PATH.<timestamp>`).
+    timestamped: bool,
+    /// Samples written.
+    samples: u64,
+    /// Original and compressed data bytes, with `-z`.
+    compressed: Option<(u64, u64)>,
+}
+
+/// perf's last line, byte for byte: `[ perf record: Captured and wrote 0.001 MB perf.data
+/// (3 samples) ]` (MB of 2^20 bytes; no sample count when there are none; with `-z` the
+/// original size and the ratio instead). perf's words are kept, `perf record` included, so
+/// that scripts reading perf's output read perfkit's.
+fn summary(s: &Summary<'_>) -> String {
+    let mib = |b: u64| b as f64 / 1024.0 / 1024.0;
+    let mut line = format!(
+        "[ perf record: Captured and wrote {:.3} MB {}{}",
+        mib(s.bytes),
+        s.path,
+        if s.timestamped { ".<timestamp>" } else { "" }
+    );
+    match s.compressed {
+        Some((orig, comp)) if comp > 0 => line.push_str(&format!(
+            ", compressed (original {:.3} MB, ratio is {:.3})",
+            mib(orig),
+            orig as f64 / comp as f64
+        )),
+        _ if s.samples > 0 => line.push_str(&format!(" ({} samples)", s.samples)),
+        _ => {}
+    }
+    line.push_str(" ]");
+    line
+}
+
+/// `-b`/`-j` on events whose PMU has no branch stacks: perf's refusal.
+fn branch_refusal(
+    e: perfkit_engine::Error,
+    specs: &[perfkit_engine::EventSpec],
+    branch: u64,
+) -> anyhow::Error {
+    if branch == 0 {
+        return e.into();
+    }
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    anyhow::Error::new(e).context(format!(
+        "{}: PMU Hardware or event type doesn't support branch stack sampling",
+        names.join(",")
+    ))
 }
 
 fn launch_error(e: perfkit_engine::Error) -> anyhow::Error {

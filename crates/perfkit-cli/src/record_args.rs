@@ -1,7 +1,10 @@
 //! `perfkit record` flags, checked and turned into the engine's sampling options.
 
 use anyhow::{Context, Result, bail};
-use perfkit_engine::sampling::{CallGraph, Sampling, max_sample_rate};
+use perfkit_engine::sampling::{
+    CallGraph, Privilege, Sampling, SamplingOptions, max_sample_rate, parse_branch_filter,
+    parse_clockid, parse_registers,
+};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -48,6 +51,82 @@ pub struct RecordArgs {
     /// Record timestamps (always on; accepted for perf compatibility).
     #[arg(short = 'T', long = "timestamp")]
     pub timestamp: bool,
+    /// Record the sample period (always on; accepted for perf compatibility).
+    #[arg(short = 'P', long = "period")]
+    pub period: bool,
+    /// Per-thread counts (`inherit_stat`).
+    #[arg(short = 's', long = "stat")]
+    pub stat: bool,
+    /// Record the data address of each sample (and data mmaps).
+    #[arg(short = 'd', long = "data")]
+    pub data: bool,
+    /// Record the physical data address of each sample.
+    #[arg(long = "phys-data")]
+    pub phys_data: bool,
+    /// Record the page size of each sample's data address.
+    #[arg(long = "data-page-size")]
+    pub data_page_size: bool,
+    /// Raw samples: tracepoint data, CPU and time in every sample.
+    #[arg(short = 'R', long = "raw-samples")]
+    pub raw_samples: bool,
+    /// Don't copy binaries into ~/.debug (perfkit never does; accepted for perf).
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// Don't write the build-id table of the binaries sampled.
+    #[arg(short = 'B', long = "no-buildid")]
+    pub no_buildid: bool,
+    /// Don't record BPF events (perfkit never does; accepted for perf).
+    #[arg(long = "no-bpf-event")]
+    pub no_bpf_event: bool,
+    /// User registers in each sample (`ax,bx`; empty = all; `?` lists them).
+    #[arg(long = "user-regs", num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "REGS")]
+    pub user_regs: Option<String>,
+    /// Registers at the interrupt in each sample (`di,r8`; empty = all; `?` lists them).
+    #[arg(long = "intr-regs", num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "REGS")]
+    pub intr_regs: Option<String>,
+    /// Sample user space only.
+    #[arg(long = "all-user", conflicts_with = "all_kernel")]
+    pub all_user: bool,
+    /// Sample the kernel only.
+    #[arg(long = "all-kernel")]
+    pub all_kernel: bool,
+    /// Start sampling MSECS after the command starts (-1: start disabled).
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MSECS",
+        allow_hyphen_values = true
+    )]
+    pub delay: Option<i64>,
+    /// Timestamps from this clock: monotonic, monotonic_raw, realtime, boottime, tai or a number.
+    #[arg(short = 'k', long = "clockid", value_name = "CLOCKID")]
+    pub clockid: Option<String>,
+    /// Record the tasks' namespaces.
+    #[arg(long = "namespaces")]
+    pub namespaces: bool,
+    /// Record the cgroup of each sample.
+    #[arg(long = "all-cgroups")]
+    pub all_cgroups: bool,
+    /// Stop when the file reaches this size (e.g. 10M).
+    #[arg(long = "max-size", value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Add a timestamp to the output file name.
+    #[arg(long = "timestamp-filename")]
+    pub timestamp_filename: bool,
+    /// Write the ring out only once it holds this much (bytes or with a unit; accepted,
+    /// checked against a quarter of the ring).
+    #[arg(long = "mmap-flush", value_name = "SIZE")]
+    pub mmap_flush: Option<String>,
+    /// Sample taken branches (branch stacks).
+    #[arg(short = 'b', long = "branch-any")]
+    pub branch_any: bool,
+    /// Sample branches of these kinds (any, any_call, any_ret, ind_call, call, cond, u, k, ...).
+    #[arg(short = 'j', long = "branch-filter", value_name = "FILTERS")]
+    pub branch_filter: Option<String>,
+    /// Off-CPU time (accepted and ignored with a warning, as perf 6.1 built without BPF
+    /// skeletons does).
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
     /// Record the CPU of each sample.
     #[arg(long = "sample-cpu")]
     pub sample_cpu: bool,
@@ -120,6 +199,79 @@ impl RecordArgs {
                 Ok(Sampling::Freq(hz))
             }
         }
+    }
+
+    /// The engine's sampling options of these flags (the CPU is sampled system-wide).
+    pub fn sampling_options(&self, system_wide: bool) -> Result<SamplingOptions> {
+        let regs = |flag: &str, v: &Option<String>| -> Result<u64> {
+            match v {
+                None => Ok(0),
+                Some(v) => parse_registers(v).map_err(|r| {
+                    anyhow::anyhow!(
+                        "unknown register \"{r}\", check the man page or run \"perfkit record {flag}=?\""
+                    )
+                }),
+            }
+        };
+        let clockid = match &self.clockid {
+            None => None,
+            Some(k) => Some(
+                parse_clockid(k).with_context(|| format!("unknown clockid {k}, check man page"))?,
+            ),
+        };
+        let mut branch = match &self.branch_filter {
+            None => 0,
+            Some(j) => parse_branch_filter(j)
+                .map_err(|b| anyhow::anyhow!("unknown branch filter {b}, check man page"))?,
+        };
+        if self.branch_any {
+            branch |= perfkit::sys::PERF_SAMPLE_BRANCH_ANY;
+        }
+        Ok(SamplingOptions {
+            sampling: self.sampling()?,
+            call_graph: self.call_graph()?,
+            sample_cpu: self.sample_cpu || system_wide,
+            data_addr: self.data,
+            phys_addr: self.phys_data,
+            data_page_size: self.data_page_size,
+            raw: self.raw_samples,
+            inherit_stat: self.stat,
+            user_regs: regs("--user-regs", &self.user_regs)?,
+            intr_regs: regs("--intr-regs", &self.intr_regs)?,
+            privilege: if self.all_user {
+                Some(Privilege::User)
+            } else if self.all_kernel {
+                Some(Privilege::Kernel)
+            } else {
+                None
+            },
+            clockid,
+            namespaces: self.namespaces,
+            cgroups: self.all_cgroups,
+            branch_sample_type: branch,
+            tracking_event: self.delay.is_some_and(|d| d != 0),
+        })
+    }
+
+    /// `--max-size` in bytes.
+    pub fn max_size(&self) -> Result<Option<u64>> {
+        self.max_size
+            .as_deref()
+            .map(|m| parse_size(m).with_context(|| format!("--max-size {m}")))
+            .transpose()
+    }
+
+    /// `--mmap-flush`: bytes, at most a quarter of the ring of `pages` pages (as perf
+    /// caps it).
+    pub fn mmap_flush(&self, pages: usize) -> Result<u64> {
+        let Some(m) = &self.mmap_flush else {
+            return Ok(1);
+        };
+        let n = parse_size(m).with_context(|| format!("--mmap-flush {m}"))?;
+        if n == 0 {
+            bail!("--mmap-flush {m}: must be at least 1 byte");
+        }
+        Ok(n.min(pages as u64 * 4096 / 4))
     }
 
     /// Ring buffer data pages per CPU (a power of two).

@@ -134,22 +134,27 @@ fn task_alive(pid: i32) -> bool {
     })
 }
 
-/// The summary line's `wrote N samples ...; M lost`.
+/// The summary's `(N samples)` and the lost-samples line's `M samples were lost` (0 when
+/// there is none).
 fn written_and_lost(stderr: &str) -> (u64, u64) {
     let line = stderr
         .lines()
-        .find(|l| l.contains("samples to"))
+        .find(|l| l.contains("Captured and wrote"))
         .unwrap_or_else(|| panic!("no summary in {stderr}"));
-    let num_before = |word: &str| -> u64 {
+    let num_before = |line: &str, word: &str| -> u64 {
         let i = line.find(word).unwrap();
         line[..i]
-            .split_whitespace()
-            .last()
+            .split(|c: char| c.is_whitespace() || c == '(')
+            .rfind(|w| !w.is_empty())
             .unwrap()
             .parse()
             .unwrap()
     };
-    (num_before(" samples"), num_before(" lost"))
+    let lost = stderr
+        .lines()
+        .find(|l| l.contains(" samples were lost"))
+        .map_or(0, |l| num_before(l, " samples were lost"));
+    (num_before(line, " samples)"), lost)
 }
 
 #[test]

@@ -503,6 +503,16 @@ impl PerfDataWriter {
         }
     }
 
+    /// Bytes of records given so far, before compression (perf's "original" size).
+    pub fn uncompressed_size(&self) -> u64 {
+        self.raw_bytes + self.round.len() as u64
+    }
+
+    /// Whether the data is zstd-compressed (`PERF_RECORD_COMPRESSED`).
+    pub fn is_compressed(&self) -> bool {
+        self.zstd.is_some()
+    }
+
     /// Bytes of data written so far (compressed size with `-z`), buffered round included.
     pub fn data_size(&self) -> u64 {
         self.data_len + self.round.len() as u64

@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &SamplingOptions {
             sampling: Sampling::Freq(999),
             call_graph: CallGraph::Fp,
-            sample_cpu: false,
+            ..SamplingOptions::default()
         },
     );
     // One ring per CPU: the command's events, on every online CPU.

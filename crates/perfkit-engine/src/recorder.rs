@@ -28,6 +28,8 @@ pub struct RecordStats {
     /// Samples the kernel could not write (ring full): the larger of what
     /// `PERF_RECORD_LOST` records said and the counters' `PERF_FORMAT_LOST` totals.
     pub lost: u64,
+    /// `PERF_RECORD_LOST` records (perf's "lost chunks").
+    pub lost_chunks: u64,
     /// `PERF_RECORD_THROTTLE` records (the kernel lowered the sampling rate).
     pub throttled: u64,
     /// Times the recorder was woken up by a ring.
@@ -54,7 +56,7 @@ pub enum Poll {
 /// sampling_attrs(&mut specs, &SamplingOptions {
 ///     sampling: Sampling::Freq(1000),
 ///     call_graph: CallGraph::Fp,
-///     sample_cpu: false,
+///     ..SamplingOptions::default()
 /// });
 /// // This process, on every CPU (one ring per CPU).
 /// let cpus = perfkit::cpus::online()?;
@@ -183,6 +185,20 @@ impl Recorder {
         self.opened.enable()
     }
 
+    /// Enable the groups of the events `range` (indices into the event list): `-D` enables
+    /// the sampling events after the delay while the tracking event already runs.
+    pub fn enable_events(&self, range: std::ops::Range<usize>) -> Result<()> {
+        for ev in &self.opened.events[range] {
+            if !ev.spec.leader {
+                continue;
+            }
+            for c in ev.counters() {
+                c.enable()?;
+            }
+        }
+        Ok(())
+    }
+
     /// A handle that ends [`run`](Self::run) (or makes [`poll`](Self::poll) return
     /// [`Poll::Stopped`]) from another thread or a signal handler thread.
     pub fn stopper(&self) -> Stopper {
@@ -253,6 +269,7 @@ impl Recorder {
                     }
                     sys::PERF_RECORD_LOST => {
                         *lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                        stats.lost_chunks += 1;
                     }
                     sys::PERF_RECORD_THROTTLE => stats.throttled += 1,
                     _ => {}
