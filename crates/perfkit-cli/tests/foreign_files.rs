@@ -92,8 +92,11 @@ fn both(file: &Path) -> (Vec<String>, Vec<String>) {
         "dso,sym",
         "-i",
     ];
-    let ours = rows(perfkit().args(args).arg(file).output().unwrap());
-    let theirs = rows(Command::new("perf").args(args).arg(file).output().unwrap());
+    let mut ours = rows(perfkit().args(args).arg(file).output().unwrap());
+    let mut theirs = rows(Command::new("perf").args(args).arg(file).output().unwrap());
+    // The rows as sets: the order of rows of equal weight is not what this is about.
+    ours.sort();
+    theirs.sort();
     (ours, theirs)
 }
 
