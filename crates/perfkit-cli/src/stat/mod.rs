@@ -72,12 +72,22 @@ pub struct StatArgs {
     /// One line per physical core.
     #[arg(long = "per-core")]
     pub per_core: bool,
+    /// One line per die.
+    #[arg(long = "per-die")]
+    pub per_die: bool,
     /// One line per socket.
     #[arg(long = "per-socket")]
     pub per_socket: bool,
     /// One line per NUMA node.
     #[arg(long = "per-node")]
     pub per_node: bool,
+    /// Don't merge events of PMUs with the same name (perf's uncore aliases; every
+    /// event is its own line here already).
+    #[arg(long = "no-merge")]
+    pub no_merge: bool,
+    /// With -x, -I and --summary: no `summary` column on the totals.
+    #[arg(long = "no-csv-summary")]
+    pub no_csv_summary: bool,
     /// CSV output with this separator.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub sep: Option<String>,
@@ -140,12 +150,15 @@ impl StatArgs {
             (self.no_aggr, Aggr::Cpu),
             (self.per_thread, Aggr::Thread),
             (self.per_core, Aggr::Core),
+            (self.per_die, Aggr::Die),
             (self.per_socket, Aggr::Socket),
             (self.per_node, Aggr::Node),
         ];
         let chosen: Vec<Aggr> = picks.iter().filter(|p| p.0).map(|p| p.1).collect();
         if chosen.len() > 1 {
-            bail!("choose one of -A, --per-thread, --per-core, --per-socket, --per-node");
+            bail!(
+                "choose one of -A, --per-thread, --per-core, --per-die, --per-socket, --per-node"
+            );
         }
         if self.repeat == 0 {
             bail!("-r needs at least 1 run");
@@ -171,16 +184,23 @@ impl StatArgs {
             inherit: !self.no_inherit,
             delay: self.delay.map(Duration::from_millis),
             timeout: self.timeout.map(Duration::from_millis),
-            interval: self.interval.map(Duration::from_millis),
+            // perf: `-I 0` is no interval.
+            interval: self.interval_ms().map(Duration::from_millis),
             interval_count: self.interval_count,
             no_scale: self.no_scale,
         }
+    }
+
+    /// The -I period, if any (`-I 0` is none, as perf).
+    fn interval_ms(&self) -> Option<u64> {
+        self.interval.filter(|&ms| ms > 0)
     }
 
     /// perf's header: `Performance counter stats for 'COMMAND'`, `process id '1'`, ...
     fn title(&self, plan: &Plan) -> String {
         match &plan.scope {
             Scope::Command => format!("'{}'", command_line(&self.command)),
+            Scope::Threads(_) if plan.system_wide => "'system wide'".to_string(),
             Scope::Threads(_) if self.pid.is_some() => {
                 format!("process id '{}'", self.pid.as_deref().unwrap_or(""))
             }
@@ -235,8 +255,8 @@ pub fn run(args: StatArgs) -> Result<u8> {
             run_shell(pre, "--pre")?;
         }
         let first = run_no == 0;
-        if first && args.interval.is_some() && args.sep.is_none() && !args.json {
-            writeln!(sink, "#           time             counts unit events")?;
+        if first && opts.interval.is_some() && args.sep.is_none() && !args.json {
+            writeln!(sink, "{}", output::interval_header(plan.aggr))?;
         }
         let r = runner.run(&plan, &opts, &mut |p| match p {
             Progress::Attrs(evs) if first && args.verbose > 0 => {
@@ -254,7 +274,8 @@ pub fn run(args: StatArgs) -> Result<u8> {
                 Ok(())
             }
             Progress::Interval { secs, rows } => {
-                print_rows(&args, &rows, Some(secs), &mut *sink, big_num)
+                let prefix = Prefix::Interval(secs);
+                print_rows(&args, &rows, prefix, 1, &mut *sink, big_num)
             }
             _ => Ok(()),
         });
@@ -275,12 +296,16 @@ pub fn run(args: StatArgs) -> Result<u8> {
     }
     sig_handle.close();
     let final_rows = summarize(&plan, &all_runs, args.no_scale);
-    if args.interval.is_none() || args.summary {
+    if opts.interval.is_none() || args.summary {
         let title = args.title(&plan);
         print_final(&args, &title, &all_runs, &final_rows, &mut *sink, big_num)?;
     }
     sink.flush()?;
     Ok(exit)
+}
+
+fn plan_system_wide(args: &StatArgs) -> bool {
+    args.all_cpus || args.cpu.is_some()
 }
 
 fn run_shell(cmd: &str, flag: &str) -> Result<()> {
@@ -294,20 +319,41 @@ fn run_shell(cmd: &str, flag: &str) -> Result<()> {
     Ok(())
 }
 
+/// What goes before a row's count.
+#[derive(Clone, Copy)]
+enum Prefix {
+    /// Nothing (the totals).
+    None,
+    /// The interval's timestamp.
+    Interval(f64),
+    /// The totals after intervals with -x and --summary: perf's `summary` column.
+    Summary,
+}
+
 fn print_rows(
     args: &StatArgs,
     rows: &[Row],
-    interval: Option<f64>,
+    prefix: Prefix,
+    runs: usize,
     sink: &mut dyn Write,
     big_num: bool,
 ) -> std::io::Result<()> {
+    let interval = match prefix {
+        Prefix::Interval(t) => Some(t),
+        _ => None,
+    };
     let mut out = String::new();
     for r in rows {
         if args.json {
-            out.push_str(&output::json_row(r, interval).to_string());
+            out.push_str(&output::json_row(r, interval, runs));
             out.push('\n');
         } else if let Some(sep) = &args.sep {
-            output::csv_row(r, interval, sep, &mut out);
+            let col = match prefix {
+                Prefix::None => None,
+                Prefix::Interval(t) => Some(output::interval_stamp(t)),
+                Prefix::Summary => Some(format!("{:>16}", "summary")),
+            };
+            output::csv_row(r, col.as_deref(), runs, sep, &mut out);
         } else {
             output::text_row(r, interval, big_num, &mut out);
         }
@@ -334,7 +380,16 @@ fn print_final(
         out.push_str(":\n\n");
     }
     sink.write_all(out.as_bytes())?;
-    print_rows(args, rows, None, sink, big_num)?;
+    let prefix = if args.sep.is_some()
+        && args.interval_ms().is_some()
+        && args.summary
+        && !args.no_csv_summary
+    {
+        Prefix::Summary
+    } else {
+        Prefix::None
+    };
+    print_rows(args, rows, prefix, runs.len(), sink, big_num)?;
     if machine {
         return Ok(());
     }
@@ -342,16 +397,22 @@ fn print_final(
     let elapsed: Vec<f64> = runs.iter().map(|r| r.elapsed.as_secs_f64()).collect();
     out.push('\n');
     match perfkit_engine::stat::mean_stddev_of_mean(&elapsed) {
-        Some((mean, sd)) => out.push_str(&format!(
-            "{mean:>18.9} +- {sd:.9} seconds time elapsed  ( +- {:>5.2}% )\n",
-            perfkit_engine::stat::rel_stddev_pct(mean, sd)
-        )),
+        Some((mean, sd)) => {
+            // perf: at most two more significant digits than the deviation.
+            let p = output::precision(sd) + 2;
+            out.push_str(&format!(
+                "{mean:>18.p$} +- {sd:.p$} seconds time elapsed  ( +-{:>6.2}% )\n",
+                perfkit_engine::stat::rel_stddev_pct(mean, sd)
+            ))
+        }
         None => out.push_str(&format!(
             "{:>18.9} seconds time elapsed\n",
             elapsed.first().copied().unwrap_or(0.0)
         )),
     }
+    // perf prints the command's CPU times only for a command counted on its own.
     if runs.len() == 1
+        && !plan_system_wide(args)
         && let Some(u) = runs[0].usage
     {
         out.push_str(&format!(

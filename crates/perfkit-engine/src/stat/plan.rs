@@ -54,6 +54,8 @@ pub enum Aggr {
     Thread,
     /// Per physical core.
     Core,
+    /// Per die (`--per-die`).
+    Die,
     /// Per socket.
     Socket,
     /// Per NUMA node.
@@ -79,6 +81,9 @@ pub struct Plan {
     pub spec_cgroup: Vec<Option<usize>>,
     /// The command, if any.
     pub command: Vec<OsString>,
+    /// Every CPU was asked for (`-a`, `-C`, or no target at all), also when counting per
+    /// thread: perf prints `system wide` and skips threads that counted nothing.
+    pub system_wide: bool,
 }
 
 fn comm_of(tid: i32) -> String {
@@ -91,31 +96,40 @@ impl Plan {
     /// Check a configuration: targets exist, CPU lists name CPUs that are online, the
     /// aggregation fits the targets, cgroups open, events parse.
     pub fn new(cfg: &StatConfig) -> Result<Plan> {
-        let system_wide = cfg.all_cpus || cfg.cpus.is_some();
+        // No command and no target: perf counts the whole system.
+        let system_wide = cfg.all_cpus
+            || cfg.cpus.is_some()
+            || (cfg.command.is_empty()
+                && cfg.pids.is_none()
+                && cfg.tids.is_none()
+                && cfg.cgroup.is_none()
+                && cfg.for_each_cgroup.is_none());
         let cpus = crate::targets::cpus(cfg.cpus.as_deref())?;
         let with_names = |ts: Vec<i32>| ts.into_iter().map(|t| (t, comm_of(t))).collect();
         let scope = if let Some(p) = &cfg.pids {
             Scope::Threads(with_names(crate::targets::threads_of_pids(p)?))
         } else if let Some(t) = &cfg.tids {
             Scope::Threads(with_names(crate::targets::existing_tids(t)?))
+        } else if system_wide && cfg.aggr == Aggr::Thread {
+            // perf 6.1's `--per-thread -a`: every thread that exists now, counted as a
+            // thread (not per CPU).
+            Scope::Threads(with_names(all_threads()?))
         } else if system_wide || cfg.cgroup.is_some() || cfg.for_each_cgroup.is_some() {
             Scope::Cpus(cpus)
-        } else if cfg.command.is_empty() {
-            return Err(Error::NoTarget);
         } else {
             Scope::Command
         };
         match (&scope, cfg.aggr) {
             (Scope::Cpus(_), Aggr::Thread) => {
                 return Err(Error::Usage(
-                    "--per-thread needs -p or -t (per-thread counts of a whole CPU are not \
+                    "--per-thread needs -p, -t or -a (per-thread counts of a cgroup are not \
                      available)"
                         .into(),
                 ));
             }
-            (Scope::Threads(_), Aggr::Cpu | Aggr::Core | Aggr::Socket | Aggr::Node) => {
+            (Scope::Threads(_), Aggr::Cpu | Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node) => {
                 return Err(Error::Usage(
-                    "-A, --per-core, --per-socket and --per-node need -a or -C".into(),
+                    "-A, --per-core, --per-die, --per-socket and --per-node need -a or -C".into(),
                 ));
             }
             (Scope::Command, a) if a != Aggr::Global => {
@@ -180,8 +194,26 @@ impl Plan {
             specs,
             spec_cgroup,
             command: cfg.command.clone(),
+            system_wide,
         })
     }
+}
+
+/// Every thread of every process in /proc (tasks that end while listed are left out).
+fn all_threads() -> Result<Vec<i32>> {
+    let procs = std::fs::read_dir("/proc").map_err(|e| Error::io("reading /proc", e))?;
+    let mut pids: Vec<i32> = procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    let mut out = Vec::new();
+    for pid in pids {
+        if let Ok(ts) = perfkit::threads_of(pid) {
+            out.extend(ts);
+        }
+    }
+    Ok(out)
 }
 
 fn cgroup_root() -> Result<PathBuf> {
