@@ -124,6 +124,34 @@ pub struct StatArgs {
     /// Never group digits.
     #[arg(long = "no-big-num")]
     pub no_big_num: bool,
+    /// More events: `-d` caches, `-dd` also TLBs and the instruction cache, `-ddd` also
+    /// prefetches (perf's lists; missing here they print `<not supported>`).
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Count nothing: only the elapsed time (and the command's CPU times).
+    #[arg(short = 'n', long = "null")]
+    pub null: bool,
+    /// Run `sync` before starting, as perf.
+    #[arg(short = 'S', long = "sync")]
+    pub sync: bool,
+    /// Count user space only (all events).
+    #[arg(long = "all-user")]
+    pub all_user: bool,
+    /// Count the kernel only (all events).
+    #[arg(long = "all-kernel")]
+    pub all_kernel: bool,
+    /// Write the counts to this open file descriptor instead of standard error.
+    #[arg(long = "log-fd", value_name = "FD", conflicts_with = "output")]
+    pub log_fd: Option<u32>,
+    /// Metrics or metric groups (`-M IPC`): from the PMUs' metric tables.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
+    pub metrics: Option<String>,
+    /// perf's top-down metrics (level 1).
+    #[arg(long = "topdown")]
+    pub topdown: bool,
+    /// perf's transaction events (`-T`): Intel TSX counters.
+    #[arg(short = 'T', long = "transaction")]
+    pub transaction: bool,
     /// The command to run and count.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -160,6 +188,28 @@ impl StatArgs {
                 "choose one of -A, --per-thread, --per-core, --per-die, --per-socket, --per-node"
             );
         }
+        // Metrics come from the PMUs' metric tables (perf's pmu-events); the software
+        // PMUs here have none, and the transaction events need a `cpu` PMU with TSX.
+        if let Some(m) = &self.metrics {
+            bail!(
+                "-M {m}: no metrics here: {} (`perfkit list metric` lists none; count \
+                 events with -e instead)",
+                no_metric_tables()
+            );
+        }
+        if self.topdown {
+            bail!(
+                "--topdown: no top-down metrics here: {}",
+                no_metric_tables()
+            );
+        }
+        if self.transaction {
+            bail!(
+                "-T: cannot set up transaction events: no `cpu` PMU with TSX events here \
+                 (PMUs: {})",
+                pmu_names().join(" ")
+            );
+        }
         if self.repeat == 0 {
             bail!("-r needs at least 1 run");
         }
@@ -176,6 +226,10 @@ impl StatArgs {
             for_each_cgroup: self.for_each_cgroup.clone(),
             command: self.command.clone(),
             aggr: chosen.first().copied().unwrap_or_default(),
+            detail: self.detailed.min(3),
+            null: self.null,
+            all_user: self.all_user,
+            all_kernel: self.all_kernel,
         })
     }
 
@@ -223,17 +277,31 @@ pub fn run(args: StatArgs) -> Result<u8> {
     } else {
         args.big_num || locale_groups_digits()
     };
-    let mut sink: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(
+    if args.sync {
+        // perf calls sync(2) here; the `sync` program does just that.
+        run_shell("sync", "-S")?;
+    }
+    let mut sink: Box<dyn Write> = if let Some(fd) = args.log_fd {
+        // The descriptor reopened through /proc, appending: a pipe or file the caller opened.
+        Box::new(
             std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(args.append)
-                .truncate(!args.append)
-                .open(p)
-                .with_context(|| format!("-o {}", p.display()))?,
-        ),
-        None => Box::new(std::io::stderr()),
+                .append(true)
+                .open(format!("/proc/self/fd/{fd}"))
+                .with_context(|| format!("--log-fd {fd}"))?,
+        )
+    } else {
+        match &args.output {
+            Some(p) => Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(args.append)
+                    .truncate(!args.append)
+                    .open(p)
+                    .with_context(|| format!("-o {}", p.display()))?,
+            ),
+            None => Box::new(std::io::stderr()),
+        }
     };
     let mut runner = Runner::new();
     let stop = runner.stop_handle();
@@ -302,6 +370,26 @@ pub fn run(args: StatArgs) -> Result<u8> {
     }
     sink.flush()?;
     Ok(exit)
+}
+
+/// The PMUs of this machine, by their sysfs names.
+fn pmu_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/bus/event_source/devices")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn no_metric_tables() -> String {
+    format!(
+        "this machine's PMUs ({}) have no metric tables",
+        pmu_names().join(" ")
+    )
 }
 
 fn plan_system_wide(args: &StatArgs) -> bool {
@@ -395,7 +483,10 @@ fn print_final(
     }
     let mut out = String::new();
     let elapsed: Vec<f64> = runs.iter().map(|r| r.elapsed.as_secs_f64()).collect();
-    out.push('\n');
+    // perf -n: the elapsed time right below the title, one more blank line at the end.
+    if !args.null {
+        out.push('\n');
+    }
     match perfkit_engine::stat::mean_stddev_of_mean(&elapsed) {
         Some((mean, sd)) => {
             // perf: at most two more significant digits than the deviation.
@@ -422,6 +513,9 @@ fn print_final(
         ));
     }
     out.push('\n');
+    if args.null {
+        out.push('\n');
+    }
     // Notes: no hardware counters here; permission problems and what did work.
     let hw_rows: Vec<&Row> = rows
         .iter()

@@ -27,7 +27,34 @@ pub struct StatConfig {
     pub command: Vec<OsString>,
     /// How to group the counts.
     pub aggr: Aggr,
+    /// `-d`, `-dd`, `-ddd`: perf's detailed events added to the default list.
+    pub detail: u8,
+    /// `-n`/`--null`: count nothing (only the elapsed time).
+    pub null: bool,
+    /// `--all-user`: count user space only (every event gets `exclude_kernel`, `exclude_hv`).
+    pub all_user: bool,
+    /// `--all-kernel`: count the kernel only (every event gets `exclude_user`).
+    pub all_kernel: bool,
 }
+
+/// perf's `-d` levels: the events each adds after the default list.
+const DETAIL: [&[&str]; 3] = [
+    &[
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+    ],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
 
 /// Whom the counters are attached to.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,11 +183,44 @@ impl Plan {
             }
         }
 
-        let mut specs = if cfg.events.is_empty() {
-            crate::default_stat_events(matches!(scope, Scope::Cpus(_)))
+        if cfg.all_user && cfg.all_kernel {
+            return Err(Error::Usage(
+                "--all-user and --all-kernel exclude each other".into(),
+            ));
+        }
+        let mut specs = if cfg.null {
+            Vec::new()
+        } else if cfg.events.is_empty() {
+            let mut specs = crate::default_stat_events(matches!(scope, Scope::Cpus(_)));
+            let extra: Vec<(String, Vec<String>)> = DETAIL
+                .iter()
+                .take(cfg.detail.into())
+                .flat_map(|l| l.iter())
+                .map(|e| (e.to_string(), Vec::new()))
+                .collect();
+            if !extra.is_empty() {
+                // Each its own group, after the defaults.
+                let base = specs.iter().map(|s| s.group + 1).max().unwrap_or(0);
+                for mut s in crate::parse_with_filters(&extra)? {
+                    s.group += base;
+                    specs.push(s);
+                }
+            }
+            specs
         } else {
             crate::parse_with_filters(&cfg.events)?
         };
+        if cfg.all_user || cfg.all_kernel {
+            for s in &mut specs {
+                let a = perfkit::Attr::from_raw(s.attr);
+                let a = if cfg.all_user {
+                    a.exclude_kernel(true).exclude_hv(true)
+                } else {
+                    a.exclude_user(true)
+                };
+                s.attr = a.raw().to_owned();
+            }
+        }
         // -G pairs cgroups with events in order; --for-each-cgroup repeats every event.
         let mut spec_cgroup: Vec<Option<usize>> = vec![None; specs.len()];
         if cfg.for_each_cgroup.is_some() {
