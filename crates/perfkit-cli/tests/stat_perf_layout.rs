@@ -368,3 +368,8 @@ fn perf_shell_test_stat_json_output() {
 fn perf_shell_test_stat_shadow_stat() {
     perf_shell_test("stat+shadow_stat.sh");
 }
+
+#[test]
+fn perf_shell_test_stat() {
+    perf_shell_test("stat.sh");
+}

@@ -1,6 +1,7 @@
 //! `perfkit stat`: flags into a [`Plan`] of `perfkit-engine`, runs, and perf's layouts.
 
 mod output;
+mod record;
 
 use crate::exit_error;
 use anyhow::{Context, Result, bail};
@@ -267,6 +268,12 @@ impl StatArgs {
 
 /// Run `perfkit stat`.
 pub fn run(args: StatArgs) -> Result<u8> {
+    // `perfkit stat record ...` / `perfkit stat report ...`, as perf's subcommands.
+    match args.command.first().and_then(|c| c.to_str()) {
+        Some("record") => return record::record(&args.command[1..]),
+        Some("report") => return record::report(&args.command[1..]),
+        _ => {}
+    }
     let plan = Plan::new(&args.config()?).map_err(|e| match e {
         Error::Parse(_) | Error::NoEvents => anyhow::Error::new(e).context("-e"),
         e => e.into(),
