@@ -1,6 +1,7 @@
 //! `perfkit stat`: flags into a [`Plan`] of `perfkit-engine`, runs, and perf's layouts.
 
 mod output;
+mod record;
 
 use crate::exit_error;
 use anyhow::{Context, Result, bail};
@@ -72,12 +73,22 @@ pub struct StatArgs {
     /// One line per physical core.
     #[arg(long = "per-core")]
     pub per_core: bool,
+    /// One line per die.
+    #[arg(long = "per-die")]
+    pub per_die: bool,
     /// One line per socket.
     #[arg(long = "per-socket")]
     pub per_socket: bool,
     /// One line per NUMA node.
     #[arg(long = "per-node")]
     pub per_node: bool,
+    /// Don't merge events of PMUs with the same name (perf's uncore aliases; every
+    /// event is its own line here already).
+    #[arg(long = "no-merge")]
+    pub no_merge: bool,
+    /// With -x, -I and --summary: no `summary` column on the totals.
+    #[arg(long = "no-csv-summary")]
+    pub no_csv_summary: bool,
     /// CSV output with this separator.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub sep: Option<String>,
@@ -114,6 +125,34 @@ pub struct StatArgs {
     /// Never group digits.
     #[arg(long = "no-big-num")]
     pub no_big_num: bool,
+    /// More events: `-d` caches, `-dd` also TLBs and the instruction cache, `-ddd` also
+    /// prefetches (perf's lists; missing here they print `<not supported>`).
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Count nothing: only the elapsed time (and the command's CPU times).
+    #[arg(short = 'n', long = "null")]
+    pub null: bool,
+    /// Run `sync` before starting, as perf.
+    #[arg(short = 'S', long = "sync")]
+    pub sync: bool,
+    /// Count user space only (all events).
+    #[arg(long = "all-user")]
+    pub all_user: bool,
+    /// Count the kernel only (all events).
+    #[arg(long = "all-kernel")]
+    pub all_kernel: bool,
+    /// Write the counts to this open file descriptor instead of standard error.
+    #[arg(long = "log-fd", value_name = "FD", conflicts_with = "output")]
+    pub log_fd: Option<u32>,
+    /// Metrics or metric groups (`-M IPC`): from the PMUs' metric tables.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
+    pub metrics: Option<String>,
+    /// perf's top-down metrics (level 1).
+    #[arg(long = "topdown")]
+    pub topdown: bool,
+    /// perf's transaction events (`-T`): Intel TSX counters.
+    #[arg(short = 'T', long = "transaction")]
+    pub transaction: bool,
     /// The command to run and count.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -140,12 +179,37 @@ impl StatArgs {
             (self.no_aggr, Aggr::Cpu),
             (self.per_thread, Aggr::Thread),
             (self.per_core, Aggr::Core),
+            (self.per_die, Aggr::Die),
             (self.per_socket, Aggr::Socket),
             (self.per_node, Aggr::Node),
         ];
         let chosen: Vec<Aggr> = picks.iter().filter(|p| p.0).map(|p| p.1).collect();
         if chosen.len() > 1 {
-            bail!("choose one of -A, --per-thread, --per-core, --per-socket, --per-node");
+            bail!(
+                "choose one of -A, --per-thread, --per-core, --per-die, --per-socket, --per-node"
+            );
+        }
+        // Metrics come from the PMUs' metric tables (perf's pmu-events); the software
+        // PMUs here have none, and the transaction events need a `cpu` PMU with TSX.
+        if let Some(m) = &self.metrics {
+            bail!(
+                "-M {m}: no metrics here: {} (`perfkit list metric` lists none; count \
+                 events with -e instead)",
+                no_metric_tables()
+            );
+        }
+        if self.topdown {
+            bail!(
+                "--topdown: no top-down metrics here: {}",
+                no_metric_tables()
+            );
+        }
+        if self.transaction {
+            bail!(
+                "-T: cannot set up transaction events: no `cpu` PMU with TSX events here \
+                 (PMUs: {})",
+                pmu_names().join(" ")
+            );
         }
         if self.repeat == 0 {
             bail!("-r needs at least 1 run");
@@ -163,6 +227,10 @@ impl StatArgs {
             for_each_cgroup: self.for_each_cgroup.clone(),
             command: self.command.clone(),
             aggr: chosen.first().copied().unwrap_or_default(),
+            detail: self.detailed.min(3),
+            null: self.null,
+            all_user: self.all_user,
+            all_kernel: self.all_kernel,
         })
     }
 
@@ -171,16 +239,23 @@ impl StatArgs {
             inherit: !self.no_inherit,
             delay: self.delay.map(Duration::from_millis),
             timeout: self.timeout.map(Duration::from_millis),
-            interval: self.interval.map(Duration::from_millis),
+            // perf: `-I 0` is no interval.
+            interval: self.interval_ms().map(Duration::from_millis),
             interval_count: self.interval_count,
             no_scale: self.no_scale,
         }
+    }
+
+    /// The -I period, if any (`-I 0` is none, as perf).
+    fn interval_ms(&self) -> Option<u64> {
+        self.interval.filter(|&ms| ms > 0)
     }
 
     /// perf's header: `Performance counter stats for 'COMMAND'`, `process id '1'`, ...
     fn title(&self, plan: &Plan) -> String {
         match &plan.scope {
             Scope::Command => format!("'{}'", command_line(&self.command)),
+            Scope::Threads(_) if plan.system_wide => "'system wide'".to_string(),
             Scope::Threads(_) if self.pid.is_some() => {
                 format!("process id '{}'", self.pid.as_deref().unwrap_or(""))
             }
@@ -193,6 +268,12 @@ impl StatArgs {
 
 /// Run `perfkit stat`.
 pub fn run(args: StatArgs) -> Result<u8> {
+    // `perfkit stat record ...` / `perfkit stat report ...`, as perf's subcommands.
+    match args.command.first().and_then(|c| c.to_str()) {
+        Some("record") => return record::record(&args.command[1..]),
+        Some("report") => return record::report(&args.command[1..]),
+        _ => {}
+    }
     let plan = Plan::new(&args.config()?).map_err(|e| match e {
         Error::Parse(_) | Error::NoEvents => anyhow::Error::new(e).context("-e"),
         e => e.into(),
@@ -203,17 +284,31 @@ pub fn run(args: StatArgs) -> Result<u8> {
     } else {
         args.big_num || locale_groups_digits()
     };
-    let mut sink: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(
+    if args.sync {
+        // perf calls sync(2) here; the `sync` program does just that.
+        run_shell("sync", "-S")?;
+    }
+    let mut sink: Box<dyn Write> = if let Some(fd) = args.log_fd {
+        // The descriptor reopened through /proc, appending: a pipe or file the caller opened.
+        Box::new(
             std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(args.append)
-                .truncate(!args.append)
-                .open(p)
-                .with_context(|| format!("-o {}", p.display()))?,
-        ),
-        None => Box::new(std::io::stderr()),
+                .append(true)
+                .open(format!("/proc/self/fd/{fd}"))
+                .with_context(|| format!("--log-fd {fd}"))?,
+        )
+    } else {
+        match &args.output {
+            Some(p) => Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .append(args.append)
+                    .truncate(!args.append)
+                    .open(p)
+                    .with_context(|| format!("-o {}", p.display()))?,
+            ),
+            None => Box::new(std::io::stderr()),
+        }
     };
     let mut runner = Runner::new();
     let stop = runner.stop_handle();
@@ -235,8 +330,8 @@ pub fn run(args: StatArgs) -> Result<u8> {
             run_shell(pre, "--pre")?;
         }
         let first = run_no == 0;
-        if first && args.interval.is_some() && args.sep.is_none() && !args.json {
-            writeln!(sink, "#           time             counts unit events")?;
+        if first && opts.interval.is_some() && args.sep.is_none() && !args.json {
+            writeln!(sink, "{}", output::interval_header(plan.aggr))?;
         }
         let r = runner.run(&plan, &opts, &mut |p| match p {
             Progress::Attrs(evs) if first && args.verbose > 0 => {
@@ -254,7 +349,8 @@ pub fn run(args: StatArgs) -> Result<u8> {
                 Ok(())
             }
             Progress::Interval { secs, rows } => {
-                print_rows(&args, &rows, Some(secs), &mut *sink, big_num)
+                let prefix = Prefix::Interval(secs);
+                print_rows(&args, &rows, prefix, 1, &mut *sink, big_num)
             }
             _ => Ok(()),
         });
@@ -275,12 +371,36 @@ pub fn run(args: StatArgs) -> Result<u8> {
     }
     sig_handle.close();
     let final_rows = summarize(&plan, &all_runs, args.no_scale);
-    if args.interval.is_none() || args.summary {
+    if opts.interval.is_none() || args.summary {
         let title = args.title(&plan);
         print_final(&args, &title, &all_runs, &final_rows, &mut *sink, big_num)?;
     }
     sink.flush()?;
     Ok(exit)
+}
+
+/// The PMUs of this machine, by their sysfs names.
+fn pmu_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/bus/event_source/devices")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn no_metric_tables() -> String {
+    format!(
+        "this machine's PMUs ({}) have no metric tables",
+        pmu_names().join(" ")
+    )
+}
+
+fn plan_system_wide(args: &StatArgs) -> bool {
+    args.all_cpus || args.cpu.is_some()
 }
 
 fn run_shell(cmd: &str, flag: &str) -> Result<()> {
@@ -294,20 +414,41 @@ fn run_shell(cmd: &str, flag: &str) -> Result<()> {
     Ok(())
 }
 
+/// What goes before a row's count.
+#[derive(Clone, Copy)]
+enum Prefix {
+    /// Nothing (the totals).
+    None,
+    /// The interval's timestamp.
+    Interval(f64),
+    /// The totals after intervals with -x and --summary: perf's `summary` column.
+    Summary,
+}
+
 fn print_rows(
     args: &StatArgs,
     rows: &[Row],
-    interval: Option<f64>,
+    prefix: Prefix,
+    runs: usize,
     sink: &mut dyn Write,
     big_num: bool,
 ) -> std::io::Result<()> {
+    let interval = match prefix {
+        Prefix::Interval(t) => Some(t),
+        _ => None,
+    };
     let mut out = String::new();
     for r in rows {
         if args.json {
-            out.push_str(&output::json_row(r, interval).to_string());
+            out.push_str(&output::json_row(r, interval, runs));
             out.push('\n');
         } else if let Some(sep) = &args.sep {
-            output::csv_row(r, interval, sep, &mut out);
+            let col = match prefix {
+                Prefix::None => None,
+                Prefix::Interval(t) => Some(output::interval_stamp(t)),
+                Prefix::Summary => Some(format!("{:>16}", "summary")),
+            };
+            output::csv_row(r, col.as_deref(), runs, sep, &mut out);
         } else {
             output::text_row(r, interval, big_num, &mut out);
         }
@@ -334,24 +475,42 @@ fn print_final(
         out.push_str(":\n\n");
     }
     sink.write_all(out.as_bytes())?;
-    print_rows(args, rows, None, sink, big_num)?;
+    let prefix = if args.sep.is_some()
+        && args.interval_ms().is_some()
+        && args.summary
+        && !args.no_csv_summary
+    {
+        Prefix::Summary
+    } else {
+        Prefix::None
+    };
+    print_rows(args, rows, prefix, runs.len(), sink, big_num)?;
     if machine {
         return Ok(());
     }
     let mut out = String::new();
     let elapsed: Vec<f64> = runs.iter().map(|r| r.elapsed.as_secs_f64()).collect();
-    out.push('\n');
+    // perf -n: the elapsed time right below the title, one more blank line at the end.
+    if !args.null {
+        out.push('\n');
+    }
     match perfkit_engine::stat::mean_stddev_of_mean(&elapsed) {
-        Some((mean, sd)) => out.push_str(&format!(
-            "{mean:>18.9} +- {sd:.9} seconds time elapsed  ( +- {:>5.2}% )\n",
-            perfkit_engine::stat::rel_stddev_pct(mean, sd)
-        )),
+        Some((mean, sd)) => {
+            // perf: at most two more significant digits than the deviation.
+            let p = output::precision(sd) + 2;
+            out.push_str(&format!(
+                "{mean:>18.p$} +- {sd:.p$} seconds time elapsed  ( +-{:>6.2}% )\n",
+                perfkit_engine::stat::rel_stddev_pct(mean, sd)
+            ))
+        }
         None => out.push_str(&format!(
             "{:>18.9} seconds time elapsed\n",
             elapsed.first().copied().unwrap_or(0.0)
         )),
     }
+    // perf prints the command's CPU times only for a command counted on its own.
     if runs.len() == 1
+        && !plan_system_wide(args)
         && let Some(u) = runs[0].usage
     {
         out.push_str(&format!(
@@ -361,6 +520,9 @@ fn print_final(
         ));
     }
     out.push('\n');
+    if args.null {
+        out.push('\n');
+    }
     // Notes: no hardware counters here; permission problems and what did work.
     let hw_rows: Vec<&Row> = rows
         .iter()

@@ -1,7 +1,6 @@
 //! Printing counts in perf's layouts: the text table, `-x SEP` CSV and `-j` JSON.
 
-use perfkit_engine::stat::{Row, State, is_percent_metric, rel_stddev_pct};
-use serde_json::{Map, Value as Json};
+use perfkit_engine::stat::{Aggr, Row, State, is_percent_metric, rel_stddev_pct};
 use std::fmt::Write as _;
 
 fn display_unit(r: &Row) -> &str {
@@ -35,6 +34,33 @@ fn group_digits(v: f64, big_num: bool) -> String {
     format!("{sign}{out}")
 }
 
+/// perf's `-I` header line of the text layout, with the label columns of `aggr`.
+pub fn interval_header(aggr: Aggr) -> &'static str {
+    match aggr {
+        Aggr::Cpu => "#           time CPU                    counts unit events",
+        Aggr::Core => "#           time core            cpus             counts unit events",
+        Aggr::Die => "#           time die          cpus             counts unit events",
+        Aggr::Socket => "#           time socket cpus             counts unit events",
+        Aggr::Node => "#           time node   cpus             counts unit events",
+        Aggr::Thread => "#           time             comm-pid                  counts unit events",
+        _ => "#           time             counts unit events",
+    }
+}
+
+/// An interval's timestamp as perf prints it (`%6lu.%09lu`).
+pub fn interval_stamp(secs: f64) -> String {
+    format!("{secs:>16.9}")
+}
+
+/// perf's `get_precision`: the decimals that show the first significant digit of `sd`.
+pub fn precision(sd: f64) -> usize {
+    if sd > 1.0 || sd <= 0.0 {
+        0
+    } else {
+        (-sd.log10()).ceil() as usize
+    }
+}
+
 /// The text table row, perf style.
 pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String) {
     if let Some(t) = interval {
@@ -42,8 +68,16 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
     }
     if !r.label.is_empty() {
         match r.ncpus {
+            // perf: the last id left-aligned in 8 columns (core, die) or 5 (socket,
+            // node), a space, the number of CPUs in 4.
             Some(n) => {
-                let _ = write!(out, "{:<12}{n:>8} ", r.label);
+                let (cut, width) = match r.label_kind {
+                    "core" => (r.label.rfind('C').map_or(0, |i| i + 1), 8),
+                    "die" => (r.label.rfind('D').map_or(0, |i| i + 1), 8),
+                    _ => (1.min(r.label.len()), 5),
+                };
+                let (head, id) = r.label.split_at(cut);
+                let _ = write!(out, "{head}{id:<width$} {n:>4} ");
             }
             // perf: the command right-aligned in 16 columns, `-`, the tid left-aligned in 8.
             None if r.label_kind == "thread" => match r.label.rsplit_once('-') {
@@ -54,8 +88,9 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
                     let _ = write!(out, "{:>25} ", r.label);
                 }
             },
+            // perf: `CPU%-7d` and the separator.
             None => {
-                let _ = write!(out, "{:<10}", r.label);
+                let _ = write!(out, "{:<10} ", r.label);
             }
         }
     }
@@ -84,7 +119,7 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
     if let Some((mean, sd)) = r.stats()
         && r.state == State::Counted
     {
-        let _ = write!(out, "  ( +- {:>5.2}% )", rel_stddev_pct(mean, sd));
+        let _ = write!(out, "   ( +-{:>6.2}% )", rel_stddev_pct(mean, sd));
     }
     if r.state == State::Counted && r.pcnt_running() < 100.0 {
         let _ = write!(out, "  ({:.2}%)", r.pcnt_running());
@@ -95,10 +130,12 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
 }
 
 /// The CSV row, in perf's field order.
-pub fn csv_row(r: &Row, interval: Option<f64>, sep: &str, out: &mut String) {
+/// `prefix` is the interval column when there is one (`     1.000123456` or perf's
+/// `summary`); `runs > 1` adds the relative standard deviation column.
+pub fn csv_row(r: &Row, prefix: Option<&str>, runs: usize, sep: &str, out: &mut String) {
     let mut f: Vec<String> = Vec::new();
-    if let Some(t) = interval {
-        f.push(format!("{t:.9}"));
+    if let Some(p) = prefix {
+        f.push(p.to_string());
     }
     if !r.label.is_empty() {
         f.push(r.label.clone());
@@ -117,8 +154,9 @@ pub fn csv_row(r: &Row, interval: Option<f64>, sep: &str, out: &mut String) {
         Some(cg) => format!("{}{sep}{cg}", r.event),
         None => r.event.clone(),
     });
-    if let Some((mean, sd)) = r.stats() {
-        f.push(format!("{:.2}%", rel_stddev_pct(mean, sd)));
+    if runs > 1 {
+        let pct = r.stats().map_or(0.0, |(m, sd)| rel_stddev_pct(m, sd));
+        f.push(format!("{pct:.2}%"));
     }
     f.push(r.running.to_string());
     f.push(format!("{:.2}", r.pcnt_running()));
@@ -136,46 +174,56 @@ pub fn csv_row(r: &Row, interval: Option<f64>, sep: &str, out: &mut String) {
     out.push('\n');
 }
 
-/// The JSON object for a row (one line). Field names are documented in the README.
-pub fn json_row(r: &Row, interval: Option<f64>) -> Json {
-    let mut m = Map::new();
+/// The JSON line for a row, written as perf 6.1 writes it: its keys in its order,
+/// `"key" : value` pairs, `%f` numbers, and `metric-value`/`metric-unit` on every row
+/// (`0.000000` and `(null)` where an event has no metric, an empty unit where it did not
+/// count). `runs > 1` adds `variance` (the relative standard deviation in percent).
+pub fn json_row(r: &Row, interval: Option<f64>, runs: usize) -> String {
+    let s = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".into());
+    let mut f: Vec<(&str, String)> = Vec::new();
     if let Some(t) = interval {
-        m.insert("interval".into(), Json::from(t));
+        f.push(("interval", format!("{t:.9}")));
     }
     if !r.label.is_empty() {
-        m.insert(r.label_kind.into(), Json::from(r.label.clone()));
+        // perf names a CPU by its number alone.
+        let label = match r.label_kind {
+            "cpu" => r.label.trim_start_matches("CPU").to_string(),
+            _ => r.label.clone(),
+        };
+        f.push((r.label_kind, s(&label)));
     }
     if let Some(n) = r.ncpus {
-        m.insert("cpus".into(), Json::from(n));
+        f.push(("aggregate-number", n.to_string()));
     }
     let counter_value = match r.state {
         State::Counted if r.is_clock() => format!("{:.6}", r.value / 1e6),
         State::Counted => format!("{:.6}", r.value),
         _ => display_value(r, false),
     };
-    m.insert("counter-value".into(), Json::from(counter_value));
-    m.insert("unit".into(), Json::from(display_unit(r)));
-    m.insert("event".into(), Json::from(r.event.clone()));
+    f.push(("counter-value", s(&counter_value)));
+    f.push(("unit", s(display_unit(r))));
+    f.push(("event", s(&r.event)));
     if let Some(cg) = &r.cgroup {
-        m.insert("cgroup".into(), Json::from(cg.clone()));
+        f.push(("cgroup", s(cg)));
     }
-    if let Some((mean, sd)) = r.stats() {
-        let scale = if r.is_clock() { 1e6 } else { 1.0 };
-        m.insert("variance".into(), Json::from(rel_stddev_pct(mean, sd)));
-        m.insert("mean".into(), Json::from(mean / scale));
-        m.insert("stddev".into(), Json::from(sd / scale));
-        m.insert(
-            "runs".into(),
-            Json::from(r.runs.iter().map(|v| v / scale).collect::<Vec<_>>()),
-        );
+    if runs > 1 {
+        let pct = r.stats().map_or(0.0, |(m, sd)| rel_stddev_pct(m, sd));
+        f.push(("variance", format!("{pct:.2}")));
     }
-    m.insert("event-runtime".into(), Json::from(r.running));
-    m.insert("pcnt-running".into(), Json::from(r.pcnt_running()));
-    if let Some((v, unit)) = &r.metric {
-        m.insert("metric-value".into(), Json::from(*v));
-        m.insert("metric-unit".into(), Json::from(unit.clone()));
-    }
-    Json::Object(m)
+    f.push(("event-runtime", r.running.to_string()));
+    f.push(("pcnt-running", format!("{:.2}", r.pcnt_running())));
+    let (value, unit) = match (&r.metric, r.state) {
+        (Some((v, unit)), State::Counted) => (*v, unit.as_str()),
+        (_, State::Counted) => (0.0, "(null)"),
+        _ => (0.0, ""),
+    };
+    f.push(("metric-value", format!("{value:.6}")));
+    f.push(("metric-unit", s(unit)));
+    let body: Vec<String> = f
+        .into_iter()
+        .map(|(k, v)| format!("\"{k}\" : {v}"))
+        .collect();
+    format!("{{{}}}", body.join(", "))
 }
 
 #[cfg(test)]

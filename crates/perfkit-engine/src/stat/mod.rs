@@ -21,6 +21,7 @@
 
 mod metrics;
 mod plan;
+mod record;
 mod rows;
 mod run;
 
@@ -28,5 +29,6 @@ pub use metrics::{
     compute_metrics, is_clock, is_percent_metric, mean_stddev_of_mean, rel_stddev_pct,
 };
 pub use plan::{Aggr, Plan, Scope, StatConfig};
+pub use record::{StatRecords, StatReport, read_stat, stat_records};
 pub use rows::{Row, State, build_rows, summarize};
 pub use run::{Progress, RunOptions, RunResult, Runner, StopHandle, delta, read_all};

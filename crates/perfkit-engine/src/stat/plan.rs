@@ -27,7 +27,34 @@ pub struct StatConfig {
     pub command: Vec<OsString>,
     /// How to group the counts.
     pub aggr: Aggr,
+    /// `-d`, `-dd`, `-ddd`: perf's detailed events added to the default list.
+    pub detail: u8,
+    /// `-n`/`--null`: count nothing (only the elapsed time).
+    pub null: bool,
+    /// `--all-user`: count user space only (every event gets `exclude_kernel`, `exclude_hv`).
+    pub all_user: bool,
+    /// `--all-kernel`: count the kernel only (every event gets `exclude_user`).
+    pub all_kernel: bool,
 }
+
+/// perf's `-d` levels: the events each adds after the default list.
+const DETAIL: [&[&str]; 3] = [
+    &[
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+    ],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
 
 /// Whom the counters are attached to.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +81,8 @@ pub enum Aggr {
     Thread,
     /// Per physical core.
     Core,
+    /// Per die (`--per-die`).
+    Die,
     /// Per socket.
     Socket,
     /// Per NUMA node.
@@ -79,6 +108,9 @@ pub struct Plan {
     pub spec_cgroup: Vec<Option<usize>>,
     /// The command, if any.
     pub command: Vec<OsString>,
+    /// Every CPU was asked for (`-a`, `-C`, or no target at all), also when counting per
+    /// thread: perf prints `system wide` and skips threads that counted nothing.
+    pub system_wide: bool,
 }
 
 fn comm_of(tid: i32) -> String {
@@ -91,31 +123,40 @@ impl Plan {
     /// Check a configuration: targets exist, CPU lists name CPUs that are online, the
     /// aggregation fits the targets, cgroups open, events parse.
     pub fn new(cfg: &StatConfig) -> Result<Plan> {
-        let system_wide = cfg.all_cpus || cfg.cpus.is_some();
+        // No command and no target: perf counts the whole system.
+        let system_wide = cfg.all_cpus
+            || cfg.cpus.is_some()
+            || (cfg.command.is_empty()
+                && cfg.pids.is_none()
+                && cfg.tids.is_none()
+                && cfg.cgroup.is_none()
+                && cfg.for_each_cgroup.is_none());
         let cpus = crate::targets::cpus(cfg.cpus.as_deref())?;
         let with_names = |ts: Vec<i32>| ts.into_iter().map(|t| (t, comm_of(t))).collect();
         let scope = if let Some(p) = &cfg.pids {
             Scope::Threads(with_names(crate::targets::threads_of_pids(p)?))
         } else if let Some(t) = &cfg.tids {
             Scope::Threads(with_names(crate::targets::existing_tids(t)?))
+        } else if system_wide && cfg.aggr == Aggr::Thread {
+            // perf 6.1's `--per-thread -a`: every thread that exists now, counted as a
+            // thread (not per CPU).
+            Scope::Threads(with_names(all_threads()?))
         } else if system_wide || cfg.cgroup.is_some() || cfg.for_each_cgroup.is_some() {
             Scope::Cpus(cpus)
-        } else if cfg.command.is_empty() {
-            return Err(Error::NoTarget);
         } else {
             Scope::Command
         };
         match (&scope, cfg.aggr) {
             (Scope::Cpus(_), Aggr::Thread) => {
                 return Err(Error::Usage(
-                    "--per-thread needs -p or -t (per-thread counts of a whole CPU are not \
+                    "--per-thread needs -p, -t or -a (per-thread counts of a cgroup are not \
                      available)"
                         .into(),
                 ));
             }
-            (Scope::Threads(_), Aggr::Cpu | Aggr::Core | Aggr::Socket | Aggr::Node) => {
+            (Scope::Threads(_), Aggr::Cpu | Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node) => {
                 return Err(Error::Usage(
-                    "-A, --per-core, --per-socket and --per-node need -a or -C".into(),
+                    "-A, --per-core, --per-die, --per-socket and --per-node need -a or -C".into(),
                 ));
             }
             (Scope::Command, a) if a != Aggr::Global => {
@@ -142,11 +183,44 @@ impl Plan {
             }
         }
 
-        let mut specs = if cfg.events.is_empty() {
-            crate::default_stat_events(matches!(scope, Scope::Cpus(_)))
+        if cfg.all_user && cfg.all_kernel {
+            return Err(Error::Usage(
+                "--all-user and --all-kernel exclude each other".into(),
+            ));
+        }
+        let mut specs = if cfg.null {
+            Vec::new()
+        } else if cfg.events.is_empty() {
+            let mut specs = crate::default_stat_events(matches!(scope, Scope::Cpus(_)));
+            let extra: Vec<(String, Vec<String>)> = DETAIL
+                .iter()
+                .take(cfg.detail.into())
+                .flat_map(|l| l.iter())
+                .map(|e| (e.to_string(), Vec::new()))
+                .collect();
+            if !extra.is_empty() {
+                // Each its own group, after the defaults.
+                let base = specs.iter().map(|s| s.group + 1).max().unwrap_or(0);
+                for mut s in crate::parse_with_filters(&extra)? {
+                    s.group += base;
+                    specs.push(s);
+                }
+            }
+            specs
         } else {
             crate::parse_with_filters(&cfg.events)?
         };
+        if cfg.all_user || cfg.all_kernel {
+            for s in &mut specs {
+                let a = perfkit::Attr::from_raw(s.attr);
+                let a = if cfg.all_user {
+                    a.exclude_kernel(true).exclude_hv(true)
+                } else {
+                    a.exclude_user(true)
+                };
+                s.attr = a.raw().to_owned();
+            }
+        }
         // -G pairs cgroups with events in order; --for-each-cgroup repeats every event.
         let mut spec_cgroup: Vec<Option<usize>> = vec![None; specs.len()];
         if cfg.for_each_cgroup.is_some() {
@@ -180,8 +254,26 @@ impl Plan {
             specs,
             spec_cgroup,
             command: cfg.command.clone(),
+            system_wide,
         })
     }
+}
+
+/// Every thread of every process in /proc (tasks that end while listed are left out).
+fn all_threads() -> Result<Vec<i32>> {
+    let procs = std::fs::read_dir("/proc").map_err(|e| Error::io("reading /proc", e))?;
+    let mut pids: Vec<i32> = procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    let mut out = Vec::new();
+    for pid in pids {
+        if let Ok(ts) = perfkit::threads_of(pid) {
+            out.extend(ts);
+        }
+    }
+    Ok(out)
 }
 
 fn cgroup_root() -> Result<PathBuf> {

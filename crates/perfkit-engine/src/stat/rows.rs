@@ -99,6 +99,7 @@ fn bucket(plan: &Plan, inst: &Place, topo: &BTreeMap<u32, CpuPlace>) -> (String,
             format!("S{}-D{}-C{}", place.socket, place.die, place.core),
             "core",
         ),
+        Aggr::Die => (format!("S{}-D{}", place.socket, place.die), "die"),
         Aggr::Socket => (format!("S{}", place.socket), "socket"),
         Aggr::Node => (format!("N{}", place.node), "node"),
     }
@@ -183,8 +184,11 @@ pub fn build_rows(
             bucket_rows.push(Row {
                 label: label.clone(),
                 label_kind: kind,
-                ncpus: matches!(plan.aggr, Aggr::Core | Aggr::Socket | Aggr::Node)
-                    .then(|| ncpus.get(label).copied().unwrap_or(0)),
+                ncpus: matches!(
+                    plan.aggr,
+                    Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node
+                )
+                .then(|| ncpus.get(label).copied().unwrap_or(0)),
                 event: ev.name.clone(),
                 attr: ev.attr,
                 unit: ev.spec.unit.clone(),
@@ -224,6 +228,10 @@ pub fn build_rows(
             by_event.extend(of_event);
         }
         rows = by_event;
+        // System wide, perf lists only the threads that counted something.
+        if plan.system_wide {
+            rows.retain(|r| r.state == State::Counted && r.value != 0.0);
+        }
     }
     rows
 }
