@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 /// Demangle a symbol name: Rust (legacy `_ZN...17h<hash>E` and v0 `_R...`, printed without
 /// the hash suffix as perf and backtraces do) with `rustc-demangle`, then C++ (Itanium
-/// `_Z...`) with `cpp_demangle`, without parameter lists as perf prints them. Names that are neither are returned unchanged.
+/// `_Z...`) with `cpp_demangle`, as perf prints them: no parameter lists, no return types,
+/// no clone suffixes (`.constprop.0`). Names that are neither are returned unchanged.
 ///
 /// ```
 /// use perfkit_symbols::demangle;
@@ -14,30 +15,76 @@ use std::borrow::Cow;
 /// assert_eq!(demangle("getpid"), "getpid");
 /// ```
 pub fn demangle(name: &str) -> Cow<'_, str> {
+    // A PLT stub (`_Znwm@plt`): the target's name, demangled, then `@plt`, as perf prints it.
+    if let Some(base) = name.strip_suffix("@plt")
+        && let Cow::Owned(d) = demangle(base)
+    {
+        return Cow::Owned(format!("{d}@plt"));
+    }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         // `{:#}` drops the hash suffix of legacy symbols and the crate disambiguators of v0.
         return Cow::Owned(format!("{d:#}"));
     }
     if name.starts_with("_Z") {
-        // GCC/LLVM clones add suffixes like `.constprop.0`, `.isra.0`, `.cold`: demangle the
-        // base and keep the suffix, as c++filt does.
-        let (base, suffix) = match name.find('.') {
-            Some(i) => (&name[..i], &name[i..]),
-            None => (name, ""),
-        };
-        // Without the parameter list, as perf prints C++ names.
-        let opts = cpp_demangle::DemangleOptions::new().no_params();
+        // GCC/LLVM clones add suffixes like `.constprop.0`, `.isra.0`, `.part.0`,
+        // `.llvm.123`: perf (libiberty without DMGL_PARAMS) prints the base name alone, and
+        // neither the parameter list nor a template function's return type.
+        let base = name.find('.').map_or(name, |i| &name[..i]);
+        let opts = cpp_demangle::DemangleOptions::new()
+            .no_params()
+            .no_return_type();
         if let Ok(sym) = cpp_demangle::Symbol::new(base)
             && let Ok(s) = sym.demangle_with_options(&opts)
         {
-            return Cow::Owned(if suffix.is_empty() {
-                s
-            } else {
-                format!("{s} [{suffix}]")
-            });
+            return Cow::Owned(literal_suffixes(s));
         }
     }
     Cow::Borrowed(name)
+}
+
+/// Integer template arguments as libiberty (and so perf and c++filt) writes them:
+/// `548964ul`, not cpp_demangle's `(unsigned long)548964`; `true`/`false` for bools.
+fn literal_suffixes(s: String) -> String {
+    const CASTS: [(&str, &str); 6] = [
+        ("(unsigned long long)", "ull"),
+        ("(unsigned long)", "ul"),
+        ("(unsigned int)", "u"),
+        ("(long long)", "ll"),
+        ("(long)", "l"),
+        ("(bool)", ""),
+    ];
+    if !s.contains(")") {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s.as_str();
+    'scan: while !rest.is_empty() {
+        for (cast, suffix) in CASTS {
+            if let Some(after) = rest.strip_prefix(cast) {
+                let digits = after
+                    .char_indices()
+                    .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+                    .map_or(after.len(), |(i, _)| i);
+                let num = &after[..digits];
+                if !num.is_empty() && num != "-" {
+                    if cast == "(bool)" {
+                        out.push_str(if num == "0" { "false" } else { "true" });
+                    } else {
+                        out.push_str(num);
+                        out.push_str(suffix);
+                    }
+                    rest = &after[digits..];
+                    continue 'scan;
+                }
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out
 }
 
 #[cfg(test)]
@@ -63,7 +110,23 @@ mod tests {
     fn cpp() {
         assert_eq!(demangle("_Z3fooi"), "foo");
         assert_eq!(demangle("_ZN2ns5Klass6methodEv"), "ns::Klass::method");
-        assert_eq!(demangle("_Z3fooi.constprop.0"), "foo [.constprop.0]");
+        // As perf prints them (libiberty, no DMGL_PARAMS): no clone suffixes, no return
+        // types, literals as c++filt writes them, PLT stubs demangled.
+        assert_eq!(demangle("_Z3fooi.constprop.0"), "foo");
+        assert_eq!(demangle("_ZL6helperii.constprop.0"), "helper");
+        assert_eq!(demangle("_ZNK2ns1S5heavyEi.isra.0"), "ns::S::heavy");
+        assert_eq!(demangle("_Z3barv.llvm.8923482"), "bar");
+        assert_eq!(
+            demangle("_Z10accumulateIlET_RKSt6vectorIS0_SaIS0_EES0_"),
+            "accumulate<long>"
+        );
+        assert_eq!(demangle("_ZN3BigILm548964EE4workEm"), "Big<548964ul>::work");
+        assert_eq!(
+            demangle("_ZN1AILb1ELl5ELx7ELj3EE1fEv"),
+            "A<true, 5l, 7ll, 3u>::f"
+        );
+        assert_eq!(demangle("_Znwm@plt"), "operator new@plt");
+        assert_eq!(demangle("free@plt"), "free@plt");
     }
 
     #[test]
