@@ -27,6 +27,7 @@ mod error;
 pub mod export;
 pub mod load;
 mod model;
+mod origin;
 pub mod report;
 pub mod script;
 pub mod trace_info;

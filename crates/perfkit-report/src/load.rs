@@ -215,7 +215,7 @@ impl Loader {
                 // As perf: the build-id cache's copy of this kernel's symbols, when it is
                 // the running kernel at the same address.
                 symbols.kallsyms = copy;
-            } else if let Some(why) = other_kernel_than_this(kernel_id, file) {
+            } else if let Some(why) = crate::origin::other_kernel(kernel_id, file) {
                 // Another kernel recorded this: this machine's symbols would give its
                 // addresses wrong names (`_einittext+0x35273f86`). Leave them unnamed.
                 symbols.kallsyms = PathBuf::new();
@@ -514,27 +514,4 @@ pub fn open(path: &Path) -> Result<PerfData, LoadError> {
 /// A file name as the HEADER_BUILD_ID keys are written (names that are not UTF-8 match none).
 fn bytes_str(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or("")
-}
-
-/// Build ids compared as perf does: the header pads them to 20 bytes with zeros.
-fn same_build_id(a: &[u8], b: &[u8]) -> bool {
-    let trim = |x: &[u8]| -> usize { x.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1) };
-    a[..trim(a)] == b[..trim(b)]
-}
-
-fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Why the kernel that recorded `file` is not the running one, if it is not: its build id
-/// (HEADER_BUILD_ID) differs from the running kernel's, or, without one, its release
-/// (HEADER_OSRELEASE) does.
-fn other_kernel_than_this(kernel_id: Option<&[u8]>, file: &PerfData) -> Option<String> {
-    if let Some(want) = kernel_id {
-        let running = perfkit_data::synth::kernel_build_id()?;
-        return (!same_build_id(want, &running)).then(|| format!("build id {}", hex(want)));
-    }
-    let recorded = file.features.osrelease.as_deref()?;
-    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
-    (recorded.trim() != running.trim()).then(|| format!("release {}", recorded.trim()))
 }

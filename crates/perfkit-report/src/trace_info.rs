@@ -37,6 +37,17 @@ impl TraceInfo {
             return TraceInfo::default();
         }
         let Some(blob) = &file.features.tracing_data else {
+            // This machine's formats describe only recordings of this machine's kernel
+            // (another's ids and layouts differ: its fields would decode as garbage).
+            if let Some(why) = crate::origin::elsewhere(file) {
+                return TraceInfo {
+                    warning: Some(format!(
+                        "the file has no tracing data and was recorded elsewhere ({why}): \
+                         the tracepoint formats are unknown, fields are not shown"
+                    )),
+                    ..TraceInfo::default()
+                };
+            }
             let mut local = TraceInfo::from_tracefs(&ids);
             local.warning = Some(if local.formats.is_empty() {
                 "the file has no tracing data and tracefs has no such tracepoints: \
