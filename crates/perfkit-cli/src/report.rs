@@ -16,20 +16,35 @@ use std::path::{Path, PathBuf};
     after_help = "Examples:\n  perfkit report --stdio\n  perfkit report --no-children --sort dso,sym -n\n  perfkit report --format flamegraph -o profile.svg\n  perfkit report --format firefox -o profile.json"
 )]
 pub struct ReportArgs {
-    /// The profile to read (perf.data; `-` = standard input in pipe mode).
-    #[arg(short = 'i', long = "input", default_value = "perf.data")]
-    pub input: PathBuf,
+    /// The profile to read (perf.data; `-` = standard input; default: standard input when
+    /// it is a pipe, else perf.data).
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// Read a file that belongs to another user (perf refuses it without -f).
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// Count the file's records by type and the samples of each event (perf's text).
+    #[arg(long)]
+    pub stats: bool,
+    /// Print the tasks (pid, tid, ppid, comm) as a tree of parents and children.
+    #[arg(long, alias = "task")]
+    pub tasks: bool,
+    /// Print the tasks with the memory maps of each.
+    #[arg(long, alias = "mmap")]
+    pub mmaps: bool,
     /// Text output (the only interactive-free mode; accepted for perf compatibility).
     #[arg(long)]
     pub stdio: bool,
     /// Sort keys: comm, pid, tid, dso, sym, cpu, srcline, symoff, parent.
-    #[arg(
-        short = 's',
-        long = "sort",
-        value_delimiter = ',',
-        default_value = "comm,dso,sym"
-    )]
+    #[arg(short = 's', long = "sort", value_delimiter = ',')]
     pub sort: Vec<String>,
+    /// Output columns: overhead, sample, period and sort keys (they become the sort keys
+    /// when --sort is not given; without overhead, rows are ordered by their keys).
+    #[arg(short = 'F', long = "fields", value_delimiter = ',')]
+    pub fields: Vec<String>,
+    /// Show the period of each entry.
+    #[arg(long = "show-total-period")]
+    pub show_total_period: bool,
     /// Show the cumulative (children) column (default when callchains were recorded).
     #[arg(long, overrides_with = "no_children")]
     pub children: bool,
@@ -66,9 +81,12 @@ pub struct ReportArgs {
     /// Only samples in this time window: START,END in seconds (either may be empty).
     #[arg(long)]
     pub time: Option<String>,
-    /// Print the file's header before the report.
+    /// Print the file's header (perf's lines) before the report.
     #[arg(long)]
     pub header: bool,
+    /// With --header: the full header (accepted; topology details are not printed yet).
+    #[arg(short = 'I', long = "show-info")]
+    pub show_info: bool,
     /// Print only the file's header.
     #[arg(long = "header-only")]
     pub header_only: bool,
@@ -204,9 +222,19 @@ fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile
         );
     }
     let file = open(path)?;
+    load_file(&file, path, opts, quiet)
+}
+
+/// [`load_profile`] of a file already open.
+fn load_file(
+    file: &perfkit_data::PerfData,
+    path: &Path,
+    opts: &LoadOptions,
+    quiet: bool,
+) -> Result<(Profile, Diagnostics)> {
     let mut show = None;
     let mut shown = 0;
-    let loaded = load_with_progress(&file, opts, |done, total| {
+    let loaded = load_with_progress(file, opts, |done, total| {
         let show = *show
             .get_or_insert_with(|| !quiet && std::io::stderr().is_terminal() && total > 16 << 20);
         if show && done * 100 / total >= shown + 5 {
@@ -232,18 +260,119 @@ fn exit_code(path: &Path, diag: Diagnostics) -> Result<u8> {
     }
 }
 
-fn print_header(p: &Profile, out: &mut String) {
-    out.push_str("# ========\n# captured by perfkit\n");
-    for (k, v) in &p.meta {
-        out.push_str(&format!("# {k} : {v}\n"));
+/// The `(name, value)` pairs of an attr as perf's `perf_event_attr__fprintf` gives them.
+fn attr_fields(attr: &perfkit::sys::perf_event_attr) -> Vec<(String, String)> {
+    perfkit_events::attr_lines(attr)
+        .iter()
+        .map(|l| {
+            let name = l.get(2..34).unwrap_or(l).trim_end().to_string();
+            let value = l.get(35..).unwrap_or("").to_string();
+            (name, value)
+        })
+        .collect()
+}
+
+/// The input of report: `-i`, else standard input when it is a pipe (as perf), else
+/// perf.data.
+fn report_input(input: &Option<PathBuf>) -> PathBuf {
+    match input {
+        Some(p) => p.clone(),
+        None => {
+            use std::os::unix::fs::FileTypeExt;
+            let stdin_is_pipe = std::fs::metadata("/dev/stdin")
+                .map(|m| m.file_type().is_fifo())
+                .unwrap_or(false);
+            PathBuf::from(if stdin_is_pipe { "-" } else { "perf.data" })
+        }
     }
-    out.push_str("# ========\n#\n");
+}
+
+/// perf's ownership check: a file that is neither ours nor root's is refused without -f.
+fn check_owner(path: &Path, force: bool) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if force || path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let me = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    if meta.uid() != me && meta.uid() != 0 {
+        bail!(
+            "File {} not owned by current user or root (use -f to override)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A file opened for the header, stats or tasks: a stream is read into memory first (these
+/// walk it more than once).
+fn open_rewindable(path: &Path) -> Result<perfkit_data::PerfData> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+            .context("reading standard input")?;
+        return perfkit_data::PerfData::from_bytes(bytes).context("standard input");
+    }
+    Ok(open(path)?)
 }
 
 /// Run `perfkit report`.
 pub fn run_report(args: ReportArgs) -> Result<u8> {
+    let input = report_input(&args.input);
+    check_owner(&input, args.force)?;
+    if args.stats || args.tasks || args.mmaps || args.header_only {
+        if !input.exists() && input.as_os_str() != "-" {
+            bail!(
+                "{}: no such file (record one first: `perfkit record -- COMMAND`, or name \
+                 another with -i)",
+                input.display()
+            );
+        }
+        let file = open_rewindable(&input)?;
+        let mut text = String::new();
+        if args.header || args.header_only {
+            text.push_str(&header_text(&file, &input, args.header_only));
+        }
+        if args.header_only {
+        } else if args.stats {
+            let stats = perfkit_report::stats::Stats::of(&file)
+                .with_context(|| format!("{}", input.display()))?;
+            text.push_str(&stats.render());
+        } else {
+            let tasks = perfkit_report::tasks::Tasks::of(&file)
+                .with_context(|| format!("{}", input.display()))?;
+            text.push_str(&tasks.render(args.mmaps));
+        }
+        write_out(&None, |w| w.write_all(text.as_bytes()))?;
+        return Ok(0);
+    }
     let mut sort = Vec::new();
-    for k in &args.sort {
+    let (mut overhead, mut show_samples, mut show_period) =
+        (true, args.show_samples, args.show_total_period);
+    let mut keys: Vec<String> = args.sort.clone();
+    if !args.fields.is_empty() {
+        overhead = false;
+        let mut field_keys = Vec::new();
+        for f in &args.fields {
+            match f.trim() {
+                "overhead" | "overhead_children" => overhead = true,
+                "sample" => show_samples = true,
+                "period" => show_period = true,
+                k => field_keys.push(k.to_string()),
+            }
+        }
+        if keys.is_empty() {
+            keys = field_keys;
+        }
+    }
+    if keys.is_empty() && args.fields.is_empty() {
+        keys = vec!["comm".into(), "dso".into(), "sym".into()];
+    }
+    for k in &keys {
         sort.push(
             SortKey::parse(k.trim())
                 .with_context(|| format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES))?,
@@ -258,7 +387,14 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = load_profile(&args.input, &load, args.quiet)?;
+    let (profile, diag) = if args.header {
+        // The header first, from the same bytes the report reads (a stream is read once).
+        let file = open_rewindable(&input)?;
+        print!("{}", header_text(&file, &input, true));
+        load_file(&file, &input, &load, args.quiet)?
+    } else {
+        load_profile(&input, &load, args.quiet)?
+    };
     let time = time.map(|(a, b)| {
         // --time is in seconds since the first sample, like perf's relative form.
         let t0 = profile.samples.first().map_or(0, |s| s.time);
@@ -266,15 +402,6 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     });
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
-    }
-    if args.header || args.header_only {
-        let mut h = String::new();
-        print_header(&profile, &mut h);
-        if args.header_only {
-            write_out(&None, |w| w.write_all(h.as_bytes()))?;
-            return exit_code(&args.input, diag);
-        }
-        print!("{h}");
     }
     if let Some(fmt) = &args.format {
         let title = format!(
@@ -303,7 +430,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         if let Some(o) = &args.output {
             eprintln!("perfkit: wrote {}", o.display());
         }
-        return exit_code(&args.input, diag);
+        return exit_code(&input, diag);
     }
     let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
     let children = if args.no_children {
@@ -322,7 +449,9 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,
         percent_limit: args.percent_limit,
-        show_samples: args.show_samples,
+        show_samples,
+        overhead,
+        show_period,
         filter: Filter {
             comms: args.comm.clone(),
             pids: args.pid.clone(),
@@ -337,7 +466,22 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let sections = report::build(&profile, &opts);
     let text = report::render(&profile, &sections, &opts);
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
-    exit_code(&args.input, diag)
+    exit_code(&input, diag)
+}
+
+/// perf's header lines for `file` read from `path`.
+fn header_text(file: &perfkit_data::PerfData, path: &Path, pipe_features: bool) -> String {
+    let meta = if path.as_os_str() == "-" {
+        std::fs::metadata("/dev/stdin")
+    } else {
+        std::fs::metadata(path)
+    };
+    perfkit_report::header::render(
+        file,
+        meta.and_then(|m| m.modified()).ok(),
+        &attr_fields,
+        pipe_features,
+    )
 }
 
 /// Run `perfkit script`.

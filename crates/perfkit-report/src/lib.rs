@@ -25,10 +25,13 @@ pub mod build;
 pub mod dump;
 mod error;
 pub mod export;
+pub mod header;
 pub mod load;
 mod model;
 pub mod report;
 pub mod script;
+pub mod stats;
+pub mod tasks;
 pub mod trace_info;
 
 pub use error::LoadError;
