@@ -78,7 +78,8 @@ pub struct ReportArgs {
     /// Only these CPUs (e.g. 0,2-3).
     #[arg(short = 'C', long = "cpu")]
     pub cpu: Option<String>,
-    /// Only samples in this time window: START,END in seconds (either may be empty).
+    /// Only samples in this time window, as perf takes it: START,STOP timestamps in
+    /// seconds (either may be empty), or percent slices (10%/2, 0%-10%,30%-40%).
     #[arg(long)]
     pub time: Option<String>,
     /// Print the file's header (perf's lines) before the report.
@@ -117,9 +118,48 @@ pub struct ScriptArgs {
     /// The profile to read.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     pub input: PathBuf,
-    /// Fields to print: comm,tid,pid,cpu,time,period,event,ip,sym,symoff,dso,srcline.
-    #[arg(short = 'F', long = "fields", value_delimiter = ',')]
+    /// Fields to print: comm,tid,pid,cpu,time,period,event,ip,sym,symoff,dso,srcline;
+    /// `+field` / `-field` add to or take from the defaults.
+    #[arg(
+        short = 'F',
+        long = "fields",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub fields: Vec<String>,
+    /// Only samples of these commands.
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only samples of these process ids.
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only samples of these thread ids.
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<i32>,
+    /// Only samples on these CPUs (e.g. 0,2-3).
+    #[arg(short = 'C', long = "cpu")]
+    pub cpu: Option<String>,
+    /// Only samples in this time window (as `report --time`).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Timestamps in nanoseconds.
+    #[arg(long)]
+    pub ns: bool,
+    /// Timestamps relative to the first sample.
+    #[arg(long)]
+    pub reltime: bool,
+    /// Timestamps relative to the previous sample.
+    #[arg(long)]
+    pub deltatime: bool,
+    /// Leave out the callchains.
+    #[arg(short = 'G', long = "hide-call-graph")]
+    pub hide_call_graph: bool,
+    /// Print the file's header first (perf's lines).
+    #[arg(long)]
+    pub header: bool,
+    /// Read a file that belongs to another user.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
     /// Dump every raw record instead (type, size, fields).
     #[arg(short = 'D', long = "dump-raw-trace")]
     pub dump: bool,
@@ -170,23 +210,6 @@ fn parse_graph(s: &str) -> Result<(GraphMode, Option<f64>, Option<bool>)> {
         }
     }
     Ok((mode, threshold, order))
-}
-
-fn parse_time(s: &str) -> Result<(u64, u64)> {
-    let (a, b) = s
-        .split_once(',')
-        .with_context(|| format!("--time {s}: expected START,END in seconds"))?;
-    let secs = |x: &str, default: u64| -> Result<u64> {
-        if x.trim().is_empty() {
-            return Ok(default);
-        }
-        let v: f64 = x
-            .trim()
-            .parse()
-            .with_context(|| format!("--time {s}: `{x}` is not a number of seconds"))?;
-        Ok((v * 1e9) as u64)
-    };
-    Ok((secs(a, 0)?, secs(b, u64::MAX)?))
 }
 
 fn write_out(
@@ -382,7 +405,6 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         Some(list) => cpu_list(list).context("--cpu")?,
         None => Vec::new(),
     };
-    let time = args.time.as_deref().map(parse_time).transpose()?;
     let mut load = LoadOptions::default();
     load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
     load.inline = args.inline;
@@ -395,11 +417,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     } else {
         load_profile(&input, &load, args.quiet)?
     };
-    let time = time.map(|(a, b)| {
-        // --time is in seconds since the first sample, like perf's relative form.
-        let t0 = profile.samples.first().map_or(0, |s| s.time);
-        (t0.saturating_add(a), t0.saturating_add(b))
-    });
+    let time = time_ranges(args.time.as_deref(), &profile)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
@@ -484,6 +502,16 @@ fn header_text(file: &perfkit_data::PerfData, path: &Path, pipe_features: bool) 
     )
 }
 
+/// The `--time` ranges of `spec` in `profile` (none: every sample).
+fn time_ranges(spec: Option<&str>, profile: &Profile) -> Result<Vec<(u64, u64)>> {
+    let Some(spec) = spec else {
+        return Ok(Vec::new());
+    };
+    let first = profile.samples.iter().map(|s| s.time).min().unwrap_or(0);
+    let last = profile.samples.iter().map(|s| s.time).max().unwrap_or(0);
+    perfkit_report::timespec::parse(spec, first, last).context("--time")
+}
+
 /// Run `perfkit script`.
 pub fn run_script(args: ScriptArgs) -> Result<u8> {
     if args.dump {
@@ -495,33 +523,66 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             .with_context(|| format!("{}", args.input.display()))?;
         return Ok(0);
     }
-    let mut fields = Vec::new();
-    for f in &args.fields {
-        fields.push(
-            Field::parse(f.trim())
-                .with_context(|| format!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?,
-        );
-    }
+    check_owner(&args.input, args.force)?;
+    let spec = script::FieldSpec::parse(&args.fields)
+        .map_err(|f| anyhow::anyhow!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?;
+    let mut fields = spec.explicit.clone().unwrap_or_default();
     let mut load = LoadOptions::default();
-    load.srcline = fields.contains(&Field::Srcline);
+    load.srcline = fields.contains(&Field::Srcline) || spec.add.contains(&Field::Srcline);
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = load_profile(&args.input, &load, args.quiet)?;
+    let (profile, diag) = if args.header {
+        let file = open_rewindable(&args.input)?;
+        print!("{}", header_text(&file, &args.input, true));
+        load_file(&file, &args.input, &load, args.quiet)?
+    } else {
+        load_profile(&args.input, &load, args.quiet)?
+    };
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
-    let defaults = fields.is_empty();
+    let defaults = spec.explicit.is_none();
     let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
     if defaults {
-        fields = Field::defaults(has_cpu);
+        fields = spec.apply(Field::defaults(has_cpu));
     }
+    if fields.contains(&Field::Cpu) && !has_cpu && !profile.samples.is_empty() {
+        let ev = profile.events.first().map_or("", |e| e.name.as_str());
+        bail!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.");
+    }
+    if args.cpu.is_some() && !has_cpu {
+        bail!("File does not contain CPU events. Remove -C option to proceed.");
+    }
+    let filter = Filter {
+        comms: args.comm.clone(),
+        pids: args.pid.clone(),
+        tids: args.tid.clone(),
+        cpus: match &args.cpu {
+            Some(list) => cpu_list(list).context("--cpu")?,
+            None => Vec::new(),
+        },
+        time: time_ranges(args.time.as_deref(), &profile)?,
+        ..Filter::default()
+    };
+    let time_fmt = script::TimeFormat {
+        ns: args.ns,
+        base: if args.deltatime {
+            script::TimeBase::Previous
+        } else if args.reltime {
+            script::TimeBase::First
+        } else {
+            script::TimeBase::Absolute
+        },
+    };
     write_out(&None, |w| {
         let mut text = String::with_capacity(1 << 16);
-        let mut sw = script::ScriptWriter::new(&profile, &fields);
+        let mut sw = script::ScriptWriter::new(&profile, &fields)
+            .with_time_format(time_fmt)
+            .with_callchains(!args.hide_call_graph);
         if defaults {
-            sw = sw.with_trace_fields(Field::tracepoint_defaults(has_cpu));
+            sw = sw.with_trace_fields(spec.apply(Field::tracepoint_defaults(has_cpu)));
         }
-        for s in &profile.samples {
+        for s in profile.samples.iter().filter(|s| filter.keep(&profile, s)) {
             if args.json {
                 text.push_str(&script::sample_json(&profile, s).to_string());
                 text.push('\n');

@@ -32,6 +32,7 @@ pub mod report;
 pub mod script;
 pub mod stats;
 pub mod tasks;
+pub mod timespec;
 pub mod trace_info;
 
 pub use error::LoadError;

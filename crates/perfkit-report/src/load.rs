@@ -144,6 +144,9 @@ pub struct Loader {
     split: Vec<(usize, u64)>,
     skipped: BTreeMap<u32, u64>,
     diag: Diagnostics,
+    /// Per event: the period of samples without `PERF_SAMPLE_PERIOD` (perf shows
+    /// `attr.sample_period` for a fixed period, 1 in frequency mode).
+    fixed_period: Vec<u64>,
 }
 
 impl Loader {
@@ -188,6 +191,16 @@ impl Loader {
             split: Vec::new(),
             skipped: BTreeMap::new(),
             diag,
+            fixed_period: events
+                .iter()
+                .map(|e| {
+                    if e.attr.has(sys::attr_flags::FREQ) {
+                        1
+                    } else {
+                        e.attr.sample_period.max(1)
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -296,7 +309,8 @@ impl Loader {
                     }
                     _ => None,
                 };
-                let one = [(attr_index, s.period.unwrap_or(1))];
+                let fixed = self.fixed_period.get(attr_index).copied().unwrap_or(1);
+                let one = [(attr_index, s.period.unwrap_or(fixed))];
                 let events: &[(usize, u64)] = match &s.read {
                     Some(r) => {
                         self.reads.split(r, &mut self.split);

@@ -145,12 +145,14 @@ pub struct Filter {
     pub symbols: Vec<String>,
     /// Only these CPUs.
     pub cpus: Vec<u32>,
-    /// Only samples in [start, end] (perf timestamps, ns).
-    pub time: Option<(u64, u64)>,
+    /// Only samples in one of these [start, end] ranges (perf timestamps, ns; empty: all;
+    /// see [`crate::timespec`]).
+    pub time: Vec<(u64, u64)>,
 }
 
 impl Filter {
-    fn keep(&self, p: &Profile, s: &Sample) -> bool {
+    /// Whether sample `s` passes every filter.
+    pub fn keep(&self, p: &Profile, s: &Sample) -> bool {
         let t = &p.threads[s.thread as usize];
         if !self.comms.is_empty() && !self.comms.iter().any(|c| c == t.name_at(s.time)) {
             return false;
@@ -164,9 +166,7 @@ impl Filter {
         if !self.cpus.is_empty() && !s.cpu.is_some_and(|c| self.cpus.contains(&c)) {
             return false;
         }
-        if let Some((a, b)) = self.time
-            && (s.time < a || s.time > b)
-        {
+        if !self.time.is_empty() && !self.time.iter().any(|&(a, b)| a <= s.time && s.time <= b) {
             return false;
         }
         if !self.dsos.is_empty() || !self.symbols.is_empty() {
