@@ -16,20 +16,35 @@ use std::path::{Path, PathBuf};
     after_help = "Examples:\n  perfkit report --stdio\n  perfkit report --no-children --sort dso,sym -n\n  perfkit report --format flamegraph -o profile.svg\n  perfkit report --format firefox -o profile.json"
 )]
 pub struct ReportArgs {
-    /// The profile to read (perf.data; `-` = standard input in pipe mode).
-    #[arg(short = 'i', long = "input", default_value = "perf.data")]
-    pub input: PathBuf,
+    /// The profile to read (perf.data; `-` = standard input; default: standard input when
+    /// it is a pipe, else perf.data).
+    #[arg(short = 'i', long = "input")]
+    pub input: Option<PathBuf>,
+    /// Read a file that belongs to another user (perf refuses it without -f).
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// Count the file's records by type and the samples of each event (perf's text).
+    #[arg(long)]
+    pub stats: bool,
+    /// Print the tasks (pid, tid, ppid, comm) as a tree of parents and children.
+    #[arg(long, alias = "task")]
+    pub tasks: bool,
+    /// Print the tasks with the memory maps of each.
+    #[arg(long, alias = "mmap")]
+    pub mmaps: bool,
     /// Text output (the only interactive-free mode; accepted for perf compatibility).
     #[arg(long)]
     pub stdio: bool,
     /// Sort keys: comm, pid, tid, dso, sym, cpu, srcline, symoff, parent.
-    #[arg(
-        short = 's',
-        long = "sort",
-        value_delimiter = ',',
-        default_value = "comm,dso,sym"
-    )]
+    #[arg(short = 's', long = "sort", value_delimiter = ',')]
     pub sort: Vec<String>,
+    /// Output columns: overhead, sample, period and sort keys (they become the sort keys
+    /// when --sort is not given; without overhead, rows are ordered by their keys).
+    #[arg(short = 'F', long = "fields", value_delimiter = ',')]
+    pub fields: Vec<String>,
+    /// Show the period of each entry.
+    #[arg(long = "show-total-period")]
+    pub show_total_period: bool,
     /// Show the cumulative (children) column (default when callchains were recorded).
     #[arg(long, overrides_with = "no_children")]
     pub children: bool,
@@ -63,12 +78,16 @@ pub struct ReportArgs {
     /// Only these CPUs (e.g. 0,2-3).
     #[arg(short = 'C', long = "cpu")]
     pub cpu: Option<String>,
-    /// Only samples in this time window: START,END in seconds (either may be empty).
+    /// Only samples in this time window, as perf takes it: START,STOP timestamps in
+    /// seconds (either may be empty), or percent slices (10%/2, 0%-10%,30%-40%).
     #[arg(long)]
     pub time: Option<String>,
-    /// Print the file's header before the report.
+    /// Print the file's header (perf's lines) before the report.
     #[arg(long)]
     pub header: bool,
+    /// With --header: the full header (accepted; topology details are not printed yet).
+    #[arg(short = 'I', long = "show-info")]
+    pub show_info: bool,
     /// Print only the file's header.
     #[arg(long = "header-only")]
     pub header_only: bool,
@@ -99,9 +118,48 @@ pub struct ScriptArgs {
     /// The profile to read.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     pub input: PathBuf,
-    /// Fields to print: comm,tid,pid,cpu,time,period,event,ip,sym,symoff,dso,srcline.
-    #[arg(short = 'F', long = "fields", value_delimiter = ',')]
+    /// Fields to print: comm,tid,pid,cpu,time,period,event,ip,sym,symoff,dso,srcline;
+    /// `+field` / `-field` add to or take from the defaults.
+    #[arg(
+        short = 'F',
+        long = "fields",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub fields: Vec<String>,
+    /// Only samples of these commands.
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only samples of these process ids.
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only samples of these thread ids.
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<i32>,
+    /// Only samples on these CPUs (e.g. 0,2-3).
+    #[arg(short = 'C', long = "cpu")]
+    pub cpu: Option<String>,
+    /// Only samples in this time window (as `report --time`).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Timestamps in nanoseconds.
+    #[arg(long)]
+    pub ns: bool,
+    /// Timestamps relative to the first sample.
+    #[arg(long)]
+    pub reltime: bool,
+    /// Timestamps relative to the previous sample.
+    #[arg(long)]
+    pub deltatime: bool,
+    /// Leave out the callchains.
+    #[arg(short = 'G', long = "hide-call-graph")]
+    pub hide_call_graph: bool,
+    /// Print the file's header first (perf's lines).
+    #[arg(long)]
+    pub header: bool,
+    /// Read a file that belongs to another user.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
     /// Dump every raw record instead (type, size, fields).
     #[arg(short = 'D', long = "dump-raw-trace")]
     pub dump: bool,
@@ -154,23 +212,6 @@ fn parse_graph(s: &str) -> Result<(GraphMode, Option<f64>, Option<bool>)> {
     Ok((mode, threshold, order))
 }
 
-fn parse_time(s: &str) -> Result<(u64, u64)> {
-    let (a, b) = s
-        .split_once(',')
-        .with_context(|| format!("--time {s}: expected START,END in seconds"))?;
-    let secs = |x: &str, default: u64| -> Result<u64> {
-        if x.trim().is_empty() {
-            return Ok(default);
-        }
-        let v: f64 = x
-            .trim()
-            .parse()
-            .with_context(|| format!("--time {s}: `{x}` is not a number of seconds"))?;
-        Ok((v * 1e9) as u64)
-    };
-    Ok((secs(a, 0)?, secs(b, u64::MAX)?))
-}
-
 fn write_out(
     path: &Option<PathBuf>,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -204,9 +245,19 @@ fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile
         );
     }
     let file = open(path)?;
+    load_file(&file, path, opts, quiet)
+}
+
+/// [`load_profile`] of a file already open.
+fn load_file(
+    file: &perfkit_data::PerfData,
+    path: &Path,
+    opts: &LoadOptions,
+    quiet: bool,
+) -> Result<(Profile, Diagnostics)> {
     let mut show = None;
     let mut shown = 0;
-    let loaded = load_with_progress(&file, opts, |done, total| {
+    let loaded = load_with_progress(file, opts, |done, total| {
         let show = *show
             .get_or_insert_with(|| !quiet && std::io::stderr().is_terminal() && total > 16 << 20);
         if show && done * 100 / total >= shown + 5 {
@@ -232,18 +283,119 @@ fn exit_code(path: &Path, diag: Diagnostics) -> Result<u8> {
     }
 }
 
-fn print_header(p: &Profile, out: &mut String) {
-    out.push_str("# ========\n# captured by perfkit\n");
-    for (k, v) in &p.meta {
-        out.push_str(&format!("# {k} : {v}\n"));
+/// The `(name, value)` pairs of an attr as perf's `perf_event_attr__fprintf` gives them.
+fn attr_fields(attr: &perfkit::sys::perf_event_attr) -> Vec<(String, String)> {
+    perfkit_events::attr_lines(attr)
+        .iter()
+        .map(|l| {
+            let name = l.get(2..34).unwrap_or(l).trim_end().to_string();
+            let value = l.get(35..).unwrap_or("").to_string();
+            (name, value)
+        })
+        .collect()
+}
+
+/// The input of report: `-i`, else standard input when it is a pipe (as perf), else
+/// perf.data.
+fn report_input(input: &Option<PathBuf>) -> PathBuf {
+    match input {
+        Some(p) => p.clone(),
+        None => {
+            use std::os::unix::fs::FileTypeExt;
+            let stdin_is_pipe = std::fs::metadata("/dev/stdin")
+                .map(|m| m.file_type().is_fifo())
+                .unwrap_or(false);
+            PathBuf::from(if stdin_is_pipe { "-" } else { "perf.data" })
+        }
     }
-    out.push_str("# ========\n#\n");
+}
+
+/// perf's ownership check: a file that is neither ours nor root's is refused without -f.
+fn check_owner(path: &Path, force: bool) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if force || path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let me = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    if meta.uid() != me && meta.uid() != 0 {
+        bail!(
+            "File {} not owned by current user or root (use -f to override)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A file opened for the header, stats or tasks: a stream is read into memory first (these
+/// walk it more than once).
+fn open_rewindable(path: &Path) -> Result<perfkit_data::PerfData> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+            .context("reading standard input")?;
+        return perfkit_data::PerfData::from_bytes(bytes).context("standard input");
+    }
+    Ok(open(path)?)
 }
 
 /// Run `perfkit report`.
 pub fn run_report(args: ReportArgs) -> Result<u8> {
+    let input = report_input(&args.input);
+    check_owner(&input, args.force)?;
+    if args.stats || args.tasks || args.mmaps || args.header_only {
+        if !input.exists() && input.as_os_str() != "-" {
+            bail!(
+                "{}: no such file (record one first: `perfkit record -- COMMAND`, or name \
+                 another with -i)",
+                input.display()
+            );
+        }
+        let file = open_rewindable(&input)?;
+        let mut text = String::new();
+        if args.header || args.header_only {
+            text.push_str(&header_text(&file, &input, args.header_only));
+        }
+        if args.header_only {
+        } else if args.stats {
+            let stats = perfkit_report::stats::Stats::of(&file)
+                .with_context(|| format!("{}", input.display()))?;
+            text.push_str(&stats.render());
+        } else {
+            let tasks = perfkit_report::tasks::Tasks::of(&file)
+                .with_context(|| format!("{}", input.display()))?;
+            text.push_str(&tasks.render(args.mmaps));
+        }
+        write_out(&None, |w| w.write_all(text.as_bytes()))?;
+        return Ok(0);
+    }
     let mut sort = Vec::new();
-    for k in &args.sort {
+    let (mut overhead, mut show_samples, mut show_period) =
+        (true, args.show_samples, args.show_total_period);
+    let mut keys: Vec<String> = args.sort.clone();
+    if !args.fields.is_empty() {
+        overhead = false;
+        let mut field_keys = Vec::new();
+        for f in &args.fields {
+            match f.trim() {
+                "overhead" | "overhead_children" => overhead = true,
+                "sample" => show_samples = true,
+                "period" => show_period = true,
+                k => field_keys.push(k.to_string()),
+            }
+        }
+        if keys.is_empty() {
+            keys = field_keys;
+        }
+    }
+    if keys.is_empty() && args.fields.is_empty() {
+        keys = vec!["comm".into(), "dso".into(), "sym".into()];
+    }
+    for k in &keys {
         sort.push(
             SortKey::parse(k.trim())
                 .with_context(|| format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES))?,
@@ -253,28 +405,21 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         Some(list) => cpu_list(list).context("--cpu")?,
         None => Vec::new(),
     };
-    let time = args.time.as_deref().map(parse_time).transpose()?;
     let mut load = LoadOptions::default();
     load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = load_profile(&args.input, &load, args.quiet)?;
-    let time = time.map(|(a, b)| {
-        // --time is in seconds since the first sample, like perf's relative form.
-        let t0 = profile.samples.first().map_or(0, |s| s.time);
-        (t0.saturating_add(a), t0.saturating_add(b))
-    });
+    let (profile, diag) = if args.header {
+        // The header first, from the same bytes the report reads (a stream is read once).
+        let file = open_rewindable(&input)?;
+        print!("{}", header_text(&file, &input, true));
+        load_file(&file, &input, &load, args.quiet)?
+    } else {
+        load_profile(&input, &load, args.quiet)?
+    };
+    let time = time_ranges(args.time.as_deref(), &profile)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
-    }
-    if args.header || args.header_only {
-        let mut h = String::new();
-        print_header(&profile, &mut h);
-        if args.header_only {
-            write_out(&None, |w| w.write_all(h.as_bytes()))?;
-            return exit_code(&args.input, diag);
-        }
-        print!("{h}");
     }
     if let Some(fmt) = &args.format {
         let title = format!(
@@ -303,7 +448,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         if let Some(o) = &args.output {
             eprintln!("perfkit: wrote {}", o.display());
         }
-        return exit_code(&args.input, diag);
+        return exit_code(&input, diag);
     }
     let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
     let children = if args.no_children {
@@ -322,7 +467,9 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,
         percent_limit: args.percent_limit,
-        show_samples: args.show_samples,
+        show_samples,
+        overhead,
+        show_period,
         filter: Filter {
             comms: args.comm.clone(),
             pids: args.pid.clone(),
@@ -337,7 +484,32 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let sections = report::build(&profile, &opts);
     let text = report::render(&profile, &sections, &opts);
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
-    exit_code(&args.input, diag)
+    exit_code(&input, diag)
+}
+
+/// perf's header lines for `file` read from `path`.
+fn header_text(file: &perfkit_data::PerfData, path: &Path, pipe_features: bool) -> String {
+    let meta = if path.as_os_str() == "-" {
+        std::fs::metadata("/dev/stdin")
+    } else {
+        std::fs::metadata(path)
+    };
+    perfkit_report::header::render(
+        file,
+        meta.and_then(|m| m.modified()).ok(),
+        &attr_fields,
+        pipe_features,
+    )
+}
+
+/// The `--time` ranges of `spec` in `profile` (none: every sample).
+fn time_ranges(spec: Option<&str>, profile: &Profile) -> Result<Vec<(u64, u64)>> {
+    let Some(spec) = spec else {
+        return Ok(Vec::new());
+    };
+    let first = profile.samples.iter().map(|s| s.time).min().unwrap_or(0);
+    let last = profile.samples.iter().map(|s| s.time).max().unwrap_or(0);
+    perfkit_report::timespec::parse(spec, first, last).context("--time")
 }
 
 /// Run `perfkit script`.
@@ -351,33 +523,66 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             .with_context(|| format!("{}", args.input.display()))?;
         return Ok(0);
     }
-    let mut fields = Vec::new();
-    for f in &args.fields {
-        fields.push(
-            Field::parse(f.trim())
-                .with_context(|| format!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?,
-        );
-    }
+    check_owner(&args.input, args.force)?;
+    let spec = script::FieldSpec::parse(&args.fields)
+        .map_err(|f| anyhow::anyhow!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?;
+    let mut fields = spec.explicit.clone().unwrap_or_default();
     let mut load = LoadOptions::default();
-    load.srcline = fields.contains(&Field::Srcline);
+    load.srcline = fields.contains(&Field::Srcline) || spec.add.contains(&Field::Srcline);
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = load_profile(&args.input, &load, args.quiet)?;
+    let (profile, diag) = if args.header {
+        let file = open_rewindable(&args.input)?;
+        print!("{}", header_text(&file, &args.input, true));
+        load_file(&file, &args.input, &load, args.quiet)?
+    } else {
+        load_profile(&args.input, &load, args.quiet)?
+    };
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
-    let defaults = fields.is_empty();
+    let defaults = spec.explicit.is_none();
     let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
     if defaults {
-        fields = Field::defaults(has_cpu);
+        fields = spec.apply(Field::defaults(has_cpu));
     }
+    if fields.contains(&Field::Cpu) && !has_cpu && !profile.samples.is_empty() {
+        let ev = profile.events.first().map_or("", |e| e.name.as_str());
+        bail!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.");
+    }
+    if args.cpu.is_some() && !has_cpu {
+        bail!("File does not contain CPU events. Remove -C option to proceed.");
+    }
+    let filter = Filter {
+        comms: args.comm.clone(),
+        pids: args.pid.clone(),
+        tids: args.tid.clone(),
+        cpus: match &args.cpu {
+            Some(list) => cpu_list(list).context("--cpu")?,
+            None => Vec::new(),
+        },
+        time: time_ranges(args.time.as_deref(), &profile)?,
+        ..Filter::default()
+    };
+    let time_fmt = script::TimeFormat {
+        ns: args.ns,
+        base: if args.deltatime {
+            script::TimeBase::Previous
+        } else if args.reltime {
+            script::TimeBase::First
+        } else {
+            script::TimeBase::Absolute
+        },
+    };
     write_out(&None, |w| {
         let mut text = String::with_capacity(1 << 16);
-        let mut sw = script::ScriptWriter::new(&profile, &fields);
+        let mut sw = script::ScriptWriter::new(&profile, &fields)
+            .with_time_format(time_fmt)
+            .with_callchains(!args.hide_call_graph);
         if defaults {
-            sw = sw.with_trace_fields(Field::tracepoint_defaults(has_cpu));
+            sw = sw.with_trace_fields(spec.apply(Field::tracepoint_defaults(has_cpu)));
         }
-        for s in &profile.samples {
+        for s in profile.samples.iter().filter(|s| filter.keep(&profile, s)) {
             if args.json {
                 text.push_str(&script::sample_json(&profile, s).to_string());
                 text.push('\n');

@@ -131,6 +131,9 @@ pub struct PerfData {
     /// The feature sections.
     pub features: Features,
     data: std::ops::Range<u64>,
+    /// The feature bits set in a file-mode header (`HEADER_*`, ascending; empty in pipe
+    /// mode, where features come as records).
+    pub feature_bits: Vec<usize>,
     /// Things read but not understood (unknown feature bits, an unsupported compression).
     pub warnings: Vec<String>,
 }
@@ -519,6 +522,7 @@ impl PerfData {
             attrs: Vec::new(),
             features: Features::default(),
             data: PIPE_HEADER_SIZE as u64..u64::MAX,
+            feature_bits: Vec::new(),
             warnings: Vec::new(),
         };
         me.scan_pipe_header(&mut f);
@@ -545,6 +549,7 @@ impl PerfData {
             attrs: Vec::new(),
             features: Features::default(),
             data: 0..0,
+            feature_bits: Vec::new(),
             warnings: Vec::new(),
         };
         if me.pipe {
@@ -558,6 +563,7 @@ impl PerfData {
                 attrs: Vec::new(),
                 features: Features::default(),
                 data: 0..0,
+                feature_bits: Vec::new(),
                 warnings: Vec::new(),
             };
             tmp.scan_pipe_header(&mut f);
@@ -697,6 +703,7 @@ impl PerfData {
             }
         }
         self.features = features;
+        self.feature_bits = bits;
         self.attrs = attrs;
         Ok(())
     }
@@ -800,6 +807,12 @@ impl PerfData {
             self.attrs.iter().map(|a| (a.ids.as_slice(), &a.attr)),
         )
         .map_err(ReadError::Ids)
+    }
+
+    /// The data section's byte range as the file header gives it (bounded by the file's
+    /// length; from the end of the pipe header to `u64::MAX` in pipe mode).
+    pub fn data_section(&self) -> std::ops::Range<u64> {
+        self.data.clone()
     }
 
     /// Size of the data section (0 for a stream, whose size is not known).

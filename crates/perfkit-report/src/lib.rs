@@ -25,11 +25,15 @@ pub mod build;
 pub mod dump;
 mod error;
 pub mod export;
+pub mod header;
 pub mod load;
 mod model;
 mod origin;
 pub mod report;
 pub mod script;
+pub mod stats;
+pub mod tasks;
+pub mod timespec;
 pub mod trace_info;
 
 pub use error::LoadError;

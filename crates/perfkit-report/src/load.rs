@@ -148,6 +148,9 @@ pub struct Loader {
     /// carry none (MMAP, MMAP2 with inode fields): the symbolizer then uses a local file only
     /// if its build id matches.
     file_build_ids: HashMap<String, Vec<u8>>,
+    /// Per event: the period of samples without `PERF_SAMPLE_PERIOD` (perf shows
+    /// `attr.sample_period` for a fixed period, 1 in frequency mode).
+    fixed_period: Vec<u64>,
 }
 
 impl Loader {
@@ -193,6 +196,16 @@ impl Loader {
             skipped: BTreeMap::new(),
             diag,
             file_build_ids: HashMap::new(),
+            fixed_period: events
+                .iter()
+                .map(|e| {
+                    if e.attr.has(sys::attr_flags::FREQ) {
+                        1
+                    } else {
+                        e.attr.sample_period.max(1)
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -324,7 +337,8 @@ impl Loader {
                     }
                     _ => None,
                 };
-                let one = [(attr_index, s.period.unwrap_or(1))];
+                let fixed = self.fixed_period.get(attr_index).copied().unwrap_or(1);
+                let one = [(attr_index, s.period.unwrap_or(fixed))];
                 let events: &[(usize, u64)] = match &s.read {
                     Some(r) => {
                         self.reads.split(r, &mut self.split);

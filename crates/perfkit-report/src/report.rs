@@ -105,6 +105,11 @@ pub struct ReportOptions {
     pub filter: Filter,
     /// Pattern of the `parent` sort key (perf's default `^sys_|^do_page_fault`).
     pub parent_pattern: Vec<String>,
+    /// Overhead column(s) (perf's `-F` without `overhead` leaves them out, and then rows
+    /// are ordered by their keys).
+    pub overhead: bool,
+    /// Period column (`--show-total-period`, `-F period`).
+    pub show_period: bool,
 }
 
 impl Default for ReportOptions {
@@ -119,6 +124,8 @@ impl Default for ReportOptions {
             show_samples: false,
             filter: Filter::default(),
             parent_pattern: vec!["^sys_".into(), "^do_page_fault".into()],
+            overhead: true,
+            show_period: false,
         }
     }
 }
@@ -138,12 +145,14 @@ pub struct Filter {
     pub symbols: Vec<String>,
     /// Only these CPUs.
     pub cpus: Vec<u32>,
-    /// Only samples in [start, end] (perf timestamps, ns).
-    pub time: Option<(u64, u64)>,
+    /// Only samples in one of these [start, end] ranges (perf timestamps, ns; empty: all;
+    /// see [`crate::timespec`]).
+    pub time: Vec<(u64, u64)>,
 }
 
 impl Filter {
-    fn keep(&self, p: &Profile, s: &Sample) -> bool {
+    /// Whether sample `s` passes every filter.
+    pub fn keep(&self, p: &Profile, s: &Sample) -> bool {
         let t = &p.threads[s.thread as usize];
         if !self.comms.is_empty() && !self.comms.iter().any(|c| c == t.name_at(s.time)) {
             return false;
@@ -157,9 +166,7 @@ impl Filter {
         if !self.cpus.is_empty() && !s.cpu.is_some_and(|c| self.cpus.contains(&c)) {
             return false;
         }
-        if let Some((a, b)) = self.time
-            && (s.time < a || s.time > b)
-        {
+        if !self.time.is_empty() && !self.time.iter().any(|&(a, b)| a <= s.time && s.time <= b) {
             return false;
         }
         if !self.dsos.is_empty() || !self.symbols.is_empty() {
@@ -352,7 +359,11 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             .collect();
         let mut rows: Vec<Row> = rows.into_values().collect();
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
-        rows.sort_by(|a, b| weight(b).cmp(&weight(a)).then_with(|| a.keys.cmp(&b.keys)));
+        if opts.overhead {
+            rows.sort_by(|a, b| weight(b).cmp(&weight(a)).then_with(|| a.keys.cmp(&b.keys)));
+        } else {
+            rows.sort_by(|a, b| a.keys.cmp(&b.keys));
+        }
         let mut section = Section {
             event: ev.name.clone(),
             samples: count,
@@ -788,7 +799,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         );
         let _ = writeln!(out, "# Event count (approx.): {}\n#", s.total);
         let mut headers: Vec<String> = Vec::new();
-        if opts.children {
+        if !opts.overhead {
+        } else if opts.children {
             headers.push("Children".into());
             headers.push("    Self".into());
         } else {
@@ -796,6 +808,9 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         }
         if opts.show_samples {
             headers.push("     Samples".into());
+        }
+        if opts.show_period {
+            headers.push("      Period".into());
         }
         let widths: Vec<usize> = opts
             .sort
@@ -820,12 +835,15 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             let _ = write!(line, " {:<w$} ", k.header());
             let _ = write!(dots, " {} ", ".".repeat(*w));
         }
-        let _ = writeln!(out, "{}", line.trim_end());
-        let _ = writeln!(out, "{}", dots.trim_end());
+        // perf pads every column to its width and drops only the last separator.
+        let _ = writeln!(out, "{}", line.strip_suffix(' ').unwrap_or(&line));
+        let _ = writeln!(out, "{}", dots.strip_suffix(' ').unwrap_or(&dots));
         out.push_str("#\n");
         for (ri, r) in s.rows.iter().enumerate() {
             let mut l = String::new();
-            if opts.children {
+            if !opts.overhead {
+                l.push(' ');
+            } else if opts.children {
                 let _ = write!(
                     l,
                     "  {:>7.2}%  {:>7.2}% ",
@@ -838,10 +856,22 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.show_samples {
                 let _ = write!(l, " {:>12} ", r.samples);
             }
+            if opts.show_period {
+                let _ = write!(l, " {:>12} ", r.self_);
+            }
             for (k, w) in r.keys.iter().zip(&widths) {
                 let _ = write!(l, " {k:<w$} ");
             }
-            let _ = writeln!(out, "{}", l.trim_end());
+            // A symbol in the last column is not padded (perf's symbol entry prints its
+            // name as it is); other last columns are.
+            if matches!(
+                opts.sort.last(),
+                Some(SortKey::Sym | SortKey::Symoff) | None
+            ) {
+                let _ = writeln!(out, "{}", l.trim_end());
+            } else {
+                let _ = writeln!(out, "{}", l.strip_suffix(' ').unwrap_or(&l));
+            }
             if let Some(g) = s.graphs.get(ri)
                 && !g.is_empty()
                 && (opts.children || r.self_ > 0)

@@ -126,6 +126,95 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
     s
 }
 
+/// A `-F` argument as perf takes it: a list of fields (optionally after an event type,
+/// `sw:comm,tid`), or changes to the defaults (`+srcline`, `-period`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldSpec {
+    /// The fields named outright (None: the defaults, changed by `add` and `remove`).
+    pub explicit: Option<Vec<Field>>,
+    /// `+field`: added to the defaults.
+    pub add: Vec<Field>,
+    /// `-field`: taken from the defaults.
+    pub remove: Vec<Field>,
+}
+
+/// Event types perf accepts before the fields (`-F sw:comm,tid`).
+const FIELD_TYPES: [&str; 8] = [
+    "hw",
+    "sw",
+    "trace",
+    "raw",
+    "synth",
+    "bpf-output",
+    "break",
+    "bpf",
+];
+
+impl FieldSpec {
+    /// Parse the comma-separated items of `-F` (an unknown field is the error).
+    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<FieldSpec, String> {
+        let mut spec = FieldSpec::default();
+        for (i, item) in items.iter().enumerate() {
+            let mut item = item.as_ref().trim();
+            if i == 0
+                && let Some((ty, rest)) = item.split_once(':')
+                && FIELD_TYPES.contains(&ty)
+            {
+                item = rest;
+            }
+            if item.is_empty() {
+                continue;
+            }
+            let parse = |f: &str| Field::parse(f).ok_or_else(|| f.to_string());
+            if let Some(f) = item.strip_prefix('+') {
+                spec.add.push(parse(f)?);
+            } else if let Some(f) = item.strip_prefix('-') {
+                spec.remove.push(parse(f)?);
+            } else {
+                spec.explicit
+                    .get_or_insert_with(Vec::new)
+                    .push(parse(item)?);
+            }
+        }
+        Ok(spec)
+    }
+
+    /// `defaults` with the additions and removals applied.
+    pub fn apply(&self, defaults: Vec<Field>) -> Vec<Field> {
+        let mut f: Vec<Field> = defaults
+            .into_iter()
+            .filter(|f| !self.remove.contains(f))
+            .collect();
+        for a in &self.add {
+            if !f.contains(a) {
+                f.push(*a);
+            }
+        }
+        f
+    }
+}
+
+/// What a timestamp is printed relative to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimeBase {
+    /// The perf clock's value (perf's default).
+    #[default]
+    Absolute,
+    /// The first sample printed (`--reltime`).
+    First,
+    /// The previous sample printed (`--deltatime`).
+    Previous,
+}
+
+/// How the `time` field is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeFormat {
+    /// Nine digits after the point (`--ns`), not six.
+    pub ns: bool,
+    /// Relative to what.
+    pub base: TimeBase,
+}
+
 /// Renders samples, formatting each distinct frame once (a profile's callchains repeat
 /// the same frames over and over; formatting them is most of `script`'s work otherwise).
 pub struct ScriptWriter<'p> {
@@ -135,6 +224,10 @@ pub struct ScriptWriter<'p> {
     trace_fields: Option<Vec<Field>>,
     chain_lines: Vec<Option<Box<str>>>,
     event_width: usize,
+    time_format: TimeFormat,
+    first_time: Option<u64>,
+    prev_time: Option<u64>,
+    callchains: bool,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -146,7 +239,34 @@ impl<'p> ScriptWriter<'p> {
             trace_fields: None,
             chain_lines: vec![None; profile.frames.len()],
             event_width: event_width(profile),
+            time_format: TimeFormat::default(),
+            first_time: None,
+            prev_time: None,
+            callchains: true,
         }
+    }
+
+    /// Print timestamps this way.
+    pub fn with_time_format(mut self, f: TimeFormat) -> Self {
+        self.time_format = f;
+        self
+    }
+
+    /// Print callchains (default) or only each sample's own address (`-G`).
+    pub fn with_callchains(mut self, on: bool) -> Self {
+        self.callchains = on;
+        self
+    }
+
+    /// The time to print for a sample at `t`.
+    fn shown_time(&mut self, t: u64) -> u64 {
+        let shown = match self.time_format.base {
+            TimeBase::Absolute => t,
+            TimeBase::First => t.saturating_sub(*self.first_time.get_or_insert(t)),
+            TimeBase::Previous => self.prev_time.map_or(0, |p| t.saturating_sub(p)),
+        };
+        self.prev_time = Some(t);
+        shown
     }
 
     /// Print tracepoint samples with these fields (perf's defaults for them differ from
@@ -159,10 +279,14 @@ impl<'p> ScriptWriter<'p> {
     /// Append one sample's text to `out`.
     pub fn sample(&mut self, s: &Sample, out: &mut String) {
         let p = self.profile;
+        let time = Shown {
+            time: self.shown_time(s.time),
+            ns: self.time_format.ns,
+        };
         if let Some((ev, raw)) = trace_of(p, s) {
             let fields = self.trace_fields.as_ref().unwrap_or(&self.fields);
-            let chain = has_chain(p, s);
-            sample_head(p, s, fields, chain, self.event_width, out);
+            let chain = self.callchains && has_chain(p, s);
+            sample_head(p, s, fields, chain, self.event_width, time, out);
             if fields.contains(&Field::Trace) {
                 out.push(' ');
                 ev.text_into(raw, &p.trace_kernel, out);
@@ -178,10 +302,10 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         let fields = &self.fields;
-        if !has_chain(p, s) {
-            return sample_text(p, s, fields, out);
+        if !self.callchains || !has_chain(p, s) {
+            return sample_line(p, s, fields, time, false, out);
         }
-        sample_head(p, s, fields, true, self.event_width, out);
+        sample_head(p, s, fields, true, self.event_width, time, out);
         if !wants_frames(fields) {
             out.push('\n');
             return;
@@ -254,6 +378,13 @@ fn wants_frames(fields: &[Field]) -> bool {
         .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline))
 }
 
+/// A timestamp as printed.
+#[derive(Clone, Copy)]
+struct Shown {
+    time: u64,
+    ns: bool,
+}
+
 /// The columns before the frames: comm, tid, cpu, time, period, event.
 fn sample_head(
     p: &Profile,
@@ -261,6 +392,30 @@ fn sample_head(
     fields: &[Field],
     chain: bool,
     event_width: usize,
+    time: Shown,
+    out: &mut String,
+) {
+    let start = out.len();
+    sample_fields(p, s, fields, chain, event_width, time, out);
+    // perf ends each field with a space where perfkit starts the next with one: the
+    // first field has no space before it.
+    if !fields.contains(&Field::Comm) && out[start..].starts_with(' ') {
+        out.remove(start);
+    }
+    // ... and the last one keeps its space when no frame follows.
+    if !wants_frames(fields) && out.ends_with(':') {
+        out.push(' ');
+    }
+}
+
+/// The fields of [`sample_head`], each after a space.
+fn sample_fields(
+    p: &Profile,
+    s: &Sample,
+    fields: &[Field],
+    chain: bool,
+    event_width: usize,
+    time: Shown,
     out: &mut String,
 ) {
     let t = &p.threads[s.thread as usize];
@@ -288,9 +443,13 @@ fn sample_head(
     }
     if fields.contains(&Field::Time) {
         out.push(' ');
-        push_num(out, s.time / 1_000_000_000, 5, ' ');
+        push_num(out, time.time / 1_000_000_000, 5, ' ');
         out.push('.');
-        push_num(out, s.time % 1_000_000_000 / 1000, 6, '0');
+        if time.ns {
+            push_num(out, time.time % 1_000_000_000, 9, '0');
+        } else {
+            push_num(out, time.time % 1_000_000_000 / 1000, 6, '0');
+        }
         out.push(':');
     }
     if fields.contains(&Field::Period) {
@@ -310,9 +469,24 @@ fn sample_head(
 
 /// One sample in perf script's text layout (callchains on the following lines).
 pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
+    let time = Shown {
+        time: s.time,
+        ns: false,
+    };
+    sample_line(p, s, fields, time, has_chain(p, s), out)
+}
+
+/// [`sample_text`] with the time to print and whether to print the callchain.
+fn sample_line(
+    p: &Profile,
+    s: &Sample,
+    fields: &[Field],
+    time: Shown,
+    chain: bool,
+    out: &mut String,
+) {
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
-    let chain = has_chain(p, s);
-    sample_head(p, s, fields, chain, event_width(p), out);
+    sample_head(p, s, fields, chain, event_width(p), time, out);
     if wants_frames(fields) {
         if chain {
             out.push(' ');
