@@ -451,11 +451,8 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         return exit_code(&input, diag);
     }
     let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
-    let children = if args.no_children {
-        false
-    } else {
-        args.children || has_chains
-    };
+    // As perf: the children column needs callchains, whatever --children says.
+    let children = !args.no_children && has_chains;
     let (graph, threshold, order) = match &args.call_graph {
         Some(g) => parse_graph(g)?,
         None => (GraphMode::Graph, None, None),

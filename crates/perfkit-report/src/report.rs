@@ -359,10 +359,17 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             .collect();
         let mut rows: Vec<Row> = rows.into_values().collect();
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
+        let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
         if opts.overhead {
-            rows.sort_by(|a, b| weight(b).cmp(&weight(a)).then_with(|| a.keys.cmp(&b.keys)));
+            // perf's output sort: the children column, then self, then the keys.
+            rows.sort_by(|a, b| {
+                weight(b)
+                    .cmp(&weight(a))
+                    .then_with(|| b.self_.cmp(&a.self_))
+                    .then_with(|| by_keys(a, b))
+            });
         } else {
-            rows.sort_by(|a, b| a.keys.cmp(&b.keys));
+            rows.sort_by(by_keys);
         }
         let mut section = Section {
             event: ev.name.clone(),
@@ -521,6 +528,34 @@ impl<'p> Ids<'p> {
         }
         key
     }
+}
+
+/// Rows of equal weight in perf's order: key by key, each as perf's sort function compares
+/// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
+/// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
+/// other keys as strings.
+fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
+    for ((k, x), y) in sort.iter().zip(a).zip(b) {
+        let o = match k {
+            SortKey::Sym | SortKey::Symoff => {
+                let name = |s: &str| -> (bool, String) {
+                    let n = s.get(4..).unwrap_or(s);
+                    let unnamed = n.starts_with("0x")
+                        || (n.len() == 16 && n.bytes().all(|c| c.is_ascii_hexdigit()))
+                        || n == "[unknown]";
+                    (unnamed, n.to_string())
+                };
+                name(x).cmp(&name(y))
+            }
+            // No map: after every DSO, as perf's cmp_null puts it.
+            SortKey::Dso => (x == "[unknown]", x).cmp(&(y == "[unknown]", y)),
+            _ => x.cmp(y),
+        };
+        if o != std::cmp::Ordering::Equal {
+            return o;
+        }
+    }
+    a.cmp(b)
 }
 
 /// A row's frame, and whether it was sampled (else only reached through callchains).
