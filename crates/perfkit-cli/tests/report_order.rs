@@ -10,12 +10,14 @@ use common::{have_perf, perfkit, skip};
 use std::path::Path;
 use std::process::Command;
 
-/// The user-space rows (which kernel alias perf picks at an address is another matter, and
-/// where kernel samples land varies from run to run).
+/// The rows of the shell and the workload (which alias perf picks among a library's or the
+/// kernel's symbols at one address is another matter, and where samples land in them
+/// varies from run to run).
 fn rows(out: std::process::Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.contains('%') && !l.starts_with('#') && l.contains("[.]"))
+        .filter(|l| l.contains('%') && !l.starts_with('#'))
+        .filter(|l| l.contains(" dash ") || l.contains(" wl "))
         .map(str::to_string)
         .collect()
 }
