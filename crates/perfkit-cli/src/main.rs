@@ -6,10 +6,12 @@
 #![forbid(unsafe_code)]
 
 mod list;
+mod perf_options;
 mod record;
 mod record_args;
 mod report;
 mod stat;
+mod usage;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -63,7 +65,17 @@ pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = match Cli::command().try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => match usage::explain(&e, &argv) {
+            Some((line, code)) => {
+                eprintln!("{line}");
+                return ExitCode::from(code);
+            }
+            None => e.exit(),
+        },
+    };
     let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
