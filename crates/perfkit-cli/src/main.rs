@@ -66,7 +66,9 @@ pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let matches = match Cli::command().try_get_matches_from(&argv) {
+    // perf takes any unambiguous prefix of a long option (`report --task` for `--tasks`).
+    let command = Cli::command().mut_subcommands(|c| c.infer_long_args(true));
+    let matches = match command.try_get_matches_from(&argv) {
         Ok(m) => m,
         Err(e) => match usage::explain(&e, &argv) {
             Some((line, code)) => {

@@ -107,17 +107,29 @@ pub const PERF_OPTIONS: &[(&str, &str)] = &[
     ("version", "--build-options"),
 ];
 
-/// Whether perf 6.1's `cmd` has option `opt` (`-x`, `--name`; `--no-name` counts for
-/// `--name`, as perf negates its boolean options that way).
-pub fn perf_has(cmd: &str, opt: &str) -> bool {
-    let Some((_, names)) = PERF_OPTIONS.iter().find(|(c, _)| *c == cmd) else {
-        return false;
+/// perf 6.1's name for option `opt` of `cmd` (`-x`, `--name`), if perf has it: `--no-name`
+/// counts for `--name`, as perf negates its boolean options that way, and a long option may
+/// be any unambiguous prefix of its name (`report --task` is `--tasks`), as in perf.
+pub fn perf_name(cmd: &str, opt: &str) -> Option<String> {
+    let (_, names) = PERF_OPTIONS.iter().find(|(c, _)| *c == cmd)?;
+    let find = |o: &str| -> Option<String> {
+        let names = || names.split(' ');
+        if names().any(|n| n == o) {
+            return Some(o.to_owned());
+        }
+        if !o.starts_with("--") {
+            return None;
+        }
+        let mut prefixed = names().filter(|n| n.starts_with(o));
+        match (prefixed.next(), prefixed.next()) {
+            (Some(one), None) => Some(one.to_owned()),
+            _ => None,
+        }
     };
-    let has = |o: &str| names.split(' ').any(|n| n == o);
-    has(opt)
-        || opt
-            .strip_prefix("--no-")
-            .is_some_and(|o| has(&format!("--{o}")))
+    find(opt).or_else(|| {
+        let o = opt.strip_prefix("--no-")?;
+        find(&format!("--{o}")).map(|n| format!("--no-{}", &n[2..]))
+    })
 }
 
 /// Whether `cmd` is one of perf 6.1's subcommands.

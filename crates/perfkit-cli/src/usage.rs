@@ -7,7 +7,7 @@ use std::ffi::OsString;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-use crate::perf_options::{is_perf_command, perf_has};
+use crate::perf_options::{is_perf_command, perf_name};
 
 /// Exit status of a usage error, as perf's option parser exits.
 pub const USAGE_EXIT: u8 = 129;
@@ -28,8 +28,8 @@ pub fn explain(e: &clap::Error, argv: &[OsString]) -> Option<(String, u8)> {
                     USAGE_EXIT,
                 ));
             };
-            let line = if perf_has(&cmd, opt) {
-                format!("perfkit {cmd}: perf's option {opt} is not supported yet")
+            let line = if let Some(name) = perf_name(&cmd, opt) {
+                format!("perfkit {cmd}: perf's option {name} is not supported yet")
             } else {
                 format!("perfkit {cmd}: unknown option {opt}; see 'perfkit {cmd} --help'")
             };

@@ -29,6 +29,11 @@ fn a_perf_option_perfkit_lacks_is_named_as_not_supported_yet() {
             "perfkit record: perf's option --no-buildid-cache is not supported yet",
         ),
         (
+            // perf takes an unambiguous prefix of a long option; the line gives its name.
+            &["record", "--no-buildid-c", "true"][..],
+            "perfkit record: perf's option --no-buildid-cache is not supported yet",
+        ),
+        (
             &["stat", "--smi-cost=1", "true"][..],
             "perfkit stat: perf's option --smi-cost is not supported yet",
         ),
