@@ -5,6 +5,7 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod buildid;
 mod list;
 mod perf_options;
 mod record;
@@ -12,6 +13,7 @@ mod record_args;
 mod report;
 mod stat;
 mod usage;
+mod version;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,6 +22,9 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "perfkit", version, about, long_about = None)]
 struct Cli {
+    /// The build-id cache directory (default $PERF_BUILDID_DIR, else ~/.debug), as perf's.
+    #[arg(long, value_name = "DIR")]
+    buildid_dir: Option<std::path::PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -36,6 +41,14 @@ enum Cmd {
     Script(report::ScriptArgs),
     /// List the events this machine can name, and whether each opens here (like `perf list`).
     List(list::ListArgs),
+    /// List the build ids a perf.data file names (like `perf buildid-list`).
+    #[command(name = "buildid-list")]
+    BuildIdList(buildid::BuildIdListArgs),
+    /// Add, remove or list files in perf's build-id cache (like `perf buildid-cache`).
+    #[command(name = "buildid-cache")]
+    BuildIdCache(buildid::BuildIdCacheArgs),
+    /// Print perfkit's version; with --build-options, perf's build features perfkit has.
+    Version(version::VersionArgs),
 }
 
 /// An error that carries the exit status to use (127 for a missing command, ...).
@@ -89,12 +102,18 @@ fn main() -> ExitCode {
             _ => {}
         }
     }
+    if let Some(dir) = cli.buildid_dir.take() {
+        perfkit_symbols::buildid_cache::set_default_dir(dir);
+    }
     let result = match cli.cmd {
         Cmd::Stat(args) => stat::run(args),
         Cmd::Record(args) => record::run(args),
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
         Cmd::List(args) => list::run(args),
+        Cmd::BuildIdList(args) => buildid::run_list(args),
+        Cmd::BuildIdCache(args) => buildid::run_cache(args),
+        Cmd::Version(args) => version::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

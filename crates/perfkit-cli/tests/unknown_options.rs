@@ -80,6 +80,8 @@ fn help_lists_only_commands_that_run() {
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
         .take_while(|l| l.starts_with("  "))
+        // A command's line starts at column 2; wrapped descriptions are indented further.
+        .filter(|l| !l[2..].starts_with(' '))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
         .collect();
