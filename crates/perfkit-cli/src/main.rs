@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod buildid;
+mod inject;
 mod list;
 mod perf_options;
 mod record;
@@ -47,6 +48,9 @@ enum Cmd {
     /// Add, remove or list files in perf's build-id cache (like `perf buildid-cache`).
     #[command(name = "buildid-cache")]
     BuildIdCache(buildid::BuildIdCacheArgs),
+    /// Copy a perf.data stream, file or pipe mode either way, adding build ids (like
+    /// `perf inject`).
+    Inject(inject::InjectArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
     Version(version::VersionArgs),
 }
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Cmd::BuildIdList(args) => buildid::run_list(args),
         Cmd::BuildIdCache(args) => buildid::run_cache(args),
         Cmd::Version(args) => version::run(args),
+        Cmd::Inject(args) => inject::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
