@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod buildid;
+mod evlist;
 mod inject;
 mod list;
 mod perf_options;
@@ -48,6 +49,8 @@ enum Cmd {
     /// Add, remove or list files in perf's build-id cache (like `perf buildid-cache`).
     #[command(name = "buildid-cache")]
     BuildIdCache(buildid::BuildIdCacheArgs),
+    /// List the events of a perf.data file (like `perf evlist`).
+    Evlist(evlist::EvlistArgs),
     /// Copy a perf.data stream, file or pipe mode either way, adding build ids (like
     /// `perf inject`).
     Inject(inject::InjectArgs),
@@ -119,6 +122,7 @@ fn main() -> ExitCode {
         Cmd::BuildIdCache(args) => buildid::run_cache(args),
         Cmd::Version(args) => version::run(args),
         Cmd::Inject(args) => inject::run(args),
+        Cmd::Evlist(args) => evlist::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
