@@ -16,6 +16,7 @@ mod report;
 mod stat;
 mod usage;
 mod version;
+mod workloads;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -54,6 +55,8 @@ enum Cmd {
     /// Copy a perf.data stream, file or pipe mode either way, adding build ids (like
     /// `perf inject`).
     Inject(inject::InjectArgs),
+    /// Run one of perf's test workloads (`test -w noploop`, like `perf test -w`).
+    Test(workloads::TestArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
     Version(version::VersionArgs),
 }
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
         Cmd::Version(args) => version::run(args),
         Cmd::Inject(args) => inject::run(args),
         Cmd::Evlist(args) => evlist::run(args),
+        Cmd::Test(args) => workloads::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
