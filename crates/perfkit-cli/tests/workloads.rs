@@ -73,5 +73,5 @@ fn a_bad_workload_or_argument_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a number"));
-    run_ok(&mut perfkit().args(["test", "-w", "brstack"]));
+    run_ok(perfkit().args(["test", "-w", "brstack"]));
 }
