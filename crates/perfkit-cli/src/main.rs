@@ -10,6 +10,7 @@ mod evlist;
 mod inject;
 mod list;
 mod perf_options;
+mod probe;
 mod record;
 mod record_args;
 mod report;
@@ -55,6 +56,8 @@ enum Cmd {
     /// Copy a perf.data stream, file or pipe mode either way, adding build ids (like
     /// `perf inject`).
     Inject(inject::InjectArgs),
+    /// Define user-space probes (uprobes) on functions of a binary (like `perf probe -x`).
+    Probe(probe::ProbeArgs),
     /// Run one of perf's test workloads (`test -w noploop`, like `perf test -w`).
     Test(workloads::TestArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Cmd::Inject(args) => inject::run(args),
         Cmd::Evlist(args) => evlist::run(args),
         Cmd::Test(args) => workloads::run(args),
+        Cmd::Probe(args) => probe::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

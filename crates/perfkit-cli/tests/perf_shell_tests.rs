@@ -13,10 +13,12 @@ use std::process::Command;
 /// perfkit's part for it lands.
 const PERFKIT_PASSES: &[&str] = &[
     "lock_contention",
+    "record+probe_libc_inet_pton",
     "stat+shadow_stat",
     "stat_all_metricgroups",
     "stat_all_metrics",
     "stat_all_pmu",
+    "test_uprobe_from_different_cu",
 ];
 
 /// Where Debian's linux-perf installs perf's shell tests.

@@ -107,6 +107,7 @@ mod perfmap;
 mod symbolizer;
 mod types;
 pub mod unwind;
+pub mod uprobe_events;
 
 pub use demangle::demangle;
 pub use elf::build_id_hex;
