@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod buildid;
+mod data;
 mod evlist;
 mod inject;
 mod list;
@@ -58,6 +59,8 @@ enum Cmd {
     Inject(inject::InjectArgs),
     /// Define user-space probes (uprobes) on functions of a binary (like `perf probe -x`).
     Probe(probe::ProbeArgs),
+    /// Convert a perf.data file (`data convert --to-json FILE`, like `perf data`).
+    Data(data::DataArgs),
     /// Run one of perf's test workloads (`test -w noploop`, like `perf test -w`).
     Test(workloads::TestArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
@@ -131,6 +134,7 @@ fn main() -> ExitCode {
         Cmd::Evlist(args) => evlist::run(args),
         Cmd::Test(args) => workloads::run(args),
         Cmd::Probe(args) => probe::run(args),
+        Cmd::Data(args) => data::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
