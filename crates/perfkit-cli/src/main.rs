@@ -5,6 +5,7 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod archive;
 mod buildid;
 mod data;
 mod evlist;
@@ -61,6 +62,9 @@ enum Cmd {
     Probe(probe::ProbeArgs),
     /// Convert a perf.data file (`data convert --to-json FILE`, like `perf data`).
     Data(data::DataArgs),
+    /// Pack the build-id cache entries a perf.data file needs into FILE.tar.bz2 (like
+    /// `perf archive`).
+    Archive(archive::ArchiveArgs),
     /// Run one of perf's test workloads (`test -w noploop`, like `perf test -w`).
     Test(workloads::TestArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
         Cmd::Test(args) => workloads::run(args),
         Cmd::Probe(args) => probe::run(args),
         Cmd::Data(args) => data::run(args),
+        Cmd::Archive(args) => archive::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

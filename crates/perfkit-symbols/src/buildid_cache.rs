@@ -183,6 +183,25 @@ impl BuildIdCache {
         p.exists().then_some(p)
     }
 
+    /// The paths, relative to the cache directory, that hold build id `id`'s entry: its
+    /// `.build-id/ab/cdef...` link and the directory the link points to (what `perf
+    /// archive` packs). None when the cache has no entry for it.
+    pub fn entry_paths(&self, id: &[u8]) -> Option<[PathBuf; 2]> {
+        let hex = build_id_hex(id);
+        if hex.len() < 3 {
+            return None;
+        }
+        let link = Path::new(".build-id").join(&hex[..2]).join(&hex[2..]);
+        let target = std::fs::read_link(self.dir.join(&link)).ok()?;
+        // ../../<path>/<hex>, relative to .build-id/ab/.
+        let dir: PathBuf = target.components().skip(2).collect();
+        self.dir
+            .join(&dir)
+            .join("elf")
+            .exists()
+            .then_some([link, dir])
+    }
+
     /// Every entry, as `perf buildid-cache -l` lists them (sorted by build id).
     pub fn list(&self) -> Vec<CacheEntry> {
         let mut out = Vec::new();
