@@ -26,23 +26,43 @@ pub struct ListArgs {
     /// Leave out libpfm4's events (there can be thousands).
     #[arg(long)]
     pub no_pfm: bool,
+    /// Print the names only, space-separated (for shell completion).
+    #[arg(long)]
+    pub raw_dump: bool,
+    /// Write the list to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// Print each event's encoding (`type=N,config=0x...`) below it.
+    #[arg(long)]
+    pub details: bool,
+    /// Also print deprecated events (perfkit has none: accepted for perf's scripts).
+    #[arg(long)]
+    pub deprecated: bool,
 }
 
 /// Run `perfkit list`.
 pub fn run(args: ListArgs) -> anyhow::Result<u8> {
     let env = perfkit_engine::env();
     let opts = ListOptions {
-        probe: !args.no_probe,
+        // Completion wants names fast: no probing for --raw-dump.
+        probe: !args.no_probe && !args.raw_dump,
         libpfm: !args.no_pfm,
     };
     let filters: Vec<&str> = args.filters.iter().map(String::as_str).collect();
     let cat = list::catalogue_of(env, &filters, &opts);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    if args.json {
+    let sink: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = std::io::BufWriter::new(sink);
+    if args.raw_dump {
+        list::write_raw_dump(&cat, &mut out)
+    } else if args.json {
         list::write_json(&cat, &mut out)
     } else {
-        list::write_text(&cat, !args.no_desc, &mut out)
+        list::write_text_with(&cat, !args.no_desc, args.details, &mut out)
     }
     .and_then(|()| out.flush())
     .context("writing the list")?;

@@ -5,11 +5,21 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod archive;
+mod buildid;
+mod data;
+mod evlist;
+mod inject;
 mod list;
+mod perf_options;
+mod probe;
 mod record;
 mod record_args;
 mod report;
 mod stat;
+mod usage;
+mod version;
+mod workloads;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +28,9 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "perfkit", version, about, long_about = None)]
 struct Cli {
+    /// The build-id cache directory (default $PERF_BUILDID_DIR, else ~/.debug), as perf's.
+    #[arg(long, value_name = "DIR")]
+    buildid_dir: Option<std::path::PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -34,6 +47,28 @@ enum Cmd {
     Script(report::ScriptArgs),
     /// List the events this machine can name, and whether each opens here (like `perf list`).
     List(list::ListArgs),
+    /// List the build ids a perf.data file names (like `perf buildid-list`).
+    #[command(name = "buildid-list")]
+    BuildIdList(buildid::BuildIdListArgs),
+    /// Add, remove or list files in perf's build-id cache (like `perf buildid-cache`).
+    #[command(name = "buildid-cache")]
+    BuildIdCache(buildid::BuildIdCacheArgs),
+    /// List the events of a perf.data file (like `perf evlist`).
+    Evlist(evlist::EvlistArgs),
+    /// Copy a perf.data stream, file or pipe mode either way, adding build ids (like
+    /// `perf inject`).
+    Inject(inject::InjectArgs),
+    /// Define user-space probes (uprobes) on functions of a binary (like `perf probe -x`).
+    Probe(probe::ProbeArgs),
+    /// Convert a perf.data file (`data convert --to-json FILE`, like `perf data`).
+    Data(data::DataArgs),
+    /// Pack the build-id cache entries a perf.data file needs into FILE.tar.bz2 (like
+    /// `perf archive`).
+    Archive(archive::ArchiveArgs),
+    /// Run one of perf's test workloads (`test -w noploop`, like `perf test -w`).
+    Test(workloads::TestArgs),
+    /// Print perfkit's version; with --build-options, perf's build features perfkit has.
+    Version(version::VersionArgs),
 }
 
 /// An error that carries the exit status to use (127 for a missing command, ...).
@@ -63,7 +98,19 @@ pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // perf takes any unambiguous prefix of a long option (`report --task` for `--tasks`).
+    let command = Cli::command().mut_subcommands(|c| c.infer_long_args(true));
+    let matches = match command.try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => match usage::explain(&e, &argv) {
+            Some((line, code)) => {
+                eprintln!("{line}");
+                return ExitCode::from(code);
+            }
+            None => e.exit(),
+        },
+    };
     let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -75,12 +122,24 @@ fn main() -> ExitCode {
             _ => {}
         }
     }
+    if let Some(dir) = cli.buildid_dir.take() {
+        perfkit_symbols::buildid_cache::set_default_dir(dir);
+    }
     let result = match cli.cmd {
         Cmd::Stat(args) => stat::run(args),
         Cmd::Record(args) => record::run(args),
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
         Cmd::List(args) => list::run(args),
+        Cmd::BuildIdList(args) => buildid::run_list(args),
+        Cmd::BuildIdCache(args) => buildid::run_cache(args),
+        Cmd::Version(args) => version::run(args),
+        Cmd::Inject(args) => inject::run(args),
+        Cmd::Evlist(args) => evlist::run(args),
+        Cmd::Test(args) => workloads::run(args),
+        Cmd::Probe(args) => probe::run(args),
+        Cmd::Data(args) => data::run(args),
+        Cmd::Archive(args) => archive::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

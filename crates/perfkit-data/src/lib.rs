@@ -23,6 +23,7 @@
 
 mod error;
 mod features;
+pub mod inject;
 mod read;
 pub mod synth;
 pub mod tracing_data;

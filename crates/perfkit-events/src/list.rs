@@ -578,6 +578,17 @@ fn probe_all(
 /// Print the catalogue for people: a heading per kind, one event per line with its
 /// description (unless `desc` is false) and, when it does not open here, why.
 pub fn write_text(cat: &Catalogue, desc: bool, w: &mut impl Write) -> io::Result<()> {
+    write_text_with(cat, desc, false, w)
+}
+
+/// [`write_text`], with each entry's encoding (`type=N,config=0x...`) on a line of its own
+/// below it when `details` is set (`perf list --details`).
+pub fn write_text_with(
+    cat: &Catalogue,
+    desc: bool,
+    details: bool,
+    w: &mut impl Write,
+) -> io::Result<()> {
     let mut last: Option<Kind> = None;
     for e in &cat.entries {
         if last != Some(e.kind) {
@@ -600,6 +611,9 @@ pub fn write_text(cat: &Catalogue, desc: bool, w: &mut impl Write) -> io::Result
             line.push_str(&format!("  <{why}>"));
         }
         writeln!(w, "{}", line.trim_end())?;
+        if details && let Some(enc) = &e.encoding {
+            writeln!(w, "       [{enc}]")?;
+        }
     }
     if cat.entries.is_empty() {
         writeln!(w, "no events match")?;
@@ -607,6 +621,15 @@ pub fn write_text(cat: &Catalogue, desc: bool, w: &mut impl Write) -> io::Result
     for n in &cat.notes {
         writeln!(w)?;
         writeln!(w, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// Print the names only, each followed by a space and no newline at the end, as
+/// `perf list --raw-dump` prints them for shell completion.
+pub fn write_raw_dump(cat: &Catalogue, w: &mut impl Write) -> io::Result<()> {
+    for e in &cat.entries {
+        write!(w, "{} ", e.name)?;
     }
     Ok(())
 }

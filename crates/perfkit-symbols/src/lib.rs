@@ -95,6 +95,7 @@
 //! perf's build-id cache layout and a typed reason per failure) and it would need a second
 //! ELF/DWARF stack for unwinding anyway. `object` + `addr2line` + `framehop` share one.
 
+pub mod buildid_cache;
 mod demangle;
 mod elf;
 mod error;
@@ -106,6 +107,7 @@ mod perfmap;
 mod symbolizer;
 mod types;
 pub mod unwind;
+pub mod uprobe_events;
 
 pub use demangle::demangle;
 pub use elf::build_id_hex;

@@ -3,5 +3,6 @@
 pub mod firefox;
 pub mod flamegraph;
 pub mod folded;
+pub mod perf_json;
 pub mod pprof;
 pub mod speedscope;

@@ -1,0 +1,104 @@
+//! `perfkit buildid-list` (the build ids a perf.data file names) and `perfkit buildid-cache`
+//! (perf's `~/.debug` cache: add, remove, list), over `perfkit_data` and
+//! `perfkit_symbols::buildid_cache`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use perfkit_symbols::buildid_cache::BuildIdCache;
+
+/// Arguments of `perfkit buildid-list`.
+#[derive(Args, Debug)]
+pub struct BuildIdListArgs {
+    /// Input file name (`-` for a pipe).
+    #[arg(short, long, default_value = "perf.data")]
+    pub input: PathBuf,
+    /// Print the running kernel's build id only.
+    #[arg(short, long)]
+    pub kernel: bool,
+    /// Don't complain about a file owned by another user.
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+/// Arguments of `perfkit buildid-cache`.
+#[derive(Args, Debug)]
+pub struct BuildIdCacheArgs {
+    /// Add these ELF files to the cache.
+    #[arg(short, long, value_name = "FILE", value_delimiter = ',')]
+    pub add: Vec<PathBuf>,
+    /// Remove these files from the cache.
+    #[arg(short, long, value_name = "FILE", value_delimiter = ',')]
+    pub remove: Vec<PathBuf>,
+    /// List the cache's entries: build id and path.
+    #[arg(short, long)]
+    pub list: bool,
+    /// Say what is done for each file.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Run `perfkit buildid-list`.
+pub fn run_list(args: BuildIdListArgs) -> anyhow::Result<u8> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.kernel {
+        let id = perfkit_data::synth::kernel_build_id()
+            .context("the running kernel's build id (/sys/kernel/notes) is not readable")?;
+        writeln!(out, "{}", perfkit_symbols::build_id_hex(&id))?;
+        out.flush()?;
+        return Ok(0);
+    }
+    let data = perfkit_data::PerfData::open(&args.input)
+        .with_context(|| format!("reading {}", args.input.display()))?;
+    for e in &data.features.build_ids {
+        writeln!(
+            out,
+            "{} {}",
+            perfkit_symbols::build_id_hex(&e.build_id),
+            e.filename
+        )?;
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+/// Run `perfkit buildid-cache`.
+pub fn run_cache(args: BuildIdCacheArgs) -> anyhow::Result<u8> {
+    let cache = BuildIdCache::default_location();
+    let mut status = 0;
+    for f in &args.add {
+        match cache.add(f) {
+            Ok(hex) if args.verbose => println!("Adding {hex} {}: Ok", f.display()),
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("perfkit buildid-cache: couldn't add {}: {e:#}", f.display());
+                status = 1;
+            }
+        }
+    }
+    for f in &args.remove {
+        match cache.remove(f) {
+            Ok(hex) if args.verbose => println!("Removing {hex} {}: Ok", f.display()),
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!(
+                    "perfkit buildid-cache: couldn't remove {}: {e:#}",
+                    f.display()
+                );
+                status = 1;
+            }
+        }
+    }
+    if args.list {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        for e in cache.list() {
+            writeln!(out, "{} {}", e.build_id, e.path.display())?;
+        }
+        out.flush()?;
+    }
+    Ok(status)
+}

@@ -1,0 +1,127 @@
+//! `buildid-list`, `buildid-cache` and `version --build-options` against perf 6.1: the same
+//! lines on the same file, and one build-id cache both tools read and write.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{have_perf, perfkit, skip, stdout_ok};
+
+#[test]
+fn buildid_list_prints_perfs_lines_for_a_perf_recording() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("perf.data");
+    let rec = Command::new("perf")
+        .args(["record", "-q", "-e", "task-clock", "-o"])
+        .arg(&data)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let theirs = stdout_ok(Command::new("perf").args(["buildid-list", "-i"]).arg(&data));
+    let ours = stdout_ok(perfkit().args(["buildid-list", "-i"]).arg(&data));
+    assert!(theirs.lines().count() > 0, "perf listed no build ids");
+    assert_eq!(ours, theirs);
+    let theirs = stdout_ok(Command::new("perf").args(["buildid-list", "-k"]));
+    let ours = stdout_ok(perfkit().args(["buildid-list", "-k"]));
+    assert_eq!(ours, theirs);
+}
+
+fn cache_list(tool: &mut Command, dir: &std::path::Path) -> String {
+    stdout_ok(
+        tool.arg("--buildid-dir")
+            .arg(dir)
+            .args(["buildid-cache", "-l"]),
+    )
+}
+
+#[test]
+fn perf_and_perfkit_share_one_buildid_cache() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let exe = std::path::Path::new("/usr/bin/true");
+    let cache = tempfile::tempdir().unwrap();
+    let out = stdout_ok(
+        perfkit()
+            .arg("--buildid-dir")
+            .arg(cache.path())
+            .args(["buildid-cache", "-v", "-a"])
+            .arg(exe),
+    );
+    let hex = out.split_whitespace().nth(1).expect("an id").to_owned();
+    assert_eq!(out, format!("Adding {hex} /usr/bin/true: Ok\n"));
+    let line = format!("{hex} /usr/bin/true\n");
+    assert_eq!(cache_list(&mut Command::new("perf"), cache.path()), line);
+    assert_eq!(cache_list(&mut perfkit(), cache.path()), line);
+    let elf = cache
+        .path()
+        .join(format!(".build-id/{}/{}/elf", &hex[..2], &hex[2..]));
+    assert_eq!(std::fs::read(elf).unwrap(), std::fs::read(exe).unwrap());
+    stdout_ok(
+        perfkit()
+            .arg("--buildid-dir")
+            .arg(cache.path())
+            .args(["buildid-cache", "-r"])
+            .arg(exe),
+    );
+    assert_eq!(cache_list(&mut Command::new("perf"), cache.path()), "");
+
+    // perf's entry, perfkit's listing.
+    let cache = tempfile::tempdir().unwrap();
+    stdout_ok(
+        Command::new("perf")
+            .arg("--buildid-dir")
+            .arg(cache.path())
+            .args(["buildid-cache", "-a"])
+            .arg(exe),
+    );
+    assert_eq!(cache_list(&mut perfkit(), cache.path()), line);
+}
+
+#[test]
+fn adding_a_file_without_build_id_fails_with_the_reason() {
+    let cache = tempfile::tempdir().unwrap();
+    let f = cache.path().join("notes.txt");
+    std::fs::write(&f, "text").unwrap();
+    let out = perfkit()
+        .arg("--buildid-dir")
+        .arg(cache.path())
+        .args(["buildid-cache", "-a"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("couldn't read a build-id in"), "{err}");
+}
+
+#[test]
+fn version_build_options_use_perfs_layout() {
+    let out = stdout_ok(perfkit().args(["version", "--build-options"]));
+    let mut lines = out.lines();
+    assert!(lines.next().unwrap().starts_with("perfkit version "));
+    let libbfd = lines.clone().find(|l| l.contains("libbfd")).unwrap();
+    assert_eq!(
+        libbfd,
+        "                libbfd: [ OFF ]  # HAVE_LIBBFD_SUPPORT"
+    );
+    assert!(lines.any(|l| l == "                  zstd: [ on  ]  # HAVE_ZSTD_SUPPORT"));
+    if have_perf() {
+        // The same feature names, in perf's order.
+        let perf = stdout_ok(Command::new("perf").args(["version", "--build-options"]));
+        let names = |s: &str| -> Vec<String> {
+            s.lines()
+                .skip(1)
+                .filter_map(|l| l.split(':').next().map(|n| n.trim().to_owned()))
+                .collect()
+        };
+        assert_eq!(names(&out), names(&perf));
+    }
+}
