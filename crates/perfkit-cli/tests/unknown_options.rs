@@ -17,21 +17,21 @@ fn stderr_of(args: &[&str]) -> (String, Option<i32>) {
 fn a_perf_option_perfkit_lacks_is_named_as_not_supported_yet() {
     for (args, line) in [
         (
-            &["record", "-d", "--", "true"][..],
-            "perfkit record: perf's option -d is not supported yet",
+            &["record", "--kcore", "--", "true"][..],
+            "perfkit record: perf's option --kcore is not supported yet",
         ),
         (
-            &["record", "--branch-any", "true"][..],
-            "perfkit record: perf's option --branch-any is not supported yet",
+            &["record", "--aio", "true"][..],
+            "perfkit record: perf's option --aio is not supported yet",
         ),
         (
-            &["record", "--no-buildid-cache", "true"][..],
-            "perfkit record: perf's option --no-buildid-cache is not supported yet",
+            &["record", "--affinity=cpu", "true"][..],
+            "perfkit record: perf's option --affinity is not supported yet",
         ),
         (
             // perf takes an unambiguous prefix of a long option; the line gives its name.
-            &["record", "--no-buildid-c", "true"][..],
-            "perfkit record: perf's option --no-buildid-cache is not supported yet",
+            &["record", "--kco", "true"][..],
+            "perfkit record: perf's option --kcore is not supported yet",
         ),
         (
             &["stat", "--smi-cost=1", "true"][..],

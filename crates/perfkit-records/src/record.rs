@@ -677,7 +677,8 @@ fn parse_nonsample<'a>(
             };
             // Kernels before 3.16 wrote no prot and flags: the file name follows the inode
             // fields at once (perf 6.1 misreads such records: `/usr/bin/true` as `/true`).
-            let (prot, flags) = if old_mmap2_layout(r.rest()) {
+            let inode = matches!(file_id, Mmap2FileId::Inode { .. });
+            let (prot, flags) = if inode && old_mmap2_layout(r.rest()) {
                 (0, 0)
             } else {
                 (r.u32("prot")?, r.u32("flags")?)
@@ -773,13 +774,21 @@ fn parse_nonsample<'a>(
 }
 
 /// Whether the bytes after an MMAP2 record's inode fields are a file name rather than the
-/// `prot` and `flags` words that kernels since 3.16 write there. `prot` holds PROT_* bits
+/// `prot` and `flags` words that kernels since 3.16 write there (build-id MMAP2 records are
+/// all newer: only the inode form is checked). `prot` holds PROT_* bits
 /// (at most 0x0f, plus PROT_GROWSDOWN/UP at bits 24/25), never the printable bytes a path
 /// starts with; `rest` is what follows the inode fields (sample_id trailer included).
 fn old_mmap2_layout(rest: &[u8]) -> bool {
     let Some(first) = rest.first() else {
         return false;
     };
+    // Valid prot bits in either byte order: PROT_READ/WRITE/EXEC/SEM, GROWSDOWN/UP.
+    let valid = |p: u32| p & !0x0300_000f == 0;
+    if let Some(w) = rest.get(..4).and_then(|b| <[u8; 4]>::try_from(b).ok())
+        && (valid(u32::from_le_bytes(w)) || valid(u32::from_be_bytes(w)))
+    {
+        return false;
+    }
     // A modern record has 8 bytes of prot/flags, then at least a 1-byte name; a name that
     // starts with '/' or '[' (every path and every [anon]/[stack]/[heap]/[vdso] name) at
     // the prot position is the old layout. Modern prot's low byte is a small number.

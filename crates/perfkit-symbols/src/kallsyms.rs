@@ -134,9 +134,10 @@ impl Parse {
         };
         self.total += 1;
         self.any_nonzero |= addr != 0;
+        // Text symbols (perf loads only these for the kernel map), then the rest.
         let rank = match ty {
             'T' => 0u8,
-            'W' => 1,
+            'W' | 'w' => 1,
             't' => 2,
             _ => 3,
         };
@@ -165,10 +166,14 @@ impl Parse {
         if hidden {
             self.symbols.clear();
         }
-        // Aliases share an address (`_text`/`startup_64`): keep one, preferring global
-        // functions, then the first listed.
-        self.symbols.sort_by_key(|(rank, s)| (s.start, *rank));
+        // Aliases share an address (`memcpy`, `__memcpy`, `__pi_memcpy`): perf names the
+        // address with the last one listed (its symbols__fixup_end gives the others a zero
+        // size, and choose_best_symbol prefers a sized one), among text symbols only.
+        self.symbols.retain(|(rank, _)| *rank < 3);
+        self.symbols.sort_by_key(|(_, s)| s.start);
+        self.symbols.reverse();
         self.symbols.dedup_by_key(|(_, s)| s.start);
+        self.symbols.reverse();
         let mut symbols: Vec<KernelSymbol> = self.symbols.into_iter().map(|(_, s)| s).collect();
         for i in 0..symbols.len() {
             symbols[i].size = match symbols.get(i + 1) {
@@ -323,7 +328,9 @@ ffffffffc0001100 T nft_register\t[nf_tables]
         let k = Kallsyms::parse(FIXTURE, "fixture").unwrap();
         assert!(!k.hidden());
         assert_eq!(k.len(), 6);
-        assert_eq!(&*k.find(0xffffffff81000004).unwrap().name, "_text");
+        // Aliases: the last listed names the address, as perf names it (`__pi_memcpy`
+        // after `memcpy` and `__memcpy` on this kernel).
+        assert_eq!(&*k.find(0xffffffff81000004).unwrap().name, "startup_64");
         let s = k.find(0xffffffff81001010).unwrap();
         assert_eq!(&*s.name, "schedule");
         assert_eq!(s.size, 0x80);

@@ -1444,7 +1444,13 @@ pub fn body_strategy(cfg: Cfg, kind: u32) -> BoxedStrategy<(u16, MBody)> {
                 any::<(u32, u32, u64, u64)>().prop_map(|(a, b, c, d)| MFile::Inode(a, b, c, d)),
                 (0u8..=20, any::<[u8; 20]>()).prop_map(|(s, b)| MFile::BuildId(s, b))
             ],
-            any::<(u32, u32)>(),
+            // prot holds PROT_* bits (read, write, exec, sem; grows down/up), as the
+            // kernel writes it: an MMAP2 whose prot starts like a path is a pre-3.16 record
+            // without prot and flags.
+            (
+                (0u32..16, 0u32..4).prop_map(|(p, g)| p | (g << 24)),
+                any::<u32>(),
+            ),
             name(),
         )
             .prop_map(
