@@ -111,12 +111,13 @@ pub fn write(profile: &Profile, headers: &JsonHeaders, out: &mut impl Write) -> 
                 let fr = &profile.frames[id as usize];
                 let func = profile.func_of(id);
                 let mut lines = vec![format!("\t\t\t\t\t\"ip\": \"{:#x}\"", fr.addr)];
+                // As perf: the dso only with a symbol (an unnamed frame is its address alone).
                 if func.name != "[unknown]" && !func.name.is_empty() {
                     lines.push(format!("\t\t\t\t\t\"symbol\": {}", q(&func.name)));
-                }
-                if func.dso != "[unknown]" && !func.dso.is_empty() {
-                    let dso = perfkit_symbols::dso_short_name(&func.dso);
-                    lines.push(format!("\t\t\t\t\t\"dso\": {}", q(&dso)));
+                    if func.dso != "[unknown]" && !func.dso.is_empty() {
+                        let dso = perfkit_symbols::dso_short_name(&func.dso);
+                        lines.push(format!("\t\t\t\t\t\"dso\": {}", q(&dso)));
+                    }
                 }
                 format!("\t\t\t\t{{\n{}\n\t\t\t\t}}", lines.join(",\n"))
             })
