@@ -98,3 +98,53 @@ fn a_missing_input_is_an_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("none.data"), "{err}");
 }
+
+#[test]
+fn a_compressed_recording_is_injected_decompressed_as_perf_does() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let report = |f: &Path| {
+        stdout_ok(
+            perf()
+                .args(["report", "--stdio", "-F", "comm,dso,sym", "-i"])
+                .arg(f),
+        )
+    };
+    let stats = |f: &Path| stdout_ok(perf().args(["report", "--stats", "-i"]).arg(f));
+    // perf's -z file and perfkit's: each injected by perfkit reports as the original,
+    // with no COMPRESSED records left.
+    for (name, tool) in [("perf", "perf"), ("perfkit", "perfkit")] {
+        let z = dir.path().join(format!("{name}.z.data"));
+        let mut rec = if tool == "perf" { perf() } else { perfkit() };
+        let ok = rec
+            .args(["record", "-q", "-z", "-g", "-F", "5000", "-o"])
+            .arg(&z)
+            .args(["--", "dd", "count=500", "if=/dev/urandom", "of=/dev/null"])
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "{name} record -z");
+        assert!(
+            stats(&z).contains("COMPRESSED events"),
+            "{name}: compressed"
+        );
+        let out = dir.path().join(format!("{name}.decomp"));
+        stdout_ok(perfkit().args(["inject", "-i"]).arg(&z).arg("-o").arg(&out));
+        assert!(
+            !stats(&out).contains("COMPRESSED events"),
+            "{name}: decompressed"
+        );
+        let (a, b) = (report(&z), report(&out));
+        let rows = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| l.contains('%'))
+                .map(str::to_string)
+                .collect()
+        };
+        assert!(!rows(&a).is_empty());
+        assert_eq!(rows(&a), rows(&b), "{name}");
+    }
+}

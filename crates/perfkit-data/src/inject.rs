@@ -82,7 +82,8 @@ pub fn copy(
     let mut seen: BTreeSet<(u16, String)> = BTreeSet::new();
     let mut n = 0u64;
     let mut failure: Option<InjectError> = None;
-    let walked = input.walk(|_, type_, misc, body| {
+    // A -z recording is written out decompressed, as perf inject writes it.
+    let walked = input.walk_decompressed(|_, type_, misc, body| {
         let r = (|| -> Result<(), InjectError> {
             match type_ {
                 sys::PERF_RECORD_HEADER_ATTR
@@ -90,11 +91,6 @@ pub fn copy(
                 | sys::PERF_RECORD_HEADER_TRACING_DATA
                 | sys::PERF_RECORD_EVENT_UPDATE
                 | sys::PERF_RECORD_HEADER_FEATURE => return Ok(()),
-                sys::PERF_RECORD_COMPRESSED | sys::PERF_RECORD_COMPRESSED2 => {
-                    return Err(InjectError::Unsupported(
-                        "injecting a compressed (-z) input",
-                    ));
-                }
                 sys::PERF_RECORD_FINISHED_ROUND => {
                     return out.finish_round().map_err(InjectError::Write);
                 }

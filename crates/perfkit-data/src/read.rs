@@ -842,6 +842,95 @@ impl PerfData {
         Ok(())
     }
 
+    /// Every record of the data section in file order like [`walk`](Self::walk), but with
+    /// the records inside COMPRESSED ones delivered one by one, decompressed (offset: the
+    /// COMPRESSED record's): what `perf inject` copies from a `-z` recording.
+    pub fn walk_decompressed(
+        &self,
+        mut f: impl FnMut(usize, u32, u16, &[u8]) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let e = self.endian;
+        let mut zstd = None::<zstd::stream::raw::Decoder<'static>>;
+        let mut pending: Vec<u8> = Vec::new();
+        let mut zbuf = Vec::new();
+        self.walk(|off, type_, misc, body| {
+            if !matches!(
+                type_,
+                sys::PERF_RECORD_COMPRESSED | sys::PERF_RECORD_COMPRESSED2
+            ) {
+                return f(off, type_, misc, body);
+            }
+            let off64 = off as u64;
+            let data = if type_ == sys::PERF_RECORD_COMPRESSED2 {
+                let n = rd64(body, 0, e)? as usize;
+                body.get(8..8usize.saturating_add(n)).ok_or_else(|| {
+                    ReadError::invalid(off64, "COMPRESSED2 data size runs past the record")
+                })?
+            } else {
+                body
+            };
+            let dec = match &mut zstd {
+                Some(d) => d,
+                None => zstd.insert(zstd::stream::raw::Decoder::new().map_err(|source| {
+                    ReadError::Decompress {
+                        offset: off64,
+                        source,
+                    }
+                })?),
+            };
+            decompress(dec, data, &mut zbuf, |out| {
+                pending.extend_from_slice(out);
+                // Whole records (8-byte header, then size - 8 bytes) from the front.
+                let mut used = 0;
+                while pending.len() - used >= 8 {
+                    let size = match e {
+                        Endian::Little => {
+                            u16::from_le_bytes([pending[used + 6], pending[used + 7]])
+                        }
+                        Endian::Big => u16::from_be_bytes([pending[used + 6], pending[used + 7]]),
+                    } as usize;
+                    if size < 8 {
+                        return Err(ReadError::invalid(
+                            off64,
+                            "a compressed record of size below 8",
+                        ));
+                    }
+                    if pending.len() - used < size {
+                        break;
+                    }
+                    let t = rd32(&pending, used, e)?;
+                    let m = match e {
+                        Endian::Little => {
+                            u16::from_le_bytes([pending[used + 4], pending[used + 5]])
+                        }
+                        Endian::Big => u16::from_be_bytes([pending[used + 4], pending[used + 5]]),
+                    };
+                    f(off, t, m, &pending[used + 8..used + size])?;
+                    used += size;
+                }
+                pending.drain(..used);
+                Ok(())
+            })
+            .map_err(|err| match err {
+                Dec::Zstd(source) => ReadError::Decompress {
+                    offset: off64,
+                    source,
+                },
+                Dec::Read(err) => err,
+            })
+        })?;
+        if !pending.is_empty() {
+            return Err(ReadError::invalid(
+                self.data.end,
+                format!(
+                    "the compressed data ends inside a record ({} bytes left over)",
+                    pending.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Every record in time order, decompressed, decoded, as perf delivers them (see the
     /// module docs). A record that fails to decode ends the walk with an error after
     /// everything before it was delivered. `progress` is called with the bytes of the
