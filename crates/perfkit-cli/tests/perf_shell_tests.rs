@@ -13,7 +13,13 @@ use std::process::Command;
 /// perfkit's part for it lands.
 const PERFKIT_PASSES: &[&str] = &[
     "lock_contention",
+    "pipe_test",
     "record+probe_libc_inet_pton",
+    "record+zstd_comp_decomp",
+    "stat",
+    "stat+csv_output",
+    "stat+csv_summary",
+    "stat+json_output",
     "stat+shadow_stat",
     "stat_all_metricgroups",
     "stat_all_metrics",
