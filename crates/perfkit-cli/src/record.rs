@@ -385,6 +385,9 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Ok(b) => b,
         Err(e) => return Err(stop_workload(perfkit_engine::Error::Write(e))),
     };
+    if args.buildid_all && !args.no_buildid_cache && !to_pipe {
+        fill_buildid_cache(&args.output);
+    }
     if !args.quiet {
         eprintln!(
             "[ perf record: Woken up {} times to write data ]",
@@ -488,6 +491,28 @@ fn branch_refusal(
         "{}: PMU Hardware or event type doesn't support branch stack sampling",
         names.join(",")
     ))
+}
+
+/// `--buildid-all`: every file of the recording's build-id table whose local copy still has
+/// that build id goes into the build-id cache, as perf's does. A file that cannot be added
+/// is a warning: the recording itself is done.
+fn fill_buildid_cache(output: &Path) {
+    let Ok(file) = perfkit_data::PerfData::open(output) else {
+        return;
+    };
+    let cache = perfkit_symbols::buildid_cache::BuildIdCache::default_location();
+    for b in &file.features.build_ids {
+        let path = Path::new(&b.filename);
+        if !path.is_absolute()
+            || perfkit_symbols::buildid_cache::build_id_of_file(path).as_deref()
+                != Some(b.build_id.as_slice())
+        {
+            continue;
+        }
+        if let Err(e) = cache.add_as(path, &b.build_id) {
+            eprintln!("perfkit: build-id cache: {e}");
+        }
+    }
 }
 
 fn launch_error(e: perfkit_engine::Error) -> anyhow::Error {

@@ -69,9 +69,13 @@ pub struct RecordArgs {
     /// Raw samples: tracepoint data, CPU and time in every sample.
     #[arg(short = 'R', long = "raw-samples")]
     pub raw_samples: bool,
-    /// Don't copy binaries into ~/.debug (perfkit never does; accepted for perf).
+    /// Don't copy binaries into ~/.debug (perfkit does only with --buildid-all).
     #[arg(short = 'N', long = "no-buildid-cache")]
     pub no_buildid_cache: bool,
+    /// Put every mapped binary into the build-id cache (~/.debug, --buildid-dir) at the end,
+    /// so reports find them after they change.
+    #[arg(long = "buildid-all")]
+    pub buildid_all: bool,
     /// Don't write the build-id table of the binaries sampled.
     #[arg(short = 'B', long = "no-buildid")]
     pub no_buildid: bool,

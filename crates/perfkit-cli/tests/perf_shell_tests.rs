@@ -12,6 +12,7 @@ use std::process::Command;
 /// The perf shell tests perfkit is meant to pass (names without `.sh`). Add a name here when
 /// perfkit's part for it lands.
 const PERFKIT_PASSES: &[&str] = &[
+    "buildid",
     "lock_contention",
     "pipe_test",
     "record+probe_libc_inet_pton",
