@@ -106,8 +106,18 @@ fn exec_failure_names_the_program_and_keeps_errno() {
     let path = temp("not-a-program");
     std::fs::write(&path, [0u8; 64]).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let child = PausedChild::spawn(path.as_os_str(), &[]).unwrap();
-    let e = child.start().unwrap_err();
+    // Another test thread forking while the file was open for writing leaves a copy of the
+    // write descriptor in its child until that child execs: exec gives ETXTBSY meanwhile.
+    let mut tries = 0;
+    let e = loop {
+        let child = PausedChild::spawn(path.as_os_str(), &[]).unwrap();
+        let e = child.start().unwrap_err();
+        tries += 1;
+        if e.errno() != libc::ETXTBSY || tries == 100 {
+            break e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     assert_eq!(e.exit_code(), 126);
     assert_eq!(e.errno(), libc::ENOEXEC);
     let shown = e.to_string();
