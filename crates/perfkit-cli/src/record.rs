@@ -59,16 +59,7 @@ fn rotated_name(output: &Path) -> PathBuf {
         .unwrap_or_default();
     let secs = now.as_secs();
     let (days, rem) = (secs / 86400, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = perfkit_report::header::civil_date(days as i64);
     let mut name = output.as_os_str().to_owned();
     name.push(format!(
         ".{y:04}{m:02}{d:02}{:02}{:02}{:02}{:02}",
