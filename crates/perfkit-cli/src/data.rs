@@ -2,7 +2,7 @@
 //! (`perfkit_report::export::perf_json`), as `perf data convert --to-json` writes it.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -66,7 +66,10 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| utc(d.as_secs())),
-        data: data_section(&args.input),
+        data: (!file.pipe).then(|| {
+            let d = file.data_section();
+            (d.start, d.end - d.start)
+        }),
         hostname: f.hostname.clone(),
         os_release: f.osrelease.clone(),
         arch: f.arch.clone(),
@@ -93,18 +96,6 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
         size as f64 / (1024.0 * 1024.0)
     );
     Ok(0)
-}
-
-/// Offset and size of a file-mode perf.data's data section (header bytes 40..56).
-fn data_section(path: &Path) -> Option<(u64, u64)> {
-    use std::io::Read;
-    let mut h = [0u8; 56];
-    std::fs::File::open(path).ok()?.read_exact(&mut h).ok()?;
-    if &h[..8] != b"PERFILE2" {
-        return None;
-    }
-    let rd = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap_or_default());
-    (rd(8) == 104).then(|| (rd(40), rd(48)))
 }
 
 /// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
