@@ -214,12 +214,7 @@ impl Loader {
     /// and its header facts as the profile's `meta` (`report --header`).
     pub fn for_file(file: &PerfData, opts: &LoadOptions) -> Loader {
         let mut symbols = opts.symbols();
-        let kernel_id = file
-            .features
-            .build_ids
-            .iter()
-            .find(|b| b.filename == "[kernel.kallsyms]")
-            .map(|b| b.build_id.as_slice());
+        let kernel_id = crate::origin::kernel_build_id(file);
         let mut other_kernel = None;
         let cached =
             kernel_id.and_then(|want| perfkit_symbols::cached_kallsyms(want, &symbols.kallsyms));

@@ -16,6 +16,15 @@ pub(crate) fn other_kernel(kernel_id: Option<&[u8]>, file: &PerfData) -> Option<
     (recorded.trim() != running.trim()).then(|| format!("release {}", recorded.trim()))
 }
 
+/// The build id of the kernel that recorded `file` (HEADER_BUILD_ID's `[kernel.kallsyms]`).
+pub(crate) fn kernel_build_id(file: &PerfData) -> Option<&[u8]> {
+    file.features
+        .build_ids
+        .iter()
+        .find(|b| b.filename == "[kernel.kallsyms]")
+        .map(|b| b.build_id.as_slice())
+}
+
 /// Build ids compared as perf does: the header pads them to 20 bytes with zeros.
 pub(crate) fn same_build_id(a: &[u8], b: &[u8]) -> bool {
     let trim = |x: &[u8]| -> usize { x.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1) };
@@ -29,13 +38,7 @@ fn hex(id: &[u8]) -> String {
 /// Why `file` was not recorded on this machine's running kernel, if the header says so:
 /// another kernel (build id or release), or another host name.
 pub(crate) fn elsewhere(file: &PerfData) -> Option<String> {
-    let kernel_id = file
-        .features
-        .build_ids
-        .iter()
-        .find(|b| b.filename == "[kernel.kallsyms]")
-        .map(|b| b.build_id.as_slice());
-    if let Some(why) = other_kernel(kernel_id, file) {
+    if let Some(why) = other_kernel(kernel_build_id(file), file) {
         return Some(why);
     }
     let recorded = file.features.hostname.as_deref()?;
