@@ -9,6 +9,27 @@ use perfkit_report::{Profile, export};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+/// The sample filters `report` and `script` share, named as perf names them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SampleFilters {
+    /// Only samples of these commands.
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Only samples of these process ids.
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only samples of these thread ids.
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<i32>,
+    /// Only samples on these CPUs (e.g. 0,2-3).
+    #[arg(short = 'C', long = "cpu")]
+    pub cpu: Option<String>,
+    /// Only samples in this time window, as perf takes it: START,STOP timestamps in
+    /// seconds (either may be empty), or percent slices (10%/2, 0%-10%,30%-40%).
+    #[arg(long)]
+    pub time: Option<String>,
+}
+
 /// Flags of `perfkit report`, named as perf names them.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
@@ -60,28 +81,15 @@ pub struct ReportArgs {
     /// Show the number of samples.
     #[arg(short = 'n', long = "show-nr-samples")]
     pub show_samples: bool,
-    /// Only these commands.
-    #[arg(long, value_delimiter = ',')]
-    pub comm: Vec<String>,
-    /// Only these pids.
-    #[arg(long, value_delimiter = ',')]
-    pub pid: Vec<i32>,
-    /// Only these tids.
-    #[arg(long, value_delimiter = ',')]
-    pub tid: Vec<i32>,
+    /// Which samples: commands, pids, tids, CPUs, time.
+    #[command(flatten)]
+    pub only: SampleFilters,
     /// Only these shared objects.
     #[arg(short = 'd', long, value_delimiter = ',')]
     pub dso: Vec<String>,
     /// Only these symbols.
     #[arg(short = 'S', long = "symbols", value_delimiter = ',')]
     pub symbol: Vec<String>,
-    /// Only these CPUs (e.g. 0,2-3).
-    #[arg(short = 'C', long = "cpu")]
-    pub cpu: Option<String>,
-    /// Only samples in this time window, as perf takes it: START,STOP timestamps in
-    /// seconds (either may be empty), or percent slices (10%/2, 0%-10%,30%-40%).
-    #[arg(long)]
-    pub time: Option<String>,
     /// Print the file's header (perf's lines) before the report.
     #[arg(long)]
     pub header: bool,
@@ -127,21 +135,9 @@ pub struct ScriptArgs {
         allow_hyphen_values = true
     )]
     pub fields: Vec<String>,
-    /// Only samples of these commands.
-    #[arg(long, value_delimiter = ',')]
-    pub comm: Vec<String>,
-    /// Only samples of these process ids.
-    #[arg(long, value_delimiter = ',')]
-    pub pid: Vec<i32>,
-    /// Only samples of these thread ids.
-    #[arg(long, value_delimiter = ',')]
-    pub tid: Vec<i32>,
-    /// Only samples on these CPUs (e.g. 0,2-3).
-    #[arg(short = 'C', long = "cpu")]
-    pub cpu: Option<String>,
-    /// Only samples in this time window (as `report --time`).
-    #[arg(long)]
-    pub time: Option<String>,
+    /// Which samples: commands, pids, tids, CPUs, time.
+    #[command(flatten)]
+    pub only: SampleFilters,
     /// Timestamps in nanoseconds.
     #[arg(long)]
     pub ns: bool,
@@ -401,7 +397,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
                 .with_context(|| format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES))?,
         );
     }
-    let cpus = match &args.cpu {
+    let cpus = match &args.only.cpu {
         Some(list) => cpu_list(list).context("--cpu")?,
         None => Vec::new(),
     };
@@ -417,7 +413,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     } else {
         load_profile(&input, &load, args.quiet)?
     };
-    let time = time_ranges(args.time.as_deref(), &profile)?;
+    let time = time_ranges(args.only.time.as_deref(), &profile)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
@@ -468,9 +464,9 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         overhead,
         show_period,
         filter: Filter {
-            comms: args.comm.clone(),
-            pids: args.pid.clone(),
-            tids: args.tid.clone(),
+            comms: args.only.comm.clone(),
+            pids: args.only.pid.clone(),
+            tids: args.only.tid.clone(),
             dsos: args.dso.clone(),
             symbols: args.symbol.clone(),
             cpus,
@@ -547,18 +543,18 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         let ev = profile.events.first().map_or("", |e| e.name.as_str());
         bail!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.");
     }
-    if args.cpu.is_some() && !has_cpu {
+    if args.only.cpu.is_some() && !has_cpu {
         bail!("File does not contain CPU events. Remove -C option to proceed.");
     }
     let filter = Filter {
-        comms: args.comm.clone(),
-        pids: args.pid.clone(),
-        tids: args.tid.clone(),
-        cpus: match &args.cpu {
+        comms: args.only.comm.clone(),
+        pids: args.only.pid.clone(),
+        tids: args.only.tid.clone(),
+        cpus: match &args.only.cpu {
             Some(list) => cpu_list(list).context("--cpu")?,
             None => Vec::new(),
         },
-        time: time_ranges(args.time.as_deref(), &profile)?,
+        time: time_ranges(args.only.time.as_deref(), &profile)?,
         ..Filter::default()
     };
     let time_fmt = script::TimeFormat {
