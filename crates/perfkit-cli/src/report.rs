@@ -229,17 +229,22 @@ fn write_out(
     Ok(())
 }
 
-/// Open `path` and build its profile, with a progress bar on a terminal for large files
-/// (unless `quiet`).
-fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile, Diagnostics)> {
+/// A missing input says what to do, as perf does, instead of an ENOENT chain.
+fn require_input(path: &Path) -> Result<()> {
     if !path.exists() && path.as_os_str() != "-" {
-        // As perf: say what to do instead of an ENOENT chain.
         bail!(
             "{}: no such file (record one first: `perfkit record -- COMMAND`, or name \
              another with -i)",
             path.display()
         );
     }
+    Ok(())
+}
+
+/// Open `path` and build its profile, with a progress bar on a terminal for large files
+/// (unless `quiet`).
+fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile, Diagnostics)> {
+    require_input(path)?;
     let file = open(path)?;
     load_file(&file, path, opts, quiet)
 }
@@ -344,13 +349,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let input = report_input(&args.input);
     check_owner(&input, args.force)?;
     if args.stats || args.tasks || args.mmaps || args.header_only {
-        if !input.exists() && input.as_os_str() != "-" {
-            bail!(
-                "{}: no such file (record one first: `perfkit record -- COMMAND`, or name \
-                 another with -i)",
-                input.display()
-            );
-        }
+        require_input(&input)?;
         let file = open_rewindable(&input)?;
         let mut text = String::new();
         if args.header || args.header_only {
