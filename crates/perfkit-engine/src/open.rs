@@ -228,10 +228,7 @@ impl Opened {
 
     /// The open counters of group leaders (enable and disable go through them).
     pub fn leaders(&self) -> impl Iterator<Item = &Counter> {
-        self.events
-            .iter()
-            .filter(|e| e.spec.leader)
-            .flat_map(OpenedEvent::counters)
+        leaders(&self.events)
     }
 
     /// Enable every group.
@@ -279,6 +276,15 @@ impl Opened {
         }
         Ok(self)
     }
+}
+
+/// The open counters of the group leaders among `events` (enable and disable go through
+/// them; members follow).
+pub fn leaders(events: &[OpenedEvent]) -> impl Iterator<Item = &Counter> {
+    events
+        .iter()
+        .filter(|e| e.spec.leader)
+        .flat_map(OpenedEvent::counters)
 }
 
 /// Open every spec on every place. Members of a `{...}` group open into their leader on

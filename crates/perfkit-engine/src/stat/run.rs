@@ -2,7 +2,7 @@
 
 use super::plan::{Plan, Scope};
 use super::rows::{Row, build_rows};
-use crate::open::{OpenOptions, OpenedEvent};
+use crate::open::{OpenOptions, OpenedEvent, leaders};
 use crate::{Error, Place, Result, Workload};
 use perfkit::{ChildUsage, Count, ExitStatus};
 use std::io;
@@ -65,6 +65,7 @@ pub struct RunResult {
     pub interrupted: bool,
 }
 
+#[derive(Debug)]
 enum Msg {
     Exited,
     Stop,
@@ -76,15 +77,6 @@ enum Msg {
 pub struct StopHandle {
     tx: Arc<Mutex<mpsc::Sender<Msg>>>,
     child: Arc<AtomicI32>,
-}
-
-impl std::fmt::Debug for Msg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Msg::Exited => "Exited",
-            Msg::Stop => "Stop",
-        })
-    }
 }
 
 impl StopHandle {
@@ -265,10 +257,8 @@ impl Runner {
             }
         }
         let elapsed = start.elapsed();
-        for ev in events.iter().filter(|e| e.spec.leader) {
-            for c in ev.counters() {
-                let _ = c.disable();
-            }
+        for c in leaders(&events) {
+            let _ = c.disable();
         }
         let counts = read_all(&events);
         self.stop.child.store(0, Ordering::SeqCst);
@@ -305,10 +295,8 @@ impl Runner {
 }
 
 fn enable(events: &[OpenedEvent]) {
-    for ev in events.iter().filter(|e| e.spec.leader) {
-        for c in ev.counters() {
-            let _ = c.enable();
-        }
+    for c in leaders(events) {
+        let _ = c.enable();
     }
 }
 
