@@ -1,5 +1,6 @@
 //! `perfkit stat`: flags into a [`Plan`] of `perfkit-engine`, runs, and perf's layouts.
 
+mod metric_only;
 mod output;
 mod record;
 
@@ -7,7 +8,8 @@ use crate::exit_error;
 use anyhow::{Context, Result, bail};
 use perfkit::sys;
 use perfkit_engine::stat::{
-    Aggr, Plan, Progress, Row, RunOptions, RunResult, Runner, Scope, StatConfig, State, summarize,
+    Aggr, ControlCmd, Plan, Progress, Row, RunOptions, RunResult, Runner, Scope, StatConfig, State,
+    summarize,
 };
 use perfkit_engine::{Error, Slot};
 use std::ffi::OsString;
@@ -76,6 +78,10 @@ pub struct StatArgs {
     /// One line per die.
     #[arg(long = "per-die")]
     pub per_die: bool,
+    /// One line per cache (perf 6.5's `--per-cache`): of LEVEL (`L2`, `3`), by default the
+    /// highest level; the label is `S<socket>-D<die>-L<level>-ID<cache id>`.
+    #[arg(long = "per-cache", value_name = "LEVEL", num_args = 0..=1, default_missing_value = "")]
+    pub per_cache: Option<String>,
     /// One line per socket.
     #[arg(long = "per-socket")]
     pub per_socket: bool,
@@ -104,9 +110,15 @@ pub struct StatArgs {
     /// Print each event's perf_event_attr before opening it.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Start counting MS milliseconds after the command starts.
-    #[arg(short = 'D', long = "delay", value_name = "MS")]
-    pub delay: Option<u64>,
+    /// Start counting MS milliseconds after the command starts; -1: start with the events
+    /// disabled (until `--control` enables them).
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MS",
+        allow_hyphen_values = true
+    )]
+    pub delay: Option<i64>,
     /// Shell command run before each run (with -r).
     #[arg(long, value_name = "CMD")]
     pub pre: Option<String>,
@@ -147,6 +159,16 @@ pub struct StatArgs {
     /// Metrics or metric groups (`-M IPC`): from the PMUs' metric tables.
     #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
     pub metrics: Option<String>,
+    /// Print only the metrics, one column each (no counts).
+    #[arg(long = "metric-only")]
+    pub metric_only: bool,
+    /// With -r: print each run's elapsed time and its distance from the mean.
+    #[arg(long = "table")]
+    pub table: bool,
+    /// Take `enable`, `disable`, `ping` and `stop` commands from a descriptor or FIFO while
+    /// counting (`fd:CTL[,ACK]` or `fifo:CTL[,ACK]`), acknowledging each on ACK as perf.
+    #[arg(long = "control", value_name = "fd:CTL[,ACK]|fifo:CTL[,ACK]")]
+    pub control: Option<String>,
     /// perf's top-down metrics (level 1).
     #[arg(long = "topdown")]
     pub topdown: bool,
@@ -175,7 +197,12 @@ fn command_line(cmd: &[OsString]) -> String {
 
 impl StatArgs {
     fn config(&self) -> Result<StatConfig> {
+        let cache = match self.per_cache.as_deref() {
+            None => None,
+            Some(l) => Some(Aggr::Cache(cache_level(l)?)),
+        };
         let picks = [
+            (cache.is_some(), cache.unwrap_or_default()),
             (self.no_aggr, Aggr::Cpu),
             (self.per_thread, Aggr::Thread),
             (self.per_core, Aggr::Core),
@@ -186,30 +213,43 @@ impl StatArgs {
         let chosen: Vec<Aggr> = picks.iter().filter(|p| p.0).map(|p| p.1).collect();
         if chosen.len() > 1 {
             bail!(
-                "choose one of -A, --per-thread, --per-core, --per-die, --per-socket, --per-node"
+                "choose one of -A, --per-thread, --per-core, --per-die, --per-cache, \
+                 --per-socket, --per-node"
             );
         }
-        // Metrics come from the PMUs' metric tables (perf's pmu-events); the software
-        // PMUs here have none, and the transaction events need a `cpu` PMU with TSX.
-        if let Some(m) = &self.metrics {
-            bail!(
-                "-M {m}: no metrics here: {} (`perfkit list metric` lists none; count \
-                 events with -e instead)",
-                no_metric_tables()
-            );
-        }
+        // perf 6.1's messages: top-down needs -a, then a `cpu` PMU with topdown events;
+        // the transaction events need a `cpu` PMU with TSX.
         if self.topdown {
+            if !plan_system_wide(self) {
+                bail!("top down event configuration requires system-wide mode (-a)");
+            }
+            if !cpu_pmu_has("topdown-") {
+                bail!(
+                    "System does not support topdown (no `cpu` PMU with topdown events; \
+                     PMUs here: {})",
+                    pmu_names().join(" ")
+                );
+            }
+            bail!("--topdown: perfkit does not compute top-down levels yet");
+        }
+        if self.transaction && !cpu_pmu_has("tx-start") {
             bail!(
-                "--topdown: no top-down metrics here: {}",
-                no_metric_tables()
+                "Cannot set up transaction events: no `cpu` PMU with TSX events (cycles-t, \
+                 tx-start) here; PMUs: {}",
+                pmu_names().join(" ")
             );
         }
         if self.transaction {
-            bail!(
-                "-T: cannot set up transaction events: no `cpu` PMU with TSX events here \
-                 (PMUs: {})",
-                pmu_names().join(" ")
-            );
+            bail!("-T: perfkit does not count transaction events yet");
+        }
+        if self.table && self.repeat < 2 {
+            bail!("--table is only supported with -r (give -r N with N > 1)");
+        }
+        if self.metric_only && self.repeat > 1 {
+            bail!("--metric-only is not supported with -r");
+        }
+        if self.metric_only && self.per_thread {
+            bail!("--metric-only is not supported with --per-thread");
         }
         if self.repeat == 0 {
             bail!("-r needs at least 1 run");
@@ -231,19 +271,38 @@ impl StatArgs {
             null: self.null,
             all_user: self.all_user,
             all_kernel: self.all_kernel,
+            metrics: self.metrics.clone(),
         })
     }
 
     fn run_options(&self) -> RunOptions {
         RunOptions {
             inherit: !self.no_inherit,
-            delay: self.delay.map(Duration::from_millis),
+            delay: self
+                .delay
+                .filter(|&d| d > 0)
+                .map(|d| Duration::from_millis(d as u64)),
+            start_disabled: self.delay.is_some_and(|d| d < 0),
             timeout: self.timeout.map(Duration::from_millis),
             // perf: `-I 0` is no interval.
             interval: self.interval_ms().map(Duration::from_millis),
             interval_count: self.interval_count,
             no_scale: self.no_scale,
         }
+    }
+
+    /// The layout of `--metric-only`.
+    fn layout(&self) -> metric_only::Layout<'_> {
+        match (&self.sep, self.json) {
+            (_, true) => metric_only::Layout::Json,
+            (Some(sep), _) => metric_only::Layout::Csv(sep),
+            _ => metric_only::Layout::Text,
+        }
+    }
+
+    /// The aggregation the flags chose (checked by [`StatArgs::config`] before).
+    fn config_aggr(&self) -> Aggr {
+        self.config().map(|c| c.aggr).unwrap_or_default()
     }
 
     /// The -I period, if any (`-I 0` is none, as perf).
@@ -310,7 +369,14 @@ pub fn run(args: StatArgs) -> Result<u8> {
             None => Box::new(std::io::stderr()),
         }
     };
+    for note in &plan.notes {
+        eprintln!("{note}");
+    }
     let mut runner = Runner::new();
+    if let Some(c) = &args.control {
+        let (ctl, ack) = open_control(c)?;
+        runner.control(ctl, ack);
+    }
     let stop = runner.stop_handle();
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -324,13 +390,15 @@ pub fn run(args: StatArgs) -> Result<u8> {
         }
     });
     let mut all_runs: Vec<RunResult> = Vec::new();
+    let mut interval_header_done = false;
     let mut exit = 0u8;
     for run_no in 0..args.repeat {
         if let Some(pre) = &args.pre {
             run_shell(pre, "--pre")?;
         }
         let first = run_no == 0;
-        if first && opts.interval.is_some() && args.sep.is_none() && !args.json {
+        if first && opts.interval.is_some() && args.sep.is_none() && !args.json && !args.metric_only
+        {
             writeln!(sink, "{}", output::interval_header(plan.aggr))?;
         }
         let r = runner.run(&plan, &opts, &mut |p| match p {
@@ -344,11 +412,21 @@ pub fn run(args: StatArgs) -> Result<u8> {
                 eprintln!("Events disabled");
                 Ok(())
             }
-            Progress::Enabled => {
+            Progress::Enabled | Progress::Control(ControlCmd::Enable(_)) => {
                 eprintln!("Events enabled");
                 Ok(())
             }
+            Progress::Control(ControlCmd::Disable(_)) => {
+                eprintln!("Events disabled");
+                Ok(())
+            }
             Progress::Interval { secs, rows } => {
+                if args.metric_only && !interval_header_done {
+                    interval_header_done = true;
+                    let mut out = String::new();
+                    metric_only::headers(&rows, plan.aggr, true, args.layout(), &mut out);
+                    sink.write_all(out.as_bytes())?;
+                }
                 let prefix = Prefix::Interval(secs);
                 print_rows(&args, &rows, prefix, 1, &mut *sink, big_num)
             }
@@ -392,11 +470,66 @@ fn pmu_names() -> Vec<String> {
     names
 }
 
-fn no_metric_tables() -> String {
-    format!(
-        "this machine's PMUs ({}) have no metric tables",
-        pmu_names().join(" ")
-    )
+/// Whether the `cpu` PMU has an event whose name starts with `prefix`.
+fn cpu_pmu_has(prefix: &str) -> bool {
+    std::fs::read_dir("/sys/bus/event_source/devices/cpu/events")
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        })
+        .unwrap_or(false)
+}
+
+/// `--per-cache`'s level: empty for the highest, else `L2`, `l3` or `2`.
+fn cache_level(s: &str) -> Result<u8> {
+    if s.is_empty() {
+        return Ok(0);
+    }
+    let digits = s.trim_start_matches(['L', 'l']);
+    match digits.parse::<u8>() {
+        Ok(n @ 1..=4) => Ok(n),
+        _ => bail!("--per-cache={s}: give a cache level such as L2 or L3"),
+    }
+}
+
+/// `--control fd:CTL[,ACK]` (descriptors this process inherited) or `fifo:CTL[,ACK]`
+/// (paths), opened as files: the control side for reading, the acknowledgement side for
+/// writing. A FIFO is opened for reading and writing, as perf does, so opening does not
+/// wait for the other side and its end does not look like end of file.
+fn open_control(spec: &str) -> Result<(std::fs::File, Option<std::fs::File>)> {
+    let bad = || {
+        anyhow::anyhow!(
+            "--control {spec}: give fd:CTL[,ACK] (descriptor numbers) or fifo:CTL[,ACK] (paths)"
+        )
+    };
+    let (kind, rest) = spec.split_once(':').ok_or_else(bad)?;
+    let (ctl, ack) = match rest.split_once(',') {
+        Some((c, a)) => (c, Some(a)),
+        None => (rest, None),
+    };
+    let open = |path: String, write: bool| -> Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .read(!write || kind == "fifo")
+            .write(write || kind == "fifo")
+            .open(&path)
+            .with_context(|| format!("--control {spec}: opening {path}"))
+    };
+    let path = |s: &str| -> Result<String> {
+        match kind {
+            "fd" => {
+                let fd: u32 = s.parse().map_err(|_| bad())?;
+                Ok(format!("/proc/self/fd/{fd}"))
+            }
+            "fifo" if !s.is_empty() => Ok(s.to_string()),
+            _ => Err(bad()),
+        }
+    };
+    let ctl = open(path(ctl)?, false)?;
+    let ack = match ack {
+        Some(a) => Some(open(path(a)?, true)?),
+        None => None,
+    };
+    Ok((ctl, ack))
 }
 
 fn plan_system_wide(args: &StatArgs) -> bool {
@@ -438,6 +571,11 @@ fn print_rows(
         _ => None,
     };
     let mut out = String::new();
+    if args.metric_only {
+        metric_only::lines(rows, interval, args.layout(), &mut out);
+        sink.write_all(out.as_bytes())?;
+        return Ok(());
+    }
     for r in rows {
         if args.json {
             out.push_str(&output::json_row(r, interval, runs));
@@ -474,6 +612,9 @@ fn print_final(
         }
         out.push_str(":\n\n");
     }
+    if args.metric_only {
+        metric_only::headers(rows, args.config_aggr(), false, args.layout(), &mut out);
+    }
     sink.write_all(out.as_bytes())?;
     let prefix = if args.sep.is_some()
         && args.interval_ms().is_some()
@@ -498,6 +639,9 @@ fn print_final(
         Some((mean, sd)) => {
             // perf: at most two more significant digits than the deviation.
             let p = output::precision(sd) + 2;
+            if args.table {
+                output::run_table(&elapsed, mean, p, &mut out);
+            }
             out.push_str(&format!(
                 "{mean:>18.p$} +- {sd:.p$} seconds time elapsed  ( +-{:>6.2}% )\n",
                 perfkit_engine::stat::rel_stddev_pct(mean, sd)
@@ -513,8 +657,9 @@ fn print_final(
         && !plan_system_wide(args)
         && let Some(u) = runs[0].usage
     {
+        // perf: one more blank line after the CPU times.
         out.push_str(&format!(
-            "\n{:>18.9} seconds user\n{:>18.9} seconds sys\n",
+            "\n{:>18.9} seconds user\n{:>18.9} seconds sys\n\n",
             u.user_ns as f64 / 1e9,
             u.sys_ns as f64 / 1e9
         ));

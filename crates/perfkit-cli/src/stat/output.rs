@@ -1,6 +1,6 @@
 //! Printing counts in perf's layouts: the text table, `-x SEP` CSV and `-j` JSON.
 
-use perfkit_engine::stat::{Aggr, Row, State, is_percent_metric, rel_stddev_pct};
+use perfkit_engine::stat::{Aggr, Row, State, Tool, is_percent_metric, rel_stddev_pct};
 use std::fmt::Write as _;
 
 fn display_unit(r: &Row) -> &str {
@@ -13,9 +13,15 @@ fn display_value(r: &Row, big_num: bool) -> String {
         State::NotSupported => "<not supported>".into(),
         State::Failed => "<not permitted>".into(),
         State::Counted if r.is_clock() => format!("{:.2}", r.value / 1e6),
-        State::Counted if r.unit.is_empty() => group_digits(r.value.round(), big_num),
+        State::Counted if integral(r) => group_digits(r.value.round(), big_num),
         State::Counted => format!("{:.2}", r.value),
     }
+}
+
+/// perf prints counts without decimals unless the event is scaled by a fraction: events
+/// without a unit, and its tool events (whole nanoseconds).
+fn integral(r: &Row) -> bool {
+    r.unit.is_empty() || Tool::of(&r.attr).is_some()
 }
 
 fn group_digits(v: f64, big_num: bool) -> String {
@@ -42,6 +48,9 @@ pub fn interval_header(aggr: Aggr) -> &'static str {
         Aggr::Die => "#           time die          cpus             counts unit events",
         Aggr::Socket => "#           time socket cpus             counts unit events",
         Aggr::Node => "#           time node   cpus             counts unit events",
+        Aggr::Cache(_) => {
+            "#           time cache                    cpus             counts unit events"
+        }
         Aggr::Thread => "#           time             comm-pid                  counts unit events",
         _ => "#           time             counts unit events",
     }
@@ -61,39 +70,73 @@ pub fn precision(sd: f64) -> usize {
     }
 }
 
+/// `--table`: every run's elapsed time, its distance from the mean and a bar of `#`s (one
+/// more for each 5% away from the mean), then the `# Final result:` heading, as perf.
+pub fn run_table(elapsed: &[f64], mean: f64, p: usize, out: &mut String) {
+    let first = format!(" {mean:>17.p$}");
+    let indent = first.len() - first.trim_start().len();
+    let _ = writeln!(out, "{:indent$}# Table of individual measurements:", "");
+    for &run in elapsed {
+        // perf: 1 + |(int)(100 * (run - mean) / run) / 5|, in C's integer arithmetic.
+        let pct = if run > 0.0 {
+            (100.0 * (run - mean) / run) as i64
+        } else {
+            0
+        };
+        let bars = 1 + (pct / 5).unsigned_abs() as usize;
+        let _ = writeln!(
+            out,
+            " {run:>17.p$} ({:+.p$}) {}",
+            run - mean,
+            "#".repeat(bars)
+        );
+    }
+    let _ = writeln!(out, "\n{:indent$}# Final result:", "");
+}
+
+/// A row's bucket label in the text layout, as perf pads it.
+pub fn text_label(r: &Row, out: &mut String) {
+    if r.label.is_empty() {
+        return;
+    }
+    match r.ncpus {
+        // perf: the last id left-aligned in 8 columns (core, die) or 5 (socket,
+        // node), a space, the number of CPUs in 4.
+        // perf 6.5: the cache label left-aligned in 24 columns.
+        Some(n) if r.label_kind == "cache" => {
+            let _ = write!(out, "{:<24} {n:>4} ", r.label);
+        }
+        Some(n) => {
+            let (cut, width) = match r.label_kind {
+                "core" => (r.label.rfind('C').map_or(0, |i| i + 1), 8),
+                "die" => (r.label.rfind('D').map_or(0, |i| i + 1), 8),
+                _ => (1.min(r.label.len()), 5),
+            };
+            let (head, id) = r.label.split_at(cut);
+            let _ = write!(out, "{head}{id:<width$} {n:>4} ");
+        }
+        // perf: the command right-aligned in 16 columns, `-`, the tid left-aligned in 8.
+        None if r.label_kind == "thread" => match r.label.rsplit_once('-') {
+            Some((comm, tid)) => {
+                let _ = write!(out, "{comm:>16}-{tid:<8} ");
+            }
+            None => {
+                let _ = write!(out, "{:>25} ", r.label);
+            }
+        },
+        // perf: `CPU%-7d` and the separator.
+        None => {
+            let _ = write!(out, "{:<10} ", r.label);
+        }
+    }
+}
+
 /// The text table row, perf style.
 pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String) {
     if let Some(t) = interval {
         let _ = write!(out, "{t:>16.9} ");
     }
-    if !r.label.is_empty() {
-        match r.ncpus {
-            // perf: the last id left-aligned in 8 columns (core, die) or 5 (socket,
-            // node), a space, the number of CPUs in 4.
-            Some(n) => {
-                let (cut, width) = match r.label_kind {
-                    "core" => (r.label.rfind('C').map_or(0, |i| i + 1), 8),
-                    "die" => (r.label.rfind('D').map_or(0, |i| i + 1), 8),
-                    _ => (1.min(r.label.len()), 5),
-                };
-                let (head, id) = r.label.split_at(cut);
-                let _ = write!(out, "{head}{id:<width$} {n:>4} ");
-            }
-            // perf: the command right-aligned in 16 columns, `-`, the tid left-aligned in 8.
-            None if r.label_kind == "thread" => match r.label.rsplit_once('-') {
-                Some((comm, tid)) => {
-                    let _ = write!(out, "{comm:>16}-{tid:<8} ");
-                }
-                None => {
-                    let _ = write!(out, "{:>25} ", r.label);
-                }
-            },
-            // perf: `CPU%-7d` and the separator.
-            None => {
-                let _ = write!(out, "{:<10} ", r.label);
-            }
-        }
-    }
+    text_label(r, out);
     let name = match &r.cgroup {
         Some(cg) => format!("{} {cg}", r.event),
         None => r.event.clone(),
@@ -145,7 +188,7 @@ pub fn csv_row(r: &Row, prefix: Option<&str>, runs: usize, sep: &str, out: &mut 
     }
     f.push(match r.state {
         State::Counted if r.is_clock() => format!("{:.2}", r.value / 1e6),
-        State::Counted if r.unit.is_empty() => format!("{:.0}", r.value),
+        State::Counted if integral(r) => format!("{:.0}", r.value),
         State::Counted => format!("{:.2}", r.value),
         _ => display_value(r, false),
     });

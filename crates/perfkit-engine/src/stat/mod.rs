@@ -19,16 +19,22 @@
 //! # Ok::<(), perfkit_engine::Error>(())
 //! ```
 
+mod cache;
 mod metrics;
 mod plan;
 mod record;
 mod rows;
 mod run;
+mod tool;
+mod user_metrics;
 
+pub use cache::{cache_id, highest_level};
 pub use metrics::{
     compute_metrics, is_clock, is_percent_metric, mean_stddev_of_mean, rel_stddev_pct,
 };
 pub use plan::{Aggr, Plan, Scope, StatConfig};
 pub use record::{StatRecords, StatReport, read_stat, stat_records};
 pub use rows::{Row, State, build_rows, summarize};
-pub use run::{Progress, RunOptions, RunResult, Runner, StopHandle, delta, read_all};
+pub use run::{ControlCmd, Progress, RunOptions, RunResult, Runner, StopHandle, delta, read_all};
+pub use tool::{TOOL_TYPE, Tool};
+pub use user_metrics::MetricUse;

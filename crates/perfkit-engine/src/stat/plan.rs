@@ -1,6 +1,8 @@
 //! [`Plan`]: what `stat` counts, where, and how the counts are grouped, checked before
 //! anything is opened.
 
+use super::tool::{self, Piece};
+use super::user_metrics::{self, MetricUse};
 use crate::{Error, EventSpec, Place, Result};
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -35,6 +37,8 @@ pub struct StatConfig {
     pub all_user: bool,
     /// `--all-kernel`: count the kernel only (every event gets `exclude_user`).
     pub all_kernel: bool,
+    /// `-M`: metrics and metric groups (comma separated) from the CPU's metric table.
+    pub metrics: Option<String>,
 }
 
 /// perf's `-d` levels: the events each adds after the default list.
@@ -87,6 +91,8 @@ pub enum Aggr {
     Socket,
     /// Per NUMA node.
     Node,
+    /// Per cache of this level (`--per-cache`; 0: the highest level).
+    Cache(u8),
 }
 
 /// A checked stat configuration: the events, the places to open them on, the cgroups.
@@ -111,6 +117,10 @@ pub struct Plan {
     /// Every CPU was asked for (`-a`, `-C`, or no target at all), also when counting per
     /// thread: perf prints `system wide` and skips threads that counted nothing.
     pub system_wide: bool,
+    /// `-M`: the metrics counted, computed on the rows.
+    pub metrics: Vec<MetricUse>,
+    /// Messages for the user before counting (perf's: a metric that is not there).
+    pub notes: Vec<String>,
 }
 
 fn comm_of(tid: i32) -> String {
@@ -154,9 +164,14 @@ impl Plan {
                         .into(),
                 ));
             }
-            (Scope::Threads(_), Aggr::Cpu | Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node) => {
+            (
+                Scope::Threads(_),
+                Aggr::Cpu | Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node | Aggr::Cache(_),
+            ) => {
                 return Err(Error::Usage(
-                    "-A, --per-core, --per-die, --per-socket and --per-node need -a or -C".into(),
+                    "-A, --per-core, --per-die, --per-cache, --per-socket and --per-node need \
+                     -a or -C"
+                        .into(),
                 ));
             }
             (Scope::Command, a) if a != Aggr::Global => {
@@ -188,7 +203,17 @@ impl Plan {
                 "--all-user and --all-kernel exclude each other".into(),
             ));
         }
-        let mut specs = if cfg.null {
+        let mut notes = Vec::new();
+        let mut metrics = Vec::new();
+        let mut metric_specs = Vec::new();
+        if let Some(list) = &cfg.metrics {
+            let r = user_metrics::resolve(&perfkit_events::metrics::Metrics::system(), list)?;
+            notes = r.notes;
+            metrics = r.metrics;
+            metric_specs = r.specs;
+        }
+        // -M alone counts only the metrics' events.
+        let mut specs = if cfg.null || (cfg.events.is_empty() && !metric_specs.is_empty()) {
             Vec::new()
         } else if cfg.events.is_empty() {
             let mut specs = crate::default_stat_events(matches!(scope, Scope::Cpus(_)));
@@ -208,8 +233,13 @@ impl Plan {
             }
             specs
         } else {
-            crate::parse_with_filters(&cfg.events)?
+            parse_events(&cfg.events)?
         };
+        let base = specs.last().map_or(0, |s| s.group + 1);
+        for mut s in metric_specs {
+            s.group += base;
+            specs.push(s);
+        }
         if cfg.all_user || cfg.all_kernel {
             for s in &mut specs {
                 let a = perfkit::Attr::from_raw(s.attr);
@@ -255,8 +285,44 @@ impl Plan {
             spec_cgroup,
             command: cfg.command.clone(),
             system_wide,
+            metrics,
+            notes,
         })
     }
+}
+
+/// `-e` strings with their filters, perf's tool events among them, each event string's
+/// groups after the previous one's.
+fn parse_events(events: &[(String, Vec<String>)]) -> Result<Vec<EventSpec>> {
+    let mut out: Vec<EventSpec> = Vec::new();
+    for (s, filters) in events {
+        let pieces = tool::split(s);
+        let last_events = pieces.iter().rposition(|p| matches!(p, Piece::Events(_)));
+        for (i, p) in pieces.into_iter().enumerate() {
+            let base = out.last().map_or(0, |s| s.group + 1);
+            match p {
+                Piece::Tool(mut t) => {
+                    t.group = base;
+                    out.push(*t);
+                }
+                Piece::Events(e) => {
+                    let f = if Some(i) == last_events {
+                        filters.clone()
+                    } else {
+                        Vec::new()
+                    };
+                    for mut spec in crate::parse_with_filters(&[(e, f)])? {
+                        spec.group += base;
+                        out.push(spec);
+                    }
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::NoEvents);
+    }
+    Ok(out)
 }
 
 /// Every thread of every process in /proc (tasks that end while listed are left out).

@@ -14,7 +14,8 @@ use perfkit_data::{FileEvent, PerfData, record};
 fn aggr_mode(a: Aggr) -> u64 {
     match a {
         Aggr::Cpu => 0,
-        Aggr::Global => 1,
+        // perf 6.1 has no per-cache mode: its readers get the totals.
+        Aggr::Global | Aggr::Cache(_) => 1,
         Aggr::Socket => 2,
         Aggr::Die => 3,
         Aggr::Core => 4,

@@ -4,6 +4,8 @@
 use super::metrics::{compute_metrics, is_clock, mean_stddev_of_mean};
 use super::plan::{Aggr, Plan, Scope};
 use super::run::RunResult;
+use super::tool::Tool;
+use super::user_metrics;
 use crate::Place;
 use crate::open::{OpenedEvent, Slot};
 use perfkit::cpus::{CpuPlace, places as cpu_places};
@@ -102,6 +104,23 @@ fn bucket(plan: &Plan, inst: &Place, topo: &BTreeMap<u32, CpuPlace>) -> (String,
         Aggr::Die => (format!("S{}-D{}", place.socket, place.die), "die"),
         Aggr::Socket => (format!("S{}", place.socket), "socket"),
         Aggr::Node => (format!("N{}", place.node), "node"),
+        Aggr::Cache(level) => {
+            let cpu = inst.cpu.max(0) as u32;
+            let level = if level == 0 {
+                super::cache::highest_level(cpu)
+            } else {
+                level
+            };
+            (
+                format!(
+                    "S{}-D{}-L{level}-ID{}",
+                    place.socket,
+                    place.die,
+                    super::cache::cache_id(cpu, level)
+                ),
+                "cache",
+            )
+        }
     }
 }
 
@@ -133,15 +152,20 @@ pub fn build_rows(
         }
     }
     let mut rows: Vec<Row> = Vec::new();
+    // The event index of each row, for perf's -A order.
+    let mut row_events: Vec<usize> = Vec::new();
     for (label, kind) in &order {
         let mut bucket_rows = Vec::new();
         for (ei, (ev, evc)) in events.iter().zip(counts).enumerate() {
             let (mut value, mut enabled, mut running) = (0f64, 0u64, 0u64);
             let (mut any_open, mut any_failed, mut any_counted) = (false, false, false);
-            for ((slot, c), inst) in ev.slots.iter().zip(evc).zip(places) {
+            let tool = Tool::of(&ev.attr).is_some();
+            for (pi, ((slot, c), inst)) in ev.slots.iter().zip(evc).zip(places).enumerate() {
                 if &bucket(plan, inst, &topo).0 != label {
                     continue;
                 }
+                // A tool event has one value, on the first place.
+                any_open |= tool && pi == 0;
                 match slot {
                     Slot::Open(_) => any_open = true,
                     Slot::Failed(_) => any_failed = true,
@@ -186,7 +210,7 @@ pub fn build_rows(
                 label_kind: kind,
                 ncpus: matches!(
                     plan.aggr,
-                    Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node
+                    Aggr::Core | Aggr::Die | Aggr::Socket | Aggr::Node | Aggr::Cache(_)
                 )
                 .then(|| ncpus.get(label).copied().unwrap_or(0)),
                 event: ev.name.clone(),
@@ -201,17 +225,19 @@ pub fn build_rows(
                 metric: None,
             });
         }
+        // perf prints a tool event once, in the first bucket.
+        let keep = |r: &Row| Tool::of(&r.attr).is_none() || r.state != State::NotSupported;
+        row_events.extend((0..bucket_rows.len()).filter(|&i| keep(&bucket_rows[i])));
+        bucket_rows.retain(keep);
         compute_metrics(&mut bucket_rows, elapsed.as_nanos() as f64);
+        user_metrics::apply(&plan.metrics, &mut bucket_rows);
         rows.extend(bucket_rows);
     }
     // perf prints -A rows event by event, CPU by CPU.
     if plan.aggr == Aggr::Cpu {
-        let n = events.len();
-        let mut by_event = Vec::with_capacity(rows.len());
-        for e in 0..n {
-            by_event.extend(rows.iter().skip(e).step_by(n).cloned());
-        }
-        rows = by_event;
+        let mut ix: Vec<(usize, Row)> = row_events.into_iter().zip(rows).collect();
+        ix.sort_by_key(|(e, _)| *e);
+        rows = ix.into_iter().map(|(_, r)| r).collect();
     }
     // perf prints --per-thread rows event by event, each event's threads by count, the
     // largest first, and the threads that did not run last.
@@ -258,16 +284,11 @@ pub fn summarize(plan: &Plan, runs: &[RunResult], no_scale: bool) -> Vec<Row> {
                 row.state = State::Counted;
             }
             row.runs = vals;
-            row.running = per_run
-                .iter()
-                .filter_map(|rs| rs.get(i))
-                .map(|r| r.running)
-                .sum();
-            row.enabled = per_run
-                .iter()
-                .filter_map(|rs| rs.get(i))
-                .map(|r| r.enabled)
-                .sum();
+            // perf prints the last run's running and enabled times, not their sum.
+            if let Some(last) = per_run.last().and_then(|rs| rs.get(i)) {
+                row.running = last.running;
+                row.enabled = last.enabled;
+            }
         }
         let mean_elapsed = runs
             .iter()
@@ -286,6 +307,7 @@ pub fn summarize(plan: &Plan, runs: &[RunResult], no_scale: bool) -> Vec<Row> {
                 end += 1;
             }
             compute_metrics(&mut rows[start..end], mean_elapsed);
+            user_metrics::apply(&plan.metrics, &mut rows[start..end]);
             start = end;
         }
     }

@@ -2,6 +2,7 @@
 
 use super::plan::{Plan, Scope};
 use super::rows::{Row, build_rows};
+use super::tool::Tool;
 use crate::open::{OpenOptions, OpenedEvent, leaders};
 use crate::{Error, Place, Result, Workload};
 use perfkit::{ChildUsage, Count, ExitStatus};
@@ -25,6 +26,8 @@ pub struct RunOptions {
     pub interval_count: Option<u64>,
     /// `--no-scale`: leave multiplexed counts as read.
     pub no_scale: bool,
+    /// `-D -1`: start with the events disabled, until a control command enables them.
+    pub start_disabled: bool,
 }
 
 /// What a run tells its caller as it goes.
@@ -37,6 +40,8 @@ pub enum Progress<'a> {
     Disabled,
     /// `-D`: the delay passed.
     Enabled,
+    /// A control command was carried out (the acknowledgement is written after this).
+    Control(&'a ControlCmd),
     /// An interval ended: seconds since the start, and the counts of the interval.
     Interval {
         /// Seconds since counting started.
@@ -69,6 +74,38 @@ pub struct RunResult {
 enum Msg {
     Exited,
     Stop,
+    Control(ControlCmd),
+}
+
+/// A command read from the control descriptor (perf's `--control`), one per line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlCmd {
+    /// `enable` (all events) or `enable NAME`.
+    Enable(Option<String>),
+    /// `disable` or `disable NAME`.
+    Disable(Option<String>),
+    /// `ping`: only the acknowledgement.
+    Ping,
+    /// `stop`: end counting as if the command had ended.
+    Stop,
+}
+
+impl ControlCmd {
+    /// Parse one line (without its newline); unknown commands are `None`.
+    pub fn parse(line: &str) -> Option<ControlCmd> {
+        let line = line.trim();
+        let (word, arg) = match line.split_once(' ') {
+            Some((w, a)) => (w, Some(a.trim().to_string()).filter(|a| !a.is_empty())),
+            None => (line, None),
+        };
+        match word {
+            "enable" => Some(ControlCmd::Enable(arg)),
+            "disable" => Some(ControlCmd::Disable(arg)),
+            "ping" => Some(ControlCmd::Ping),
+            "stop" => Some(ControlCmd::Stop),
+            _ => None,
+        }
+    }
 }
 
 /// Ends a run from another thread: Ctrl-C goes to the command when one runs (perf's
@@ -96,6 +133,7 @@ impl StopHandle {
 pub struct Runner {
     rx: mpsc::Receiver<Msg>,
     stop: StopHandle,
+    ack: Option<std::fs::File>,
 }
 
 impl Default for Runner {
@@ -116,7 +154,27 @@ impl Runner {
                 tx: Arc::new(Mutex::new(tx)),
                 child: Arc::new(AtomicI32::new(0)),
             },
+            ack: None,
         }
+    }
+
+    /// perf's `--control`: read commands (`enable`, `disable`, `ping`, `stop`, one per
+    /// line) from `ctl` while counting, and write perf's `ack\n\0` to `ack` after each.
+    pub fn control(&mut self, ctl: std::fs::File, ack: Option<std::fs::File>) {
+        use std::io::BufRead;
+        self.ack = ack;
+        let tx = self.stop.tx.lock().map(|t| t.clone());
+        let Ok(tx) = tx else { return };
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(ctl).lines() {
+                let Ok(line) = line else { break };
+                if let Some(cmd) = ControlCmd::parse(&line)
+                    && tx.send(Msg::Control(cmd)).is_err()
+                {
+                    break;
+                }
+            }
+        });
     }
 
     /// The handle that interrupts runs.
@@ -148,13 +206,13 @@ impl Runner {
             plan,
             &places,
             opts.inherit,
-            command_scope && opts.delay.is_none(),
+            command_scope && opts.delay.is_none() && !opts.start_disabled,
         );
         progress(Progress::Attrs(&events)).map_err(|e| Error::io("writing", e))?;
         let events = check_opened(events)?;
 
         let start = Instant::now();
-        if !command_scope {
+        if !command_scope && !opts.start_disabled {
             enable(&events);
         }
         let workload = match child {
@@ -170,7 +228,9 @@ impl Runner {
             }
             None => None,
         };
-        if let Some(d) = opts.delay {
+        if opts.start_disabled {
+            progress(Progress::Disabled).map_err(|e| Error::io("writing", e))?;
+        } else if let Some(d) = opts.delay {
             if command_scope {
                 progress(Progress::Disabled).map_err(|e| Error::io("writing", e))?;
             }
@@ -215,7 +275,8 @@ impl Runner {
                 .interval
                 .is_some_and(|i| now.duration_since(last_t) >= i || msg.is_some() || timed_out);
             if interval_due {
-                let counts = read_all(&events);
+                let mut counts = read_all(&events);
+                fill_tools(&events, &mut counts, now.duration_since(start), None);
                 let d = delta(&counts, &last);
                 let rows = build_rows(
                     plan,
@@ -243,6 +304,11 @@ impl Runner {
                     interrupted = true;
                     break;
                 }
+                Some(Msg::Control(cmd)) if self.carry_out(&cmd, &events, progress)? => {
+                    stopped_early = true;
+                    break;
+                }
+                Some(Msg::Control(_)) => {}
                 None => {}
             }
             if timed_out || opts.interval_count.is_some_and(|n| intervals >= n) {
@@ -260,7 +326,7 @@ impl Runner {
         for c in leaders(&events) {
             let _ = c.disable();
         }
-        let counts = read_all(&events);
+        let mut counts = read_all(&events);
         self.stop.child.store(0, Ordering::SeqCst);
         let (mut status, mut usage) = (None, None);
         if let Some(w) = &workload {
@@ -278,6 +344,7 @@ impl Runner {
                 }
             }
         }
+        fill_tools(&events, &mut counts, elapsed, usage);
         // perfkit ended the command itself (timeout, interval count): that is success.
         if stopped_early && status.is_none() && workload.is_some() {
             status = Some(ExitStatus::Exited(0));
@@ -291,6 +358,78 @@ impl Runner {
             usage,
             interrupted,
         })
+    }
+}
+
+impl Runner {
+    /// Carry out a control command and acknowledge it; true for `stop`.
+    fn carry_out(
+        &mut self,
+        cmd: &ControlCmd,
+        events: &[OpenedEvent],
+        progress: &mut dyn FnMut(Progress<'_>) -> io::Result<()>,
+    ) -> Result<bool> {
+        let named = |name: &Option<String>| -> Vec<&OpenedEvent> {
+            events
+                .iter()
+                .filter(|e| name.as_ref().is_none_or(|n| &e.name == n))
+                .collect()
+        };
+        match cmd {
+            ControlCmd::Enable(n) => {
+                for e in named(n) {
+                    for c in e.counters() {
+                        let _ = c.enable();
+                    }
+                }
+            }
+            ControlCmd::Disable(n) => {
+                for e in named(n) {
+                    for c in e.counters() {
+                        let _ = c.disable();
+                    }
+                }
+            }
+            ControlCmd::Ping | ControlCmd::Stop => {}
+        }
+        progress(Progress::Control(cmd)).map_err(|e| Error::io("writing", e))?;
+        if let Some(ack) = &mut self.ack {
+            use std::io::Write;
+            // perf writes its tag with the C string's NUL: `ack\n\0`.
+            ack.write_all(b"ack\n\0")
+                .map_err(|e| Error::io("writing the --control acknowledgement", e))?;
+        }
+        Ok(*cmd == ControlCmd::Stop)
+    }
+}
+
+/// Fill in the tool events (`duration_time`, `user_time`, `system_time`) of a reading:
+/// one value on the first place, in nanoseconds; the CPU times only once the command has
+/// ended (`usage`), as perf.
+fn fill_tools(
+    events: &[OpenedEvent],
+    counts: &mut [Vec<Option<Count>>],
+    elapsed: Duration,
+    usage: Option<ChildUsage>,
+) {
+    for (e, c) in events.iter().zip(counts) {
+        let Some(tool) = Tool::of(&e.attr) else {
+            continue;
+        };
+        let v = match tool {
+            Tool::Duration => Some(elapsed.as_nanos() as u64),
+            Tool::User => usage.map(|u| u.user_ns),
+            Tool::System => usage.map(|u| u.sys_ns),
+        };
+        if let (Some(v), Some(slot)) = (v, c.first_mut()) {
+            *slot = Some(Count {
+                value: v,
+                time_enabled: Some(v),
+                time_running: Some(v),
+                id: None,
+                lost: None,
+            });
+        }
     }
 }
 
@@ -320,6 +459,17 @@ fn open_plan(
         let mut j = i;
         while j < plan.specs.len() && plan.specs[j].group == g {
             j += 1;
+        }
+        if Tool::of(&plan.specs[i].attr).is_some() {
+            let spec = plan.specs[i].clone();
+            out.push(OpenedEvent {
+                name: spec.name.clone(),
+                attr: spec.attr,
+                slots: places.iter().map(|_| crate::Slot::Skipped).collect(),
+                spec,
+            });
+            i = j;
+            continue;
         }
         let cg = plan.spec_cgroup[i];
         let here: Vec<Place> = places.iter().map(|p| Place { cgroup: cg, ..*p }).collect();

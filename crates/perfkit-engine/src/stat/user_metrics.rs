@@ -1,0 +1,168 @@
+//! `-M`/`--metrics`: metrics and metric groups from the CPU's metric table
+//! ([`perfkit_events::metrics`]), turned into events to count and, after counting, into
+//! values on the rows.
+//!
+//! As perf 6.1 does: a name that is neither a metric nor a group gets `Cannot find metric
+//! or group`; a metric whose events this machine cannot name gets perf's event syntax
+//! error naming the first missing one; either way counting goes on (with perf's default
+//! events when nothing else is left).
+
+use super::rows::{Row, State};
+use crate::{EventSpec, Result};
+use perfkit_events::metrics::{Expr, Metric, Metrics};
+
+/// A metric being counted: its formula and the events it reads.
+#[derive(Clone, Debug)]
+pub struct MetricUse {
+    /// perf's name, printed after the value.
+    pub name: String,
+    /// The formula.
+    pub expr: Expr,
+    /// The event names the formula reads (the specs' names).
+    pub events: Vec<String>,
+}
+
+/// What `-M LIST` adds to a plan.
+#[derive(Debug, Default)]
+pub(super) struct Resolved {
+    pub specs: Vec<EventSpec>,
+    pub metrics: Vec<MetricUse>,
+    pub notes: Vec<String>,
+}
+
+/// perf's way of quoting an event string in a syntax error: at most 56 bytes, then `..`.
+fn quoted(s: &str) -> String {
+    if s.len() <= 58 {
+        return s.to_string();
+    }
+    let mut cut = 56;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}..", &s[..cut])
+}
+
+/// Resolve `list` (comma separated) against `table`.
+pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
+    let mut out = Resolved::default();
+    let mut chosen: Vec<&Metric> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match table.resolve(name) {
+            Some(ms) => {
+                for m in ms {
+                    if !chosen.iter().any(|c| c.name == m.name) {
+                        chosen.push(m);
+                    }
+                }
+            }
+            None => {
+                let hint = if table.is_empty() {
+                    " (this CPU has no metric table in perfkit: `perfkit list metric` is empty)"
+                } else {
+                    ""
+                };
+                out.notes
+                    .push(format!("Cannot find metric or group `{name}'{hint}"));
+                // perf stops at the first bad name and counts nothing of the list.
+                return Ok(Resolved {
+                    notes: out.notes,
+                    ..Resolved::default()
+                });
+            }
+        }
+    }
+    for m in chosen {
+        let Ok(expr) = m.parsed() else { continue };
+        let events = expr.events();
+        let group = format!(
+            "{{{}}}:W",
+            events
+                .iter()
+                .map(|e| format!("{e}/metric-id={e}/"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let parsed = crate::parse(&[events.join(",")]);
+        match parsed {
+            Ok(mut specs) => {
+                let base = out.specs.last().map_or(0, |s| s.group + 1);
+                let n = specs.len();
+                for (i, s) in specs.iter_mut().enumerate() {
+                    s.group = base;
+                    s.leader = i == 0;
+                    s.grouped = n > 1;
+                }
+                out.specs.extend(specs);
+                out.metrics.push(MetricUse {
+                    name: m.name.to_string(),
+                    expr,
+                    events,
+                });
+            }
+            Err(_) => {
+                let missing = events
+                    .iter()
+                    .find(|e| crate::parse(&[(*e).clone()]).is_err())
+                    .cloned()
+                    .unwrap_or_default();
+                out.notes.push(format!(
+                    "event syntax error: '{}'\n{:21}\\___ Cannot find PMU `{missing}'. Missing \
+                     kernel support?",
+                    quoted(&group),
+                    ""
+                ));
+                // perf gives up on the whole list at the first metric it cannot set up.
+                return Ok(Resolved {
+                    notes: out.notes,
+                    ..Resolved::default()
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Put each metric's value on the row of its first event, in one bucket's rows.
+pub fn apply(metrics: &[MetricUse], rows: &mut [Row]) {
+    for m in metrics {
+        let value = m.expr.eval(&mut |name| {
+            rows.iter()
+                .find(|r| r.event == name && r.state == State::Counted)
+                .map(|r| r.value)
+        });
+        let (Some(v), Some(first)) = (value, m.events.first()) else {
+            continue;
+        };
+        if let Some(r) = rows.iter_mut().find(|r| &r.event == first) {
+            r.metric = Some((v, m.name.clone()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfkit_events::metrics::CpuId;
+
+    #[test]
+    fn names_and_missing_events_as_perf() {
+        let zen = Metrics::for_cpu(&CpuId {
+            vendor: "AuthenticAMD".into(),
+            family: 25,
+            model: 17,
+        });
+        let r = resolve(&zen, "nosuch").unwrap();
+        assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);
+        assert!(r.specs.is_empty());
+        // No `cpu` PMU on the test machines: the first event is missing.
+        let r = resolve(&zen, "branch_misprediction_ratio").unwrap();
+        if r.specs.is_empty() {
+            assert_eq!(
+                r.notes[0],
+                "event syntax error: '{ex_ret_brn_misp/metric-id=ex_ret_brn_misp/,ex_ret_brn/metr..'\n\
+                 \x20                    \\___ Cannot find PMU `ex_ret_brn_misp'. Missing kernel support?"
+            );
+        }
+        assert!(quoted("short") == "short");
+    }
+}

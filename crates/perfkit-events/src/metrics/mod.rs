@@ -1,0 +1,207 @@
+//! Metrics and metric groups (`perf stat -M`, `perf list metric`): named formulas over
+//! events, chosen for the CPU this runs on.
+//!
+//! perf compiles its metric tables into the binary and picks one by the CPU's identity
+//! (vendor, family, model). perfkit keeps its own tables, written from the vendors'
+//! documentation of the same metrics, for the CPUs it is developed and tested on
+//! ([`tables`]); on any other CPU there are none and [`Metrics::for_cpu`] says so. The
+//! formulas are parsed and evaluated by [`expr`].
+//!
+//! ```
+//! use perfkit_events::metrics::{CpuId, Metrics};
+//! let m = Metrics::for_cpu(&CpuId { vendor: "AuthenticAMD".into(), family: 0x19, model: 0x11 });
+//! let found = m.resolve("tlb").unwrap();
+//! assert_eq!(found[0].name, "l1_itlb_misses");
+//! assert!(Metrics::for_cpu(&CpuId::default()).is_empty());
+//! ```
+
+pub mod expr;
+mod tables;
+
+pub use expr::{Expr, ExprError};
+
+/// One metric: a formula over events, with perf's name, groups and description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    /// perf's name (`branch_misprediction_ratio`).
+    pub name: &'static str,
+    /// The metric groups it belongs to (`branch_prediction`).
+    pub groups: &'static [&'static str],
+    /// One line of description.
+    pub description: &'static str,
+    /// The formula, in perf's metric syntax (`d_ratio(ex_ret_brn_misp, ex_ret_brn)`).
+    pub expr: &'static str,
+}
+
+impl Metric {
+    /// The formula, parsed.
+    pub fn parsed(&self) -> Result<Expr, ExprError> {
+        Expr::parse(self.expr)
+    }
+
+    /// The events the formula reads, in the order they first appear.
+    pub fn events(&self) -> Vec<String> {
+        self.parsed().map(|e| e.events()).unwrap_or_default()
+    }
+}
+
+/// Who made the CPU and which one it is (`/proc/cpuinfo`'s `vendor_id`, `cpu family`,
+/// `model`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuId {
+    /// `GenuineIntel`, `AuthenticAMD`, ...
+    pub vendor: String,
+    /// `cpu family`.
+    pub family: u32,
+    /// `model`.
+    pub model: u32,
+}
+
+impl CpuId {
+    /// This machine's CPU, from `/proc/cpuinfo` (the default, matching no table, when it
+    /// cannot be read).
+    pub fn system() -> CpuId {
+        std::fs::read_to_string("/proc/cpuinfo")
+            .map(|s| CpuId::from_cpuinfo(&s))
+            .unwrap_or_default()
+    }
+
+    /// The identity in the first processor block of a `/proc/cpuinfo` text.
+    pub fn from_cpuinfo(text: &str) -> CpuId {
+        let mut id = CpuId::default();
+        for line in text.lines() {
+            if line.trim().is_empty() && !id.vendor.is_empty() {
+                break;
+            }
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
+            let v = v.trim();
+            match k.trim() {
+                "vendor_id" => id.vendor = v.to_string(),
+                "cpu family" => id.family = v.parse().unwrap_or(0),
+                "model" => id.model = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        id
+    }
+}
+
+/// The metrics of one CPU.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    /// The table's name (`amdzen3`), empty when the CPU has none.
+    pub table: &'static str,
+    /// The metrics, sorted by name.
+    pub metrics: Vec<Metric>,
+}
+
+impl Metrics {
+    /// This machine's metrics.
+    pub fn system() -> Metrics {
+        Metrics::for_cpu(&CpuId::system())
+    }
+
+    /// The metrics perfkit has for `cpu` (none for a CPU it has no table for).
+    pub fn for_cpu(cpu: &CpuId) -> Metrics {
+        match tables::for_cpu(cpu) {
+            Some((table, metrics)) => {
+                let mut metrics = metrics.to_vec();
+                metrics.sort_by_key(|m| m.name);
+                Metrics { table, metrics }
+            }
+            None => Metrics::default(),
+        }
+    }
+
+    /// Whether there are no metrics.
+    pub fn is_empty(&self) -> bool {
+        self.metrics.is_empty()
+    }
+
+    /// The metric groups, sorted, each once.
+    pub fn groups(&self) -> Vec<&'static str> {
+        let mut g: Vec<&'static str> = self
+            .metrics
+            .iter()
+            .flat_map(|m| m.groups.iter().copied())
+            .collect();
+        g.sort_unstable();
+        g.dedup();
+        g
+    }
+
+    /// The metrics of a group.
+    pub fn of_group(&self, group: &str) -> Vec<&Metric> {
+        self.metrics
+            .iter()
+            .filter(|m| m.groups.iter().any(|g| g.eq_ignore_ascii_case(group)))
+            .collect()
+    }
+
+    /// A metric or a group by name, as perf matches them (ignoring case): the metrics it
+    /// names, or `None` when it names neither.
+    pub fn resolve(&self, name: &str) -> Option<Vec<&Metric>> {
+        if let Some(m) = self
+            .metrics
+            .iter()
+            .find(|m| m.name.eq_ignore_ascii_case(name))
+        {
+            return Some(vec![m]);
+        }
+        let g = self.of_group(name);
+        (!g.is_empty()).then_some(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_identity() {
+        let id = CpuId::from_cpuinfo(
+            "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n\
+             model name\t: AMD EPYC\n\nprocessor\t: 1\nvendor_id\t: Other\n",
+        );
+        assert_eq!(
+            id,
+            CpuId {
+                vendor: "AuthenticAMD".into(),
+                family: 25,
+                model: 17
+            }
+        );
+    }
+
+    #[test]
+    fn every_formula_parses_and_names_events() {
+        let m = Metrics::for_cpu(&CpuId {
+            vendor: "AuthenticAMD".into(),
+            family: 25,
+            model: 1,
+        });
+        assert_eq!(m.metrics.len(), 13);
+        for metric in &m.metrics {
+            let e = metric
+                .parsed()
+                .unwrap_or_else(|e| panic!("{}: {e}", metric.name));
+            assert!(!e.events().is_empty(), "{}", metric.name);
+            assert!(!metric.groups.is_empty(), "{}", metric.name);
+        }
+        assert_eq!(
+            m.groups(),
+            [
+                "branch_prediction",
+                "data_fabric",
+                "decoder",
+                "l2_cache",
+                "l3_cache",
+                "tlb"
+            ]
+        );
+        assert_eq!(m.resolve("L2_CACHE").map(|v| v.len()), Some(7));
+        assert!(m.resolve("nosuch").is_none());
+    }
+}
