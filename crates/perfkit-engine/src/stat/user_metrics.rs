@@ -159,7 +159,7 @@ mod tests {
         if r.specs.is_empty() {
             assert_eq!(
                 r.notes[0],
-                "event syntax error: '{ex_ret_brn_misp/metric-id=ex_ret_brn_misp/,ex_ret_brn/metr..'\n\
+                "event syntax error: '{ex_ret_brn_misp/metric-id=ex_ret_brn_misp/,ex_ret_brn/m..'\n\
                  \x20                    \\___ Cannot find PMU `ex_ret_brn_misp'. Missing kernel support?"
             );
         }
