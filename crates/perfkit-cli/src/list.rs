@@ -42,6 +42,24 @@ pub struct ListArgs {
 
 /// Run `perfkit list`.
 pub fn run(args: ListArgs) -> anyhow::Result<u8> {
+    // `perfkit list metric|metricgroup`: the CPU's metric table, as perf lists it.
+    if let [word] = args.filters.as_slice()
+        && let Some(what) = perfkit_events::metrics::Listing::of_filter(word)
+    {
+        let sink: Box<dyn Write> = match &args.output {
+            Some(path) => Box::new(
+                std::fs::File::create(path)
+                    .with_context(|| format!("creating {}", path.display()))?,
+            ),
+            None => Box::new(std::io::stdout().lock()),
+        };
+        let mut out = std::io::BufWriter::new(sink);
+        perfkit_events::metrics::Metrics::system()
+            .write_listing(what, args.raw_dump, args.details, &mut out)
+            .and_then(|()| out.flush())
+            .context("writing the list")?;
+        return Ok(0);
+    }
     let env = perfkit_engine::env();
     let opts = ListOptions {
         // Completion wants names fast: no probing for --raw-dump.

@@ -1,6 +1,6 @@
 //! `perfkit stat`'s event-choosing and output flags against `perf stat` 6.1 here: `-d`
-//! levels, `-n`, `--all-user`/`--all-kernel`, `--log-fd`, `-S`, and the clear refusals of
-//! `-M`, `--topdown` and `-T` on a machine without metric tables or TSX events.
+//! levels, `-n`, `--all-user`/`--all-kernel`, `--log-fd`, `-S`. Metrics, `--topdown` and
+//! `-T` are in `stat_metrics.rs`.
 
 mod common;
 
@@ -134,24 +134,4 @@ fn sync_first_then_counts() {
     let (code, k) = perfkit_out(&["-S", "-x,", "-e", "page-faults", "true"]);
     assert_eq!(code, 0, "{k}");
     assert!(csv_count(&k, "page-faults") > 10.0, "{k}");
-}
-
-#[test]
-fn metrics_topdown_and_transactions_are_refused_with_the_pmus_named() {
-    for args in [
-        &["-M", "IPC", "true"][..],
-        &["--topdown", "true"],
-        &["-T", "true"],
-    ] {
-        let (code, k) = perfkit_out(args);
-        let machine_has_cpu_pmu =
-            std::path::Path::new("/sys/bus/event_source/devices/cpu").exists();
-        if machine_has_cpu_pmu {
-            skip("this machine has a cpu PMU: the refusal is for machines without one");
-            return;
-        }
-        assert_eq!(code, 1, "{args:?}: {k}");
-        assert!(k.contains("software"), "names the PMUs: {k}");
-        assert!(!k.contains("panicked"), "{k}");
-    }
 }

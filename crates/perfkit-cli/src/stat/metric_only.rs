@@ -39,16 +39,28 @@ fn header(r: &Row) -> Option<String> {
     })
 }
 
-fn value(r: &Row) -> Option<String> {
-    let (v, unit) = r.metric.as_ref()?;
-    if !wanted(unit) || r.state != State::Counted {
-        return None;
+/// What a row puts in the metric line.
+enum Cell {
+    /// Its metric's value.
+    Value(String),
+    /// An empty column: perf gives one to every count that did not run.
+    Empty,
+    /// Nothing (no metric, or one that has no column).
+    None,
+}
+
+fn cell(r: &Row) -> Cell {
+    if r.state != State::Counted {
+        return Cell::Empty;
     }
-    Some(if is_percent_metric(unit) {
-        format!("{v:.2}%")
-    } else {
-        format!("{v:.2}")
-    })
+    match &r.metric {
+        Some((v, unit)) if wanted(unit) => Cell::Value(if is_percent_metric(unit) {
+            format!("{v:.2}%")
+        } else {
+            format!("{v:.2}")
+        }),
+        _ => Cell::None,
+    }
 }
 
 /// Rows grouped by bucket, in the order buckets first appear.
@@ -158,9 +170,15 @@ pub fn lines(rows: &[Row], secs: Option<f64>, layout: Layout<'_>, out: &mut Stri
                 }
                 text_label(first, out);
                 for r in &b {
-                    if let Some(v) = value(r) {
-                        let width = header(r).map_or(COLUMN, |h| COLUMN.max(h.len() + 1));
-                        let _ = write!(out, "{v:>width$} ");
+                    match cell(r) {
+                        Cell::Value(v) => {
+                            let width = header(r).map_or(COLUMN, |h| COLUMN.max(h.len() + 1));
+                            let _ = write!(out, "{v:>width$} ");
+                        }
+                        Cell::Empty => {
+                            let _ = write!(out, "{:COLUMN$} ", "");
+                        }
+                        Cell::None => {}
                     }
                 }
             }
@@ -172,31 +190,35 @@ pub fn lines(rows: &[Row], secs: Option<f64>, layout: Layout<'_>, out: &mut Stri
                     let _ = write!(out, "{}{sep}", first.label);
                 }
                 for r in &b {
-                    if let Some(v) = value(r) {
-                        let _ = write!(out, "{v}{sep}");
+                    match cell(r) {
+                        Cell::Value(v) => {
+                            let _ = write!(out, "{v}{sep}");
+                        }
+                        Cell::Empty => out.push_str(sep),
+                        Cell::None => {}
                     }
                 }
             }
             Layout::Json => {
-                let mut f: Vec<String> = Vec::new();
+                // perf: the interval (or bucket) object, then one object per column.
                 if let Some(t) = secs {
-                    f.push(format!("\"interval\" : {t:.9}"));
+                    let _ = write!(out, "{{\"interval\" : {t:.9}}}");
                 }
                 if !first.label.is_empty() {
                     let label = match first.label_kind {
                         "cpu" => first.label.trim_start_matches("CPU").to_string(),
                         _ => first.label.clone(),
                     };
-                    f.push(format!("\"{}\" : {}", first.label_kind, json_str(&label)));
+                    let _ = write!(out, "{{\"{}\" : {}}}", first.label_kind, json_str(&label));
                 }
                 for r in &b {
-                    if let (Some(h), Some(v)) = (header(r), value(r)) {
-                        f.push(format!("{} : {}", json_str(&h), json_str(&v)));
+                    match cell(r) {
+                        Cell::Value(v) => {
+                            let _ = write!(out, "{{\"metric-value\" : {}}}", json_str(&v));
+                        }
+                        Cell::Empty => out.push_str("{\"metric-value\" : \"\"}"),
+                        Cell::None => {}
                     }
-                }
-                // perf ends the totals' empty object line with nothing in it.
-                if !f.is_empty() {
-                    let _ = write!(out, "{{{}}}", f.join(", "));
                 }
             }
         }

@@ -155,6 +155,79 @@ impl Metrics {
     }
 }
 
+/// What `perf list metric`, `metricgroup` and `--raw-dump metrics|metricgroups` print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listing {
+    /// `perf list metric`: each metric with its description (and formula with details).
+    Metrics,
+    /// `perf list metricgroup`: the group names.
+    Groups,
+}
+
+impl Listing {
+    /// The listing a `perf list` filter word asks for.
+    pub fn of_filter(word: &str) -> Option<Listing> {
+        match word {
+            "metric" | "metrics" => Some(Listing::Metrics),
+            "metricgroup" | "metricgroups" => Some(Listing::Groups),
+            _ => None,
+        }
+    }
+}
+
+impl Metrics {
+    /// Write a listing as perf 6.1 does: `raw` is `--raw-dump` (names, space separated),
+    /// `details` adds each metric's formula. A CPU without a table gets perf's empty
+    /// heading and a line saying there are none.
+    pub fn write_listing(
+        &self,
+        what: Listing,
+        raw: bool,
+        details: bool,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let names: Vec<&str> = match what {
+            Listing::Metrics => self.metrics.iter().map(|m| m.name).collect(),
+            Listing::Groups => self.groups(),
+        };
+        if raw {
+            // perf: metric names joined by spaces, groups each followed by one.
+            return match what {
+                Listing::Metrics => writeln!(out, "{}", names.join(" ")),
+                Listing::Groups => names.iter().try_for_each(|n| write!(out, "{n} ")),
+            };
+        }
+        let heading = match what {
+            Listing::Metrics => "Metrics",
+            Listing::Groups => "Metric Groups",
+        };
+        writeln!(out, "\n{heading}:\n")?;
+        if self.is_empty() {
+            return writeln!(
+                out,
+                "  (none: perfkit has no metric table for this CPU; tables exist for AMD \
+                 family 19h)"
+            );
+        }
+        match what {
+            Listing::Metrics => {
+                for m in &self.metrics {
+                    writeln!(out, "  {}\n       [{}]", m.name, m.description)?;
+                    if details {
+                        writeln!(out, "       [{}]", m.expr)?;
+                    }
+                }
+            }
+            Listing::Groups => {
+                for g in names {
+                    writeln!(out, "{g}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
