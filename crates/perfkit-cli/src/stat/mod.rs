@@ -665,9 +665,6 @@ fn print_final(
         ));
     }
     out.push('\n');
-    if args.null {
-        out.push('\n');
-    }
     // Notes: no hardware counters here; permission problems and what did work.
     let hw_rows: Vec<&Row> = rows
         .iter()
