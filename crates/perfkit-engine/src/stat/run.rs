@@ -271,9 +271,11 @@ impl Runner {
             };
             let now = Instant::now();
             let timed_out = deadline.is_some_and(|d| now >= d);
-            let interval_due = opts
-                .interval
-                .is_some_and(|i| now.duration_since(last_t) >= i || msg.is_some() || timed_out);
+            let interval_due = opts.interval.is_some_and(|i| {
+                now.duration_since(last_t) >= i
+                    || matches!(msg, Some(Msg::Exited | Msg::Stop))
+                    || timed_out
+            });
             if interval_due {
                 let mut counts = read_all(&events);
                 fill_tools(&events, &mut counts, now.duration_since(start), None);
@@ -564,4 +566,22 @@ pub fn delta(now: &[Vec<Option<Count>>], before: &[Vec<Option<Count>>]) -> Vec<V
                 .collect()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ControlCmd;
+
+    #[test]
+    fn control_lines_as_perf_reads_them() {
+        assert_eq!(ControlCmd::parse("enable"), Some(ControlCmd::Enable(None)));
+        assert_eq!(
+            ControlCmd::parse("disable task-clock\n"),
+            Some(ControlCmd::Disable(Some("task-clock".into())))
+        );
+        assert_eq!(ControlCmd::parse("ping"), Some(ControlCmd::Ping));
+        assert_eq!(ControlCmd::parse("stop"), Some(ControlCmd::Stop));
+        assert_eq!(ControlCmd::parse("bogus"), None);
+        assert_eq!(ControlCmd::parse(""), None);
+    }
 }

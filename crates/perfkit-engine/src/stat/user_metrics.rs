@@ -165,4 +165,49 @@ mod tests {
         }
         assert!(quoted("short") == "short");
     }
+
+    fn row(event: &str, value: f64, state: State) -> Row {
+        Row {
+            label: String::new(),
+            label_kind: "",
+            ncpus: None,
+            event: event.into(),
+            attr: Default::default(),
+            unit: String::new(),
+            cgroup: None,
+            state,
+            value,
+            running: 1,
+            enabled: 1,
+            runs: Vec::new(),
+            metric: None,
+        }
+    }
+
+    #[test]
+    fn a_metric_lands_on_its_first_event() {
+        let m = MetricUse {
+            name: "branch_misprediction_ratio".into(),
+            expr: Expr::parse("d_ratio(ex_ret_brn_misp, ex_ret_brn)").unwrap(),
+            events: vec!["ex_ret_brn_misp".into(), "ex_ret_brn".into()],
+        };
+        let mut rows = vec![
+            row("task-clock", 5.0, State::Counted),
+            row("ex_ret_brn_misp", 25.0, State::Counted),
+            row("ex_ret_brn", 1000.0, State::Counted),
+        ];
+        apply(std::slice::from_ref(&m), &mut rows);
+        assert_eq!(
+            rows[1].metric,
+            Some((0.025, "branch_misprediction_ratio".to_string()))
+        );
+        assert_eq!(rows[0].metric, None);
+        // An event that did not count leaves the metric without a value.
+        let mut rows = vec![
+            row("ex_ret_brn_misp", 25.0, State::Counted),
+            row("ex_ret_brn", 0.0, State::NotCounted),
+        ];
+        apply(&[m], &mut rows);
+        assert_eq!(rows[0].metric, None);
+    }
 }
