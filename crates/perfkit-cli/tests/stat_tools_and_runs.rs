@@ -162,6 +162,32 @@ fn repeat_prints_the_last_runs_runtime_and_perfs_table() {
 }
 
 #[test]
+fn repeat_prints_no_deviation_where_there_is_none() {
+    // alignment-faults opens here and counts 0 in every run: no `( +- )`, as perf.
+    let args = ["-r", "3", "-e", "alignment-faults,task-clock", "true"];
+    let k = kit_stat(&args);
+    let line = |t: &str, ev: &str| -> String {
+        t.lines()
+            .find(|l| l.contains(ev))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line(&k, "alignment-faults").starts_with("                 0 "),
+        "{k}"
+    );
+    assert!(!line(&k, "alignment-faults").contains("( +-"), "{k}");
+    assert!(line(&k, "task-clock").contains("( +-"), "{k}");
+    // A tool event that read zero in every run stays `<not counted>`.
+    let k = kit_stat(&["-r", "2", "-x,", "-e", "duration_time", "true"]);
+    assert!(k.starts_with(|c: char| c.is_ascii_digit()), "{k}");
+    if have_perf() {
+        let p = perf_stat(&args);
+        assert!(!line(&p, "alignment-faults").contains("( +-"), "{p}");
+    }
+}
+
+#[test]
 fn per_cache_groups_cpus_that_share_a_cache() {
     let cpu0 = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache/index0/level");
     if !cpu0.exists() {

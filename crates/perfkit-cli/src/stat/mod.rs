@@ -642,10 +642,13 @@ fn print_final(
             if args.table {
                 output::run_table(&elapsed, mean, p, &mut out);
             }
-            out.push_str(&format!(
-                "{mean:>18.p$} +- {sd:.p$} seconds time elapsed  ( +-{:>6.2}% )\n",
-                perfkit_engine::stat::rel_stddev_pct(mean, sd)
-            ))
+            let pct = perfkit_engine::stat::rel_stddev_pct(mean, sd);
+            out.push_str(&format!("{mean:>18.p$} +- {sd:.p$} seconds time elapsed"));
+            // perf prints the deviation only when there is one.
+            if pct != 0.0 {
+                out.push_str(&format!("  ( +-{pct:>6.2}% )"));
+            }
+            out.push('\n');
         }
         None => out.push_str(&format!(
             "{:>18.9} seconds time elapsed\n",

@@ -159,8 +159,10 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
     } else if r.stats().is_some() || (r.state == State::Counted && r.pcnt_running() < 100.0) {
         let _ = write!(out, "{:34}", "");
     }
+    // perf prints the deviation only when there is one.
     if let Some((mean, sd)) = r.stats()
         && r.state == State::Counted
+        && rel_stddev_pct(mean, sd) != 0.0
     {
         let _ = write!(out, "   ( +-{:>6.2}% )", rel_stddev_pct(mean, sd));
     }

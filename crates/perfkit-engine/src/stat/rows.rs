@@ -273,13 +273,20 @@ pub fn summarize(plan: &Plan, runs: &[RunResult], no_scale: bool) -> Vec<Row> {
     };
     if runs.len() > 1 {
         for (i, row) in rows.iter_mut().enumerate() {
+            // A tool event that read zero in a run (perf's `<not counted>` CPU time) is a
+            // zero in the statistics, as perf keeps it.
+            let tool = Tool::of(&row.attr).is_some();
             let vals: Vec<f64> = per_run
                 .iter()
                 .filter_map(|rs| rs.get(i))
-                .filter(|r| r.state == State::Counted)
+                .filter(|r| r.state == State::Counted || (tool && r.state == State::NotCounted))
                 .map(|r| r.value)
                 .collect();
-            if !vals.is_empty() {
+            let any_counted = per_run
+                .iter()
+                .filter_map(|rs| rs.get(i))
+                .any(|r| r.state == State::Counted);
+            if any_counted {
                 row.value = vals.iter().sum::<f64>() / vals.len() as f64;
                 row.state = State::Counted;
             }
