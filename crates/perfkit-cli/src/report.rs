@@ -117,6 +117,22 @@ pub struct ReportArgs {
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// One level per sort key, each entry the total of those under it (not with -F).
+    #[arg(long)]
+    pub hierarchy: bool,
+    /// Percentages of filtered entries (--comm --pid --tid --dso --symbols): `absolute`
+    /// (perf's default: of every sample) or `relative` (of the samples kept).
+    #[arg(long, value_name = "relative|absolute", default_value = "absolute")]
+    pub percentage: String,
+    /// Per-thread counter values (from `record -s`) after the report.
+    #[arg(short = 'T', long = "threads")]
+    pub threads: bool,
+    /// Use at most this many callchain entries, leaf first (perf's default 127).
+    #[arg(long = "max-stack", default_value_t = 127)]
+    pub max_stack: usize,
+    /// Callers first in call graphs (perf's inverted call graph).
+    #[arg(short = 'G', long = "inverted")]
+    pub inverted: bool,
 }
 
 /// Flags of `perfkit script`.
@@ -387,6 +403,14 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
             keys = field_keys;
         }
     }
+    if args.hierarchy && !args.fields.is_empty() {
+        bail!("--hierarchy and --fields options cannot be used together");
+    }
+    let relative = match args.percentage.as_str() {
+        "relative" => true,
+        "absolute" => false,
+        other => bail!("--percentage {other}: use relative or absolute"),
+    };
     if keys.is_empty() && args.fields.is_empty() {
         keys = vec!["comm".into(), "dso".into(), "sym".into()];
     }
@@ -404,10 +428,19 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = if args.header {
+    let mut threads = None;
+    let (profile, diag) = if args.header || args.threads {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
-        print!("{}", header_text(&file, &input, true));
+        if args.header {
+            print!("{}", header_text(&file, &input, true));
+        }
+        if args.threads {
+            threads = Some(
+                perfkit_report::thread_values::ThreadValues::of(&file)
+                    .with_context(|| format!("{}", input.display()))?,
+            );
+        }
         load_file(&file, &input, &load, args.quiet)?
     } else {
         load_profile(&input, &load, args.quiet)?
@@ -452,9 +485,27 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         Some(g) => parse_graph(g)?,
         None => (GraphMode::Graph, None, None),
     };
+    let filter = Filter {
+        comms: args.only.comm.clone(),
+        pids: args.only.pid.clone(),
+        tids: args.only.tid.clone(),
+        dsos: args.dso.clone(),
+        symbols: args.symbol.clone(),
+        cpus,
+        time,
+    };
+    let (sort, notes) = perfkit_report::elide::elide(&sort, &filter);
+    // perf's default order (callers first with the children column) is decided before
+    // --hierarchy turns that column off.
+    let order = if args.inverted { Some(true) } else { order };
+    let order = order.or((args.hierarchy && children).then_some(true));
     let opts = ReportOptions {
         sort,
-        children,
+        children: children && !args.hierarchy,
+        relative,
+        hierarchy: args.hierarchy,
+        notes,
+        max_stack: args.max_stack,
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,
@@ -462,19 +513,14 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         show_samples,
         overhead,
         show_period,
-        filter: Filter {
-            comms: args.only.comm.clone(),
-            pids: args.only.pid.clone(),
-            tids: args.only.tid.clone(),
-            dsos: args.dso.clone(),
-            symbols: args.symbol.clone(),
-            cpus,
-            time,
-        },
+        filter,
         ..ReportOptions::default()
     };
     let sections = report::build(&profile, &opts);
-    let text = report::render(&profile, &sections, &opts);
+    let mut text = report::render(&profile, &sections, &opts);
+    if let Some(t) = threads {
+        text.push_str(&t.render());
+    }
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
     exit_code(&input, diag)
 }

@@ -53,7 +53,7 @@ impl SortKey {
     /// Every key name, for error messages.
     pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, symoff, parent";
 
-    fn header(self) -> &'static str {
+    pub(crate) fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
             SortKey::Pid => "Pid:Command",
@@ -110,6 +110,18 @@ pub struct ReportOptions {
     pub overhead: bool,
     /// Period column (`--show-total-period`, `-F period`).
     pub show_period: bool,
+    /// `--percentage relative`: percentages (and the header's totals) of the samples the
+    /// filters keep; perf's default (false, `absolute`) keeps them relative to every
+    /// sample, so a filtered row shows the same share as unfiltered.
+    pub relative: bool,
+    /// `--hierarchy`: one level per sort key, each entry's total over its sub-entries
+    /// (see [`crate::hierarchy`]).
+    pub hierarchy: bool,
+    /// Header notes of sort keys left out because a filter pins them (`comm: wl`; see
+    /// [`crate::elide`]).
+    pub notes: Vec<String>,
+    /// Callchain entries used per sample, leaf first (`--max-stack`, perf's default 127).
+    pub max_stack: usize,
 }
 
 impl Default for ReportOptions {
@@ -126,6 +138,10 @@ impl Default for ReportOptions {
             parent_pattern: vec!["^sys_".into(), "^do_page_fault".into()],
             overhead: true,
             show_period: false,
+            relative: false,
+            hierarchy: false,
+            notes: Vec::new(),
+            max_stack: 127,
         }
     }
 }
@@ -151,6 +167,14 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether sample `s` is in the CPUs and time ranges asked for: perf's report skips
+    /// the others before counting anything (unlike the comm, pid, tid, dso and symbol
+    /// filters, which only hide entries).
+    pub fn keep_place(&self, s: &Sample) -> bool {
+        (self.cpus.is_empty() || s.cpu.is_some_and(|c| self.cpus.contains(&c)))
+            && (self.time.is_empty() || self.time.iter().any(|&(a, b)| a <= s.time && s.time <= b))
+    }
+
     /// Whether sample `s` passes every filter.
     pub fn keep(&self, p: &Profile, s: &Sample) -> bool {
         let t = &p.threads[s.thread as usize];
@@ -223,7 +247,7 @@ pub struct Section {
     pub total: u64,
     /// Rows, heaviest first.
     pub rows: Vec<Row>,
-    graphs: Vec<String>,
+    pub(crate) graphs: Vec<String>,
 }
 
 impl Section {
@@ -249,12 +273,20 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         &[]
     };
     let mut ids = Ids::new(p, patterns);
+    let caller_first = opts.caller_order.unwrap_or(opts.children);
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
         let mut agg: Agg = HashMap::default();
         let (mut total, mut count) = (0u64, 0u64);
+        // Every sample in the CPUs and times asked for: the base of absolute percentages.
+        let (mut all_total, mut all_count) = (0u64, 0u64);
         for s in p.samples.iter().filter(|s| s.event as usize == ei) {
+            if !opts.filter.keep_place(s) {
+                continue;
+            }
+            all_total += s.period;
+            all_count += 1;
             if !opts.filter.keep(p, s) {
                 continue;
             }
@@ -275,9 +307,14 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             total += s.period;
             count += 1;
         }
-        if count == 0 {
+        if all_count == 0 || (opts.relative && count == 0) {
             continue;
         }
+        let (total, count) = if opts.relative {
+            (total, count)
+        } else {
+            (all_total, all_count)
+        };
         let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
         // Rows are keyed by interned ids; their text is formatted once, at the end.
         let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
@@ -311,12 +348,20 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 .or_insert_with(|| (Row::new(leaf), seed(leaf)));
             r.self_ += period;
             r.samples += n;
+            let chain = kept_chain(&frames, opts.max_stack, caller_first);
             if !opts.children {
                 r.contrib.push((ai as u32, 0));
             } else {
+                if chain.first() != frames.first() {
+                    // The chain kept is the outermost callers: the sample still counts
+                    // for its own entry.
+                    r.last_stack = Some(ai as u32);
+                    r.children += period;
+                    r.contrib.push((ai as u32, SELF));
+                }
                 // A row is counted once per stack, however often it recurs in it: the
                 // row remembers the last stack (by index) that counted it.
-                for (depth, &f) in frames.iter().enumerate() {
+                for (depth, &f) in chain.iter().enumerate() {
                     let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
                     let (r, _) = rows
                         .entry(k)
@@ -327,7 +372,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     r.last_stack = Some(ai as u32);
                     r.children += period;
                     r.contrib
-                        .push((ai as u32, depth.min(u16::MAX as usize) as u16));
+                        .push((ai as u32, depth.min(SELF as usize - 1) as u16));
                 }
             }
         }
@@ -378,9 +423,12 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             rows,
             graphs: Vec::new(),
         };
-        section
-            .rows
-            .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
+        // (--hierarchy applies the limit to each level's entries.)
+        if !opts.hierarchy {
+            section
+                .rows
+                .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
+        }
         if opts.graph != GraphMode::None && p.stacks.iter().any(|s| s.parent.is_some()) {
             section.graphs = section
                 .rows
@@ -404,6 +452,22 @@ fn section_pct(total: u64, v: u64) -> f64 {
         0.0
     } else {
         100.0 * v as f64 / total as f64
+    }
+}
+
+/// A row's contribution that is the sample's own entry (not a callchain depth).
+const SELF: u16 = u16::MAX;
+
+/// The callchain entries perf keeps of a sample (`--max-stack`), leaf first: the first
+/// `max` from the leaf, or, when callers come first, the `max` outermost callers (perf
+/// walks the chain in display order and stops there).
+fn kept_chain(frames: &[FrameId], max: usize, caller_first: bool) -> &[FrameId] {
+    if frames.len() <= max {
+        frames
+    } else if caller_first {
+        &frames[frames.len() - max..]
+    } else {
+        &frames[..max]
     }
 }
 
@@ -534,7 +598,7 @@ impl<'p> Ids<'p> {
 /// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
 /// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
 /// other keys as strings.
-fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
+pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
     for ((k, x), y) in sort.iter().zip(a).zip(b) {
         let o = match k {
             SortKey::Sym | SortKey::Symoff => {
@@ -694,9 +758,10 @@ fn call_graph(
     let mut root = Node::default();
     for &(ai, pos) in &row.contrib {
         let ((_, stack, _, _), (period, _)) = agg[ai as usize];
-        let frames: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
+        let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
+        let frames = kept_chain(&full, opts.max_stack, caller_first);
+        let is_self = pos == SELF || (pos == 0 && frames.first() == full.first());
         let pos = pos as usize;
-        let is_self = pos == 0;
         let path: Vec<String> = if opts.children && !is_self {
             // The entry's callees, from the entry down to the leaf.
             frames[..=pos]
@@ -812,6 +877,9 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str(
         "# To display the perf.data header info, please use --header/--header-only options.\n#\n",
     );
+    for n in &opts.notes {
+        let _ = writeln!(out, "# {n}");
+    }
     if p.incomplete_stacks > 0 {
         let _ = writeln!(
             out,
@@ -833,6 +901,13 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             s.event
         );
         let _ = writeln!(out, "# Event count (approx.): {}\n#", s.total);
+        if opts.hierarchy {
+            crate::hierarchy::render_section(s, opts, &mut out);
+            if si + 1 < sections.len() {
+                out.push_str("\n\n");
+            }
+            continue;
+        }
         let mut headers: Vec<String> = Vec::new();
         if !opts.overhead {
         } else if opts.children {
