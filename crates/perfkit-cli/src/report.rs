@@ -133,6 +133,24 @@ pub struct ReportArgs {
     /// Callers first in call graphs (perf's inverted call graph).
     #[arg(short = 'G', long = "inverted")]
     pub inverted: bool,
+    /// A sample whose chain passes a function matching this regex counts for that
+    /// function (as perf: its callees are dropped in callee order, its callers in caller
+    /// order).
+    #[arg(long = "ignore-callees", value_name = "REGEX")]
+    pub ignore_callees: Option<String>,
+    /// Sort by the first caller matching this regex too (adds the `parent` key; perf's
+    /// default pattern `^sys_|^do_page_fault`).
+    #[arg(short = 'p', long = "parent", value_name = "REGEX")]
+    pub parent: Option<String>,
+    /// Only entries with a parent (with --parent / --sort parent).
+    #[arg(short = 'x', long = "exclude-other")]
+    pub exclude_other: bool,
+    /// Show the kernel (sys) and user (usr) shares of each entry's overhead.
+    #[arg(long = "showcpuutilization")]
+    pub cpu_util: bool,
+    /// Only entries whose symbol name contains this string.
+    #[arg(long = "symbol-filter", value_name = "STR")]
+    pub symbol_filter: Option<String>,
 }
 
 /// Flags of `perfkit script`.
@@ -414,6 +432,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     if keys.is_empty() && args.fields.is_empty() {
         keys = vec!["comm".into(), "dso".into(), "sym".into()];
     }
+    if args.parent.is_some() && !keys.iter().any(|k| k.trim() == "parent") {
+        keys.push("parent".into());
+    }
+    for re in [&args.parent, &args.ignore_callees].into_iter().flatten() {
+        report::pattern(re).with_context(|| format!("`{re}` is not a regular expression"))?;
+    }
     for k in &keys {
         sort.push(
             SortKey::parse(k.trim())
@@ -506,6 +530,14 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         hierarchy: args.hierarchy,
         notes,
         max_stack: args.max_stack,
+        ignore_callees: args.ignore_callees.clone(),
+        cpu_util: args.cpu_util,
+        symbol_filter: args.symbol_filter.clone(),
+        exclude_other: args.exclude_other,
+        parent_pattern: match &args.parent {
+            Some(re) => vec![re.clone()],
+            None => ReportOptions::default().parent_pattern,
+        },
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,

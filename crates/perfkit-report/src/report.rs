@@ -122,6 +122,17 @@ pub struct ReportOptions {
     pub notes: Vec<String>,
     /// Callchain entries used per sample, leaf first (`--max-stack`, perf's default 127).
     pub max_stack: usize,
+    /// `--ignore-callees REGEX`: a sample whose chain passes a function matching it counts
+    /// for that function, as perf does (see [`perf_chain`]).
+    pub ignore_callees: Option<String>,
+    /// `--showcpuutilization`: `sys` and `usr` columns (the self period in kernel and in
+    /// user code).
+    pub cpu_util: bool,
+    /// `--symbol-filter STR`: only entries whose symbol name contains it (perf hides the
+    /// others; percentages stay those of every sample).
+    pub symbol_filter: Option<String>,
+    /// `-x`/`--exclude-other`: only entries with a parent (`--parent`).
+    pub exclude_other: bool,
 }
 
 impl Default for ReportOptions {
@@ -142,6 +153,10 @@ impl Default for ReportOptions {
             hierarchy: false,
             notes: Vec::new(),
             max_stack: 127,
+            ignore_callees: None,
+            cpu_util: false,
+            symbol_filter: None,
+            exclude_other: false,
         }
     }
 }
@@ -228,6 +243,8 @@ pub struct Row {
     pub self_: u64,
     /// Samples with this entry as the leaf.
     pub samples: u64,
+    /// The part of `self_` sampled in the kernel (`--showcpuutilization`).
+    pub sys: u64,
     /// Representative frame (for the call graph).
     frame: Option<FrameId>,
     /// The aggregated stacks that contribute, with the entry's depth in each (leaf = 0).
@@ -274,6 +291,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     };
     let mut ids = Ids::new(p, patterns);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
+    let ignore = chain_regex(opts);
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
@@ -328,7 +346,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             let comm_id = ids.comm(comm);
             frames.clear();
             frames.extend(p.stack_frames(stack));
-            let parent = ids.parent_of(p, &frames);
+            let (chain, root) = perf_chain(p, &frames, opts, caller_first, ignore.as_ref());
+            let parent = ids.parent_of(p, chain, caller_first);
             let seed = |f: Option<FrameId>| Seed {
                 frame: f,
                 thread,
@@ -337,22 +356,26 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 parent,
             };
             // Self time goes to the function the address is in, not to what is inlined there.
-            let leaf = frames
-                .iter()
-                .copied()
-                .find(|&f| !p.frames[f as usize].inlined)
-                .or(frames.first().copied());
+            let leaf = root.or_else(|| {
+                frames
+                    .iter()
+                    .copied()
+                    .find(|&f| !p.frames[f as usize].inlined)
+                    .or(frames.first().copied())
+            });
             let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent);
             let (r, _) = rows
                 .entry(leaf_key)
                 .or_insert_with(|| (Row::new(leaf), seed(leaf)));
             r.self_ += period;
             r.samples += n;
-            let chain = kept_chain(&frames, opts.max_stack, caller_first);
+            if leaf.is_some_and(|f| p.func_of(f).kernel) {
+                r.sys += period;
+            }
             if !opts.children {
                 r.contrib.push((ai as u32, 0));
             } else {
-                if chain.first() != frames.first() {
+                if chain.first() != root.as_ref().or(frames.first()) {
                     // The chain kept is the outermost callers: the sample still counts
                     // for its own entry.
                     r.last_stack = Some(ai as u32);
@@ -403,6 +426,9 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             })
             .collect();
         let mut rows: Vec<Row> = rows.into_values().collect();
+        if opts.symbol_filter.is_some() || opts.exclude_other {
+            rows.retain(|r| entry_shown(p, opts, r));
+        }
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
         if opts.overhead {
@@ -455,6 +481,72 @@ fn section_pct(total: u64, v: u64) -> f64 {
     }
 }
 
+/// A pattern of `--parent` or `--ignore-callees`: perf's extended regular expression.
+pub fn pattern(re: &str) -> Result<regex::Regex, regex::Error> {
+    regex::Regex::new(re)
+}
+
+/// The `--ignore-callees` pattern, where callchains are used (perf resolves none for a
+/// self-only report without graphs).
+fn chain_regex(opts: &ReportOptions) -> Option<regex::Regex> {
+    let re = opts.ignore_callees.as_deref()?;
+    if !opts.children && opts.graph == GraphMode::None {
+        return None;
+    }
+    pattern(re).ok()
+}
+
+/// Whether a row passes the entry filters (`--symbol-filter`, `--exclude-other`).
+fn entry_shown(p: &Profile, opts: &ReportOptions, r: &Row) -> bool {
+    if let Some(want) = &opts.symbol_filter {
+        let name = r.frame.map(|f| p.func_of(f).name.as_str());
+        if !name.is_some_and(|n| n != "[unknown]" && n.contains(want.as_str())) {
+            return false;
+        }
+    }
+    if opts.exclude_other
+        && let Some(i) = opts.sort.iter().position(|k| *k == SortKey::Parent)
+        && r.keys.get(i).is_some_and(|k| k == "[other]")
+    {
+        return false;
+    }
+    true
+}
+
+/// What perf keeps of a sample's callchain (leaf first) and the frame the sample counts
+/// for when that is not its leaf. perf walks the chain in display order (the outermost
+/// caller first when callers come first), keeping `--max-stack` entries; with
+/// `--ignore-callees`, a matching function restarts the chain at itself and becomes the
+/// sample's entry: the outermost match when the leaf comes first (its callees are
+/// dropped), the innermost when callers come first (its callers are dropped).
+fn perf_chain<'f>(
+    p: &Profile,
+    frames: &'f [FrameId],
+    opts: &ReportOptions,
+    caller_first: bool,
+    ignore: Option<&regex::Regex>,
+) -> (&'f [FrameId], Option<FrameId>) {
+    let chain = kept_chain(frames, opts.max_stack, caller_first);
+    let Some(re) = ignore else {
+        return (chain, None);
+    };
+    let hit = |f: &FrameId| {
+        let name = &p.func_of(*f).name;
+        name != "[unknown]" && re.is_match(name)
+    };
+    if caller_first {
+        match chain.iter().position(hit) {
+            Some(i) => (&chain[..=i], Some(chain[i])),
+            None => (chain, None),
+        }
+    } else {
+        match chain.iter().rposition(hit) {
+            Some(j) => (&chain[j..], Some(chain[j])),
+            None => (chain, None),
+        }
+    }
+}
+
 /// A row's contribution that is the sample's own entry (not a callchain depth).
 const SELF: u16 = u16::MAX;
 
@@ -491,6 +583,7 @@ impl Row {
             children: 0,
             self_: 0,
             samples: 0,
+            sys: 0,
             frame,
             contrib: Vec::new(),
             last_stack: None,
@@ -504,7 +597,7 @@ struct Ids<'p> {
     dso_of_func: Vec<u64>,
     srclines: HashMap<(&'p str, u32), u64>,
     parent_match: Vec<Option<bool>>,
-    patterns: &'p [String],
+    patterns: Option<regex::Regex>,
 }
 
 impl<'p> Ids<'p> {
@@ -523,7 +616,9 @@ impl<'p> Ids<'p> {
             dso_of_func,
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
-            patterns,
+            patterns: (!patterns.is_empty())
+                .then(|| pattern(&patterns.join("|")).ok())
+                .flatten(),
         }
     }
 
@@ -532,22 +627,22 @@ impl<'p> Ids<'p> {
         *self.comms.entry(name).or_insert(n)
     }
 
-    /// The first caller (not the leaf) whose name matches the parent pattern.
-    fn parent_of(&mut self, p: &Profile, frames: &[FrameId]) -> Option<FuncId> {
-        if self.patterns.is_empty() {
-            return None;
-        }
-        frames.iter().skip(1).find_map(|&f| {
-            let func = p.frames[f as usize].func;
-            let hit = *self.parent_match[func as usize].get_or_insert_with(|| {
-                let name = &p.funcs[func as usize].name;
-                self.patterns.iter().any(|pat| match pat.strip_prefix('^') {
-                    Some(prefix) => name.starts_with(prefix),
-                    None => name.contains(pat.as_str()),
-                })
-            });
+    /// The first entry of the chain, in perf's walking order (callers first or the leaf
+    /// first), whose symbol matches the parent pattern.
+    fn parent_of(&mut self, p: &Profile, chain: &[FrameId], caller_first: bool) -> Option<FuncId> {
+        let re = self.patterns.as_ref()?;
+        let mut hit = |f: &FrameId| {
+            let func = p.frames[*f as usize].func;
+            let name = &p.funcs[func as usize].name;
+            let hit = *self.parent_match[func as usize]
+                .get_or_insert_with(|| name != "[unknown]" && re.is_match(name));
             hit.then_some(func)
-        })
+        };
+        if caller_first {
+            chain.iter().rev().find_map(&mut hit)
+        } else {
+            chain.iter().find_map(&mut hit)
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -755,12 +850,14 @@ fn call_graph(
         return String::new();
     }
     let caller_first = opts.caller_order.unwrap_or(opts.children);
+    let ignore = chain_regex(opts);
     let mut root = Node::default();
     for &(ai, pos) in &row.contrib {
         let ((_, stack, _, _), (period, _)) = agg[ai as usize];
         let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
-        let frames = kept_chain(&full, opts.max_stack, caller_first);
-        let is_self = pos == SELF || (pos == 0 && frames.first() == full.first());
+        let (frames, entry) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
+        let is_self =
+            pos == SELF || (pos == 0 && frames.first() == entry.as_ref().or(full.first()));
         let pos = pos as usize;
         let path: Vec<String> = if opts.children && !is_self {
             // The entry's callees, from the entry down to the leaf.
@@ -916,6 +1013,10 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         } else {
             headers.push("Overhead".into());
         }
+        if opts.cpu_util && opts.overhead {
+            headers.push("     sys".into());
+            headers.push("     usr".into());
+        }
         if opts.show_samples {
             headers.push("     Samples".into());
         }
@@ -962,6 +1063,10 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 );
             } else {
                 let _ = write!(l, "  {:>7.2}% ", s.pct(r.self_));
+            }
+            if opts.cpu_util && opts.overhead {
+                let usr = r.self_ - r.sys;
+                let _ = write!(l, " {:>7.2}%  {:>7.2}% ", s.pct(r.sys), s.pct(usr));
             }
             if opts.show_samples {
                 let _ = write!(l, " {:>12} ", r.samples);
