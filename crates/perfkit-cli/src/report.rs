@@ -523,7 +523,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     // --hierarchy turns that column off.
     let order = if args.inverted { Some(true) } else { order };
     let order = order.or((args.hierarchy && children).then_some(true));
-    let opts = ReportOptions {
+    let mut opts = ReportOptions {
         sort,
         children: children && !args.hierarchy,
         relative,
@@ -534,10 +534,6 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         cpu_util: args.cpu_util,
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
-        parent_pattern: match &args.parent {
-            Some(re) => vec![re.clone()],
-            None => ReportOptions::default().parent_pattern,
-        },
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,
@@ -548,6 +544,9 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         filter,
         ..ReportOptions::default()
     };
+    if let Some(re) = &args.parent {
+        opts.parent_pattern = vec![re.clone()];
+    }
     let sections = report::build(&profile, &opts);
     let mut text = report::render(&profile, &sections, &opts);
     if let Some(t) = threads {
