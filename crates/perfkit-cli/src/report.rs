@@ -146,8 +146,20 @@ pub struct ReportArgs {
     #[arg(short = 'x', long = "exclude-other")]
     pub exclude_other: bool,
     /// Show the kernel (sys) and user (usr) shares of each entry's overhead.
-    #[arg(long = "showcpuutilization")]
+    #[arg(long = "show-cpu-utilization", alias = "showcpuutilization")]
     pub cpu_util: bool,
+    /// Symbol names as the symbol tables spell them (C++ and Rust names mangled).
+    #[arg(long = "no-demangle", overrides_with = "demangle")]
+    pub no_demangle: bool,
+    /// Demangle C++ and Rust names (the default).
+    #[arg(long)]
+    pub demangle: bool,
+    /// Look the recorded binaries and their debug files up under this directory.
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+    /// perf's objdump for annotation (accepted; the report does not disassemble).
+    #[arg(long, value_name = "PATH")]
+    pub objdump: Option<PathBuf>,
     /// Only entries whose symbol name contains this string.
     #[arg(long = "symbol-filter", value_name = "STR")]
     pub symbol_filter: Option<String>,
@@ -439,17 +451,30 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         report::pattern(re).with_context(|| format!("`{re}` is not a regular expression"))?;
     }
     for k in &keys {
-        sort.push(
-            SortKey::parse(k.trim())
-                .with_context(|| format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES))?,
-        );
+        match k.trim() {
+            // Output columns named as sort keys: perf shows them and sorts by them first,
+            // which is the report's order anyway.
+            "overhead" | "overhead_children" => {}
+            "sample" => show_samples = true,
+            "period" => show_period = true,
+            b if SortKey::BRANCH_KEYS.contains(&b) => bail!(
+                "Invalid --sort key: `{b}': it sorts branch stacks, and this file has none \
+                 (record them with -b or -j where the PMU has a branch stack)"
+            ),
+            k => sort.push(SortKey::parse(k).with_context(|| {
+                format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES)
+            })?),
+        }
     }
     let cpus = match &args.only.cpu {
         Some(list) => cpu_list(list).context("--cpu")?,
         None => Vec::new(),
     };
     let mut load = LoadOptions::default();
-    load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
+    load.srcline =
+        args.srcline || sort.contains(&SortKey::Srcline) || sort.contains(&SortKey::Srcfile);
+    load.no_demangle = args.no_demangle;
+    load.symfs = args.symfs.clone();
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
     let mut threads = None;

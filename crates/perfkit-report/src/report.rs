@@ -32,6 +32,12 @@ pub enum SortKey {
     Symoff,
     /// The first caller matching the parent pattern (`[other]` if none).
     Parent,
+    /// A tracepoint sample's fields as perf prints them (`N/A` for other samples).
+    Trace,
+    /// The source file of the sampled address (blank where unknown).
+    Srcfile,
+    /// The sample's cgroup (`N/A`: perfkit does not record cgroup ids in samples).
+    Cgroup,
 }
 
 impl SortKey {
@@ -47,11 +53,33 @@ impl SortKey {
             "srcline" => SortKey::Srcline,
             "symoff" => SortKey::Symoff,
             "parent" => SortKey::Parent,
+            "trace" => SortKey::Trace,
+            "srcfile" => SortKey::Srcfile,
+            "cgroup" => SortKey::Cgroup,
             _ => return None,
         })
     }
     /// Every key name, for error messages.
-    pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, symoff, parent";
+    pub const NAMES: &'static str =
+        "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup";
+
+    /// perf's keys of branch-stack reports (`record -b`/`-j`): without branch stacks in
+    /// the file perf refuses them.
+    pub const BRANCH_KEYS: &'static [&'static str] = &[
+        "dso_from",
+        "dso_to",
+        "symbol_from",
+        "symbol_to",
+        "mispredict",
+        "abort",
+        "in_tx",
+        "cycles",
+        "srcline_from",
+        "srcline_to",
+        "ipc_lbr",
+        "addr_from",
+        "addr_to",
+    ];
 
     pub(crate) fn header(self) -> &'static str {
         match self {
@@ -64,6 +92,9 @@ impl SortKey {
             SortKey::Srcline => "Source:Line",
             SortKey::Symoff => "Symbol",
             SortKey::Parent => "Parent symbol",
+            SortKey::Trace => "Trace output",
+            SortKey::Srcfile => "Source File",
+            SortKey::Cgroup => "Cgroup",
         }
     }
 }
@@ -292,6 +323,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     let mut ids = Ids::new(p, patterns);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
+    let trace_texts = opts.sort.contains(&SortKey::Trace).then_some(());
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
@@ -319,7 +351,15 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             } else {
                 None
             };
-            let e = agg.entry((s.thread, s.stack, cpu, name_idx)).or_default();
+            // A tracepoint's text (`--sort trace`) rides in the high half of the name slot.
+            let text = if trace_texts.is_some() {
+                u64::from(ids.trace_text(p, s)) << 32
+            } else {
+                0
+            };
+            let e = agg
+                .entry((s.thread, s.stack, cpu, name_idx | text))
+                .or_default();
             e.0 += s.period;
             e.1 += 1;
             total += s.period;
@@ -337,7 +377,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         // Rows are keyed by interned ids; their text is formatted once, at the end.
         let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
         let mut frames: Vec<FrameId> = Vec::new();
-        for (ai, &((thread, stack, cpu, name_idx), (period, n))) in agg.iter().enumerate() {
+        for (ai, &((thread, stack, cpu, slot), (period, n))) in agg.iter().enumerate() {
+            let (name_idx, text) = (slot & u64::from(u32::MAX), (slot >> 32) as u32);
             let t = &p.threads[thread as usize];
             let comm = t
                 .names
@@ -354,6 +395,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 name_idx,
                 cpu,
                 parent,
+                text,
             };
             // Self time goes to the function the address is in, not to what is inlined there.
             let leaf = root.or_else(|| {
@@ -363,7 +405,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     .find(|&f| !p.frames[f as usize].inlined)
                     .or(frames.first().copied())
             });
-            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent);
+            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, text);
             let (r, _) = rows
                 .entry(leaf_key)
                 .or_insert_with(|| (Row::new(leaf), seed(leaf)));
@@ -385,7 +427,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 // A row is counted once per stack, however often it recurs in it: the
                 // row remembers the last stack (by index) that counted it.
                 for (depth, &f) in chain.iter().enumerate() {
-                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
+                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, text);
                     let (r, _) = rows
                         .entry(k)
                         .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
@@ -419,6 +461,9 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             frame: seed.frame,
                             sampled,
                         };
+                        if *k == SortKey::Trace {
+                            return ids.texts[seed.text as usize].clone();
+                        }
                         format_key(p, *k, at, comm, t.pid, t.tid, seed.cpu, parent)
                     })
                     .collect();
@@ -547,6 +592,11 @@ fn perf_chain<'f>(
     }
 }
 
+/// perf's `srcfile`: the file name of a source line, without its directories.
+fn srcfile(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 /// A row's contribution that is the sample's own entry (not a callchain depth).
 const SELF: u16 = u16::MAX;
 
@@ -574,6 +624,8 @@ struct Seed {
     name_idx: u64,
     cpu: Option<u32>,
     parent: Option<FuncId>,
+    /// Index of the sample's trace text (`--sort trace`).
+    text: u32,
 }
 
 impl Row {
@@ -598,6 +650,9 @@ struct Ids<'p> {
     srclines: HashMap<(&'p str, u32), u64>,
     parent_match: Vec<Option<bool>>,
     patterns: Option<regex::Regex>,
+    /// Trace texts (`--sort trace`), interned: index 0 is `N/A`.
+    texts: Vec<String>,
+    text_ids: HashMap<String, u32>,
 }
 
 impl<'p> Ids<'p> {
@@ -616,10 +671,26 @@ impl<'p> Ids<'p> {
             dso_of_func,
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
+            texts: vec!["N/A".into()],
+            text_ids: HashMap::default(),
             patterns: (!patterns.is_empty())
                 .then(|| pattern(&patterns.join("|")).ok())
                 .flatten(),
         }
+    }
+
+    /// The index of sample `s`'s trace text (0: `N/A`, not a tracepoint sample).
+    fn trace_text(&mut self, p: &Profile, s: &Sample) -> u32 {
+        let ev = &p.events[s.event as usize];
+        let (Some(tr), Some(raw)) = (&ev.trace, s.raw.and_then(|r| p.raw.get(r as usize))) else {
+            return 0;
+        };
+        let text = tr.text(raw, &p.trace_kernel);
+        let n = self.texts.len() as u32;
+        *self.text_ids.entry(text).or_insert_with_key(|t| {
+            self.texts.push(t.clone());
+            n
+        })
     }
 
     fn comm(&mut self, name: &'p str) -> u64 {
@@ -655,6 +726,7 @@ impl<'p> Ids<'p> {
         t: &crate::Thread,
         cpu: Option<u32>,
         parent: Option<FuncId>,
+        text: u32,
     ) -> RowKey {
         let mut key = [0u64; 9];
         let func = frame.map(|f| p.frames[f as usize].func);
@@ -683,6 +755,16 @@ impl<'p> Ids<'p> {
                     None => (1 << 63) | frame.map_or(0, u64::from),
                 },
                 SortKey::Parent => parent.map_or(u64::MAX, u64::from),
+                SortKey::Trace => u64::from(text),
+                SortKey::Srcfile => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
+                {
+                    Some((file, _)) => {
+                        let n = self.srclines.len() as u64;
+                        *self.srclines.entry((srcfile(file), 0)).or_insert(n)
+                    }
+                    None => u64::MAX,
+                },
+                SortKey::Cgroup => 0,
             };
         }
         key
@@ -792,6 +874,10 @@ fn format_key(
                 |(file, line)| format!("{file}:{line}"),
             ),
         SortKey::Parent => parent.unwrap_or("[other]").to_string(),
+        SortKey::Srcfile => frame
+            .and_then(|f| p.frames[f as usize].srcline.as_ref())
+            .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
+        SortKey::Trace | SortKey::Cgroup => "N/A".into(),
     }
 }
 

@@ -63,6 +63,9 @@ pub struct Options {
     pub debug_dirs: Vec<PathBuf>,
     /// Where JIT perf maps live (`/tmp`, giving `/tmp/perf-PID.map`).
     pub perf_map_dir: PathBuf,
+    /// perf's `--symfs DIR`: binaries and debug files are looked up under this root (the
+    /// build-id cache is not).
+    pub symfs: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -78,6 +81,7 @@ impl Default for Options {
             buildid_dir,
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             perf_map_dir: PathBuf::from("/tmp"),
+            symfs: None,
         }
     }
 }
@@ -167,7 +171,15 @@ impl Symbolizer {
     pub fn new(opts: Options) -> Symbolizer {
         let search = SearchPaths {
             buildid_dir: opts.buildid_dir.clone(),
-            debug_dirs: opts.debug_dirs.clone(),
+            debug_dirs: match &opts.symfs {
+                Some(root) => opts
+                    .debug_dirs
+                    .iter()
+                    .map(|d| root.join(d.strip_prefix("/").unwrap_or(d)))
+                    .collect(),
+                None => opts.debug_dirs.clone(),
+            },
+            symfs: opts.symfs.clone(),
         };
         Symbolizer {
             opts,
