@@ -365,7 +365,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             total += s.period;
             count += 1;
         }
-        if all_count == 0 || (opts.relative && count == 0) {
+        if all_count == 0 {
             continue;
         }
         let (total, count) = if opts.relative {
@@ -1267,7 +1267,16 @@ mod tests {
             },
             ..ReportOptions::default()
         };
+        // perf's default --percentage absolute: the share of every sample.
         let s = &build(&p, &opts)[0];
+        assert_eq!(s.samples, 100);
+        assert_eq!(s.rows.len(), 1);
+        assert_eq!(s.pct(s.rows[0].self_), 20.0);
+        let relative = ReportOptions {
+            relative: true,
+            ..opts
+        };
+        let s = &build(&p, &relative)[0];
         assert_eq!(s.samples, 20);
         assert_eq!(s.rows.len(), 1);
         assert_eq!(s.pct(s.rows[0].self_), 100.0);

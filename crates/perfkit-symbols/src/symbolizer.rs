@@ -169,8 +169,13 @@ pub fn is_kernel_address(addr: u64) -> bool {
 impl Symbolizer {
     /// A symbolizer with these options; nothing is loaded yet.
     pub fn new(opts: Options) -> Symbolizer {
+        let mut opts = opts;
+        if let Some(root) = &opts.symfs {
+            // As perf: under --symfs every file comes from there, the kernel's symbols too.
+            opts.kallsyms = root.join(opts.kallsyms.strip_prefix("/").unwrap_or(&opts.kallsyms));
+        }
         let search = SearchPaths {
-            buildid_dir: opts.buildid_dir.clone(),
+            buildid_dir: opts.buildid_dir.clone().filter(|_| opts.symfs.is_none()),
             debug_dirs: match &opts.symfs {
                 Some(root) => opts
                     .debug_dirs
@@ -245,7 +250,7 @@ impl Symbolizer {
     fn load(&mut self, path: &str, build_id: Option<&[u8]>) -> Result<Box<Dso>, UnknownReason> {
         let binary = match find_binary(path, build_id, &self.search) {
             Ok(b) => b,
-            Err(UnknownReason::FileMissing) if path == "[vdso]" => {
+            Err(UnknownReason::FileMissing) if path == "[vdso]" && self.opts.symfs.is_none() => {
                 own_vdso(build_id).ok_or(UnknownReason::FileMissing)?
             }
             Err(e) => return Err(e),
