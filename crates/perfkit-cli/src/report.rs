@@ -117,6 +117,52 @@ pub struct ReportArgs {
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// One level per sort key, each entry the total of those under it (not with -F).
+    #[arg(long)]
+    pub hierarchy: bool,
+    /// Percentages of filtered entries (--comm --pid --tid --dso --symbols): `absolute`
+    /// (perf's default: of every sample) or `relative` (of the samples kept).
+    #[arg(long, value_name = "relative|absolute", default_value = "absolute")]
+    pub percentage: String,
+    /// Per-thread counter values (from `record -s`) after the report.
+    #[arg(short = 'T', long = "threads")]
+    pub threads: bool,
+    /// Use at most this many callchain entries, leaf first (perf's default 127).
+    #[arg(long = "max-stack", default_value_t = 127)]
+    pub max_stack: usize,
+    /// Callers first in call graphs (perf's inverted call graph).
+    #[arg(short = 'G', long = "inverted")]
+    pub inverted: bool,
+    /// A sample whose chain passes a function matching this regex counts for that
+    /// function (as perf: its callees are dropped in callee order, its callers in caller
+    /// order).
+    #[arg(long = "ignore-callees", value_name = "REGEX")]
+    pub ignore_callees: Option<String>,
+    /// Sort by the first caller matching this regex too (adds the `parent` key; perf's
+    /// default pattern `^sys_|^do_page_fault`).
+    #[arg(short = 'p', long = "parent", value_name = "REGEX")]
+    pub parent: Option<String>,
+    /// Only entries with a parent (with --parent / --sort parent).
+    #[arg(short = 'x', long = "exclude-other")]
+    pub exclude_other: bool,
+    /// Show the kernel (sys) and user (usr) shares of each entry's overhead.
+    #[arg(long = "show-cpu-utilization", alias = "showcpuutilization")]
+    pub cpu_util: bool,
+    /// Symbol names as the symbol tables spell them (C++ and Rust names mangled).
+    #[arg(long = "no-demangle", overrides_with = "demangle")]
+    pub no_demangle: bool,
+    /// Demangle C++ and Rust names (the default).
+    #[arg(long)]
+    pub demangle: bool,
+    /// Look the recorded binaries and their debug files up under this directory.
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+    /// perf's objdump for annotation (accepted; the report does not disassemble).
+    #[arg(long, value_name = "PATH")]
+    pub objdump: Option<PathBuf>,
+    /// Only entries whose symbol name contains this string.
+    #[arg(long = "symbol-filter", value_name = "STR")]
+    pub symbol_filter: Option<String>,
 }
 
 /// Flags of `perfkit script`.
@@ -387,27 +433,63 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
             keys = field_keys;
         }
     }
+    if args.hierarchy && !args.fields.is_empty() {
+        bail!("--hierarchy and --fields options cannot be used together");
+    }
+    let relative = match args.percentage.as_str() {
+        "relative" => true,
+        "absolute" => false,
+        other => bail!("--percentage {other}: use relative or absolute"),
+    };
     if keys.is_empty() && args.fields.is_empty() {
         keys = vec!["comm".into(), "dso".into(), "sym".into()];
     }
+    if args.parent.is_some() && !keys.iter().any(|k| k.trim() == "parent") {
+        keys.push("parent".into());
+    }
+    for re in [&args.parent, &args.ignore_callees].into_iter().flatten() {
+        report::pattern(re).with_context(|| format!("`{re}` is not a regular expression"))?;
+    }
     for k in &keys {
-        sort.push(
-            SortKey::parse(k.trim())
-                .with_context(|| format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES))?,
-        );
+        match k.trim() {
+            // Output columns named as sort keys: perf shows them and sorts by them first,
+            // which is the report's order anyway.
+            "overhead" | "overhead_children" => {}
+            "sample" => show_samples = true,
+            "period" => show_period = true,
+            b if SortKey::BRANCH_KEYS.contains(&b) => bail!(
+                "Invalid --sort key: `{b}': it sorts branch stacks, and this file has none \
+                 (record them with -b or -j where the PMU has a branch stack)"
+            ),
+            k => sort.push(SortKey::parse(k).with_context(|| {
+                format!("--sort: unknown key `{k}` (keys: {})", SortKey::NAMES)
+            })?),
+        }
     }
     let cpus = match &args.only.cpu {
         Some(list) => cpu_list(list).context("--cpu")?,
         None => Vec::new(),
     };
     let mut load = LoadOptions::default();
-    load.srcline = args.srcline || sort.contains(&SortKey::Srcline);
+    load.srcline =
+        args.srcline || sort.contains(&SortKey::Srcline) || sort.contains(&SortKey::Srcfile);
+    load.no_demangle = args.no_demangle;
+    load.symfs = args.symfs.clone();
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = if args.header {
+    let mut threads = None;
+    let (profile, diag) = if args.header || args.threads {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
-        print!("{}", header_text(&file, &input, true));
+        if args.header {
+            print!("{}", header_text(&file, &input, true));
+        }
+        if args.threads {
+            threads = Some(
+                perfkit_report::thread_values::ThreadValues::of(&file)
+                    .with_context(|| format!("{}", input.display()))?,
+            );
+        }
         load_file(&file, &input, &load, args.quiet)?
     } else {
         load_profile(&input, &load, args.quiet)?
@@ -452,9 +534,31 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         Some(g) => parse_graph(g)?,
         None => (GraphMode::Graph, None, None),
     };
-    let opts = ReportOptions {
+    let filter = Filter {
+        comms: args.only.comm.clone(),
+        pids: args.only.pid.clone(),
+        tids: args.only.tid.clone(),
+        dsos: args.dso.clone(),
+        symbols: args.symbol.clone(),
+        cpus,
+        time,
+    };
+    let (sort, notes) = perfkit_report::elide::elide(&sort, &filter);
+    // perf's default order (callers first with the children column) is decided before
+    // --hierarchy turns that column off.
+    let order = if args.inverted { Some(true) } else { order };
+    let order = order.or((args.hierarchy && children).then_some(true));
+    let mut opts = ReportOptions {
         sort,
-        children,
+        children: children && !args.hierarchy,
+        relative,
+        hierarchy: args.hierarchy,
+        notes,
+        max_stack: args.max_stack,
+        ignore_callees: args.ignore_callees.clone(),
+        cpu_util: args.cpu_util,
+        symbol_filter: args.symbol_filter.clone(),
+        exclude_other: args.exclude_other,
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,
@@ -462,19 +566,17 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         show_samples,
         overhead,
         show_period,
-        filter: Filter {
-            comms: args.only.comm.clone(),
-            pids: args.only.pid.clone(),
-            tids: args.only.tid.clone(),
-            dsos: args.dso.clone(),
-            symbols: args.symbol.clone(),
-            cpus,
-            time,
-        },
+        filter,
         ..ReportOptions::default()
     };
+    if let Some(re) = &args.parent {
+        opts.parent_pattern = vec![re.clone()];
+    }
     let sections = report::build(&profile, &opts);
-    let text = report::render(&profile, &sections, &opts);
+    let mut text = report::render(&profile, &sections, &opts);
+    if let Some(t) = threads {
+        text.push_str(&t.render());
+    }
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
     exit_code(&input, diag)
 }

@@ -23,9 +23,11 @@
 
 pub mod build;
 pub mod dump;
+pub mod elide;
 mod error;
 pub mod export;
 pub mod header;
+pub mod hierarchy;
 pub mod load;
 mod model;
 mod origin;
@@ -33,6 +35,7 @@ pub mod report;
 pub mod script;
 pub mod stats;
 pub mod tasks;
+pub mod thread_values;
 pub mod timespec;
 pub mod trace_info;
 

@@ -23,6 +23,10 @@ pub struct LoadOptions {
     /// Kernel symbols from this file (else perf's build-id cache copy of the recorded
     /// kernel's kallsyms when there is one, else `/proc/kallsyms`).
     pub kallsyms: Option<PathBuf>,
+    /// Names as the symbol tables spell them (`--no-demangle`).
+    pub no_demangle: bool,
+    /// perf's `--symfs DIR`: look the recorded binaries up under this root.
+    pub symfs: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -36,6 +40,8 @@ impl LoadOptions {
         if let Some(k) = &self.kallsyms {
             o.kallsyms = k.clone();
         }
+        o.demangle = !self.no_demangle;
+        o.symfs = self.symfs.clone();
         o
     }
 }

@@ -32,6 +32,12 @@ pub enum SortKey {
     Symoff,
     /// The first caller matching the parent pattern (`[other]` if none).
     Parent,
+    /// A tracepoint sample's fields as perf prints them (`N/A` for other samples).
+    Trace,
+    /// The source file of the sampled address (blank where unknown).
+    Srcfile,
+    /// The sample's cgroup (`N/A`: perfkit does not record cgroup ids in samples).
+    Cgroup,
 }
 
 impl SortKey {
@@ -47,13 +53,35 @@ impl SortKey {
             "srcline" => SortKey::Srcline,
             "symoff" => SortKey::Symoff,
             "parent" => SortKey::Parent,
+            "trace" => SortKey::Trace,
+            "srcfile" => SortKey::Srcfile,
+            "cgroup" => SortKey::Cgroup,
             _ => return None,
         })
     }
     /// Every key name, for error messages.
-    pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, symoff, parent";
+    pub const NAMES: &'static str =
+        "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup";
 
-    fn header(self) -> &'static str {
+    /// perf's keys of branch-stack reports (`record -b`/`-j`): without branch stacks in
+    /// the file perf refuses them.
+    pub const BRANCH_KEYS: &'static [&'static str] = &[
+        "dso_from",
+        "dso_to",
+        "symbol_from",
+        "symbol_to",
+        "mispredict",
+        "abort",
+        "in_tx",
+        "cycles",
+        "srcline_from",
+        "srcline_to",
+        "ipc_lbr",
+        "addr_from",
+        "addr_to",
+    ];
+
+    pub(crate) fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
             SortKey::Pid => "Pid:Command",
@@ -64,6 +92,9 @@ impl SortKey {
             SortKey::Srcline => "Source:Line",
             SortKey::Symoff => "Symbol",
             SortKey::Parent => "Parent symbol",
+            SortKey::Trace => "Trace output",
+            SortKey::Srcfile => "Source File",
+            SortKey::Cgroup => "Cgroup",
         }
     }
 }
@@ -110,6 +141,29 @@ pub struct ReportOptions {
     pub overhead: bool,
     /// Period column (`--show-total-period`, `-F period`).
     pub show_period: bool,
+    /// `--percentage relative`: percentages (and the header's totals) of the samples the
+    /// filters keep; perf's default (false, `absolute`) keeps them relative to every
+    /// sample, so a filtered row shows the same share as unfiltered.
+    pub relative: bool,
+    /// `--hierarchy`: one level per sort key, each entry's total over its sub-entries
+    /// (see [`crate::hierarchy`]).
+    pub hierarchy: bool,
+    /// Header notes of sort keys left out because a filter pins them (`comm: wl`; see
+    /// [`crate::elide`]).
+    pub notes: Vec<String>,
+    /// Callchain entries used per sample, leaf first (`--max-stack`, perf's default 127).
+    pub max_stack: usize,
+    /// `--ignore-callees REGEX`: a sample whose chain passes a function matching it counts
+    /// for that function, as perf does (see [`perf_chain`]).
+    pub ignore_callees: Option<String>,
+    /// `--showcpuutilization`: `sys` and `usr` columns (the self period in kernel and in
+    /// user code).
+    pub cpu_util: bool,
+    /// `--symbol-filter STR`: only entries whose symbol name contains it (perf hides the
+    /// others; percentages stay those of every sample).
+    pub symbol_filter: Option<String>,
+    /// `-x`/`--exclude-other`: only entries with a parent (`--parent`).
+    pub exclude_other: bool,
 }
 
 impl Default for ReportOptions {
@@ -126,6 +180,14 @@ impl Default for ReportOptions {
             parent_pattern: vec!["^sys_".into(), "^do_page_fault".into()],
             overhead: true,
             show_period: false,
+            relative: false,
+            hierarchy: false,
+            notes: Vec::new(),
+            max_stack: 127,
+            ignore_callees: None,
+            cpu_util: false,
+            symbol_filter: None,
+            exclude_other: false,
         }
     }
 }
@@ -151,6 +213,14 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether sample `s` is in the CPUs and time ranges asked for: perf's report skips
+    /// the others before counting anything (unlike the comm, pid, tid, dso and symbol
+    /// filters, which only hide entries).
+    pub fn keep_place(&self, s: &Sample) -> bool {
+        (self.cpus.is_empty() || s.cpu.is_some_and(|c| self.cpus.contains(&c)))
+            && (self.time.is_empty() || self.time.iter().any(|&(a, b)| a <= s.time && s.time <= b))
+    }
+
     /// Whether sample `s` passes every filter.
     pub fn keep(&self, p: &Profile, s: &Sample) -> bool {
         let t = &p.threads[s.thread as usize];
@@ -204,6 +274,8 @@ pub struct Row {
     pub self_: u64,
     /// Samples with this entry as the leaf.
     pub samples: u64,
+    /// The part of `self_` sampled in the kernel (`--showcpuutilization`).
+    pub sys: u64,
     /// Representative frame (for the call graph).
     frame: Option<FrameId>,
     /// The aggregated stacks that contribute, with the entry's depth in each (leaf = 0).
@@ -223,7 +295,7 @@ pub struct Section {
     pub total: u64,
     /// Rows, heaviest first.
     pub rows: Vec<Row>,
-    graphs: Vec<String>,
+    pub(crate) graphs: Vec<String>,
 }
 
 impl Section {
@@ -249,12 +321,22 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         &[]
     };
     let mut ids = Ids::new(p, patterns);
+    let caller_first = opts.caller_order.unwrap_or(opts.children);
+    let ignore = chain_regex(opts);
+    let trace_texts = opts.sort.contains(&SortKey::Trace).then_some(());
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
         let mut agg: Agg = HashMap::default();
         let (mut total, mut count) = (0u64, 0u64);
+        // Every sample in the CPUs and times asked for: the base of absolute percentages.
+        let (mut all_total, mut all_count) = (0u64, 0u64);
         for s in p.samples.iter().filter(|s| s.event as usize == ei) {
+            if !opts.filter.keep_place(s) {
+                continue;
+            }
+            all_total += s.period;
+            all_count += 1;
             if !opts.filter.keep(p, s) {
                 continue;
             }
@@ -269,20 +351,34 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             } else {
                 None
             };
-            let e = agg.entry((s.thread, s.stack, cpu, name_idx)).or_default();
+            // A tracepoint's text (`--sort trace`) rides in the high half of the name slot.
+            let text = if trace_texts.is_some() {
+                u64::from(ids.trace_text(p, s)) << 32
+            } else {
+                0
+            };
+            let e = agg
+                .entry((s.thread, s.stack, cpu, name_idx | text))
+                .or_default();
             e.0 += s.period;
             e.1 += 1;
             total += s.period;
             count += 1;
         }
-        if count == 0 {
+        if all_count == 0 {
             continue;
         }
+        let (total, count) = if opts.relative {
+            (total, count)
+        } else {
+            (all_total, all_count)
+        };
         let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
         // Rows are keyed by interned ids; their text is formatted once, at the end.
         let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
         let mut frames: Vec<FrameId> = Vec::new();
-        for (ai, &((thread, stack, cpu, name_idx), (period, n))) in agg.iter().enumerate() {
+        for (ai, &((thread, stack, cpu, slot), (period, n))) in agg.iter().enumerate() {
+            let (name_idx, text) = (slot & u64::from(u32::MAX), (slot >> 32) as u32);
             let t = &p.threads[thread as usize];
             let comm = t
                 .names
@@ -291,33 +387,47 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             let comm_id = ids.comm(comm);
             frames.clear();
             frames.extend(p.stack_frames(stack));
-            let parent = ids.parent_of(p, &frames);
+            let (chain, root) = perf_chain(p, &frames, opts, caller_first, ignore.as_ref());
+            let parent = ids.parent_of(p, chain, caller_first);
             let seed = |f: Option<FrameId>| Seed {
                 frame: f,
                 thread,
                 name_idx,
                 cpu,
                 parent,
+                text,
             };
             // Self time goes to the function the address is in, not to what is inlined there.
-            let leaf = frames
-                .iter()
-                .copied()
-                .find(|&f| !p.frames[f as usize].inlined)
-                .or(frames.first().copied());
-            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent);
+            let leaf = root.or_else(|| {
+                frames
+                    .iter()
+                    .copied()
+                    .find(|&f| !p.frames[f as usize].inlined)
+                    .or(frames.first().copied())
+            });
+            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, text);
             let (r, _) = rows
                 .entry(leaf_key)
                 .or_insert_with(|| (Row::new(leaf), seed(leaf)));
             r.self_ += period;
             r.samples += n;
+            if leaf.is_some_and(|f| p.func_of(f).kernel) {
+                r.sys += period;
+            }
             if !opts.children {
                 r.contrib.push((ai as u32, 0));
             } else {
+                if chain.first() != root.as_ref().or(frames.first()) {
+                    // The chain kept is the outermost callers: the sample still counts
+                    // for its own entry.
+                    r.last_stack = Some(ai as u32);
+                    r.children += period;
+                    r.contrib.push((ai as u32, SELF));
+                }
                 // A row is counted once per stack, however often it recurs in it: the
                 // row remembers the last stack (by index) that counted it.
-                for (depth, &f) in frames.iter().enumerate() {
-                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
+                for (depth, &f) in chain.iter().enumerate() {
+                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, text);
                     let (r, _) = rows
                         .entry(k)
                         .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
@@ -327,7 +437,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     r.last_stack = Some(ai as u32);
                     r.children += period;
                     r.contrib
-                        .push((ai as u32, depth.min(u16::MAX as usize) as u16));
+                        .push((ai as u32, depth.min(SELF as usize - 1) as u16));
                 }
             }
         }
@@ -351,6 +461,9 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             frame: seed.frame,
                             sampled,
                         };
+                        if *k == SortKey::Trace {
+                            return ids.texts[seed.text as usize].clone();
+                        }
                         format_key(p, *k, at, comm, t.pid, t.tid, seed.cpu, parent)
                     })
                     .collect();
@@ -358,6 +471,9 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             })
             .collect();
         let mut rows: Vec<Row> = rows.into_values().collect();
+        if opts.symbol_filter.is_some() || opts.exclude_other {
+            rows.retain(|r| entry_shown(p, opts, r));
+        }
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
         if opts.overhead {
@@ -378,9 +494,12 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             rows,
             graphs: Vec::new(),
         };
-        section
-            .rows
-            .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
+        // (--hierarchy applies the limit to each level's entries.)
+        if !opts.hierarchy {
+            section
+                .rows
+                .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
+        }
         if opts.graph != GraphMode::None && p.stacks.iter().any(|s| s.parent.is_some()) {
             section.graphs = section
                 .rows
@@ -407,6 +526,93 @@ fn section_pct(total: u64, v: u64) -> f64 {
     }
 }
 
+/// A pattern of `--parent` or `--ignore-callees`: perf's extended regular expression.
+pub fn pattern(re: &str) -> Result<regex::Regex, regex::Error> {
+    regex::Regex::new(re)
+}
+
+/// The `--ignore-callees` pattern, where callchains are used (perf resolves none for a
+/// self-only report without graphs).
+fn chain_regex(opts: &ReportOptions) -> Option<regex::Regex> {
+    let re = opts.ignore_callees.as_deref()?;
+    if !opts.children && opts.graph == GraphMode::None {
+        return None;
+    }
+    pattern(re).ok()
+}
+
+/// Whether a row passes the entry filters (`--symbol-filter`, `--exclude-other`).
+fn entry_shown(p: &Profile, opts: &ReportOptions, r: &Row) -> bool {
+    if let Some(want) = &opts.symbol_filter {
+        let name = r.frame.map(|f| p.func_of(f).name.as_str());
+        if !name.is_some_and(|n| n != "[unknown]" && n.contains(want.as_str())) {
+            return false;
+        }
+    }
+    if opts.exclude_other
+        && let Some(i) = opts.sort.iter().position(|k| *k == SortKey::Parent)
+        && r.keys.get(i).is_some_and(|k| k == "[other]")
+    {
+        return false;
+    }
+    true
+}
+
+/// What perf keeps of a sample's callchain (leaf first) and the frame the sample counts
+/// for when that is not its leaf. perf walks the chain in display order (the outermost
+/// caller first when callers come first), keeping `--max-stack` entries; with
+/// `--ignore-callees`, a matching function restarts the chain at itself and becomes the
+/// sample's entry: the outermost match when the leaf comes first (its callees are
+/// dropped), the innermost when callers come first (its callers are dropped).
+fn perf_chain<'f>(
+    p: &Profile,
+    frames: &'f [FrameId],
+    opts: &ReportOptions,
+    caller_first: bool,
+    ignore: Option<&regex::Regex>,
+) -> (&'f [FrameId], Option<FrameId>) {
+    let chain = kept_chain(frames, opts.max_stack, caller_first);
+    let Some(re) = ignore else {
+        return (chain, None);
+    };
+    let hit = |f: &FrameId| {
+        let name = &p.func_of(*f).name;
+        name != "[unknown]" && re.is_match(name)
+    };
+    if caller_first {
+        match chain.iter().position(hit) {
+            Some(i) => (&chain[..=i], Some(chain[i])),
+            None => (chain, None),
+        }
+    } else {
+        match chain.iter().rposition(hit) {
+            Some(j) => (&chain[j..], Some(chain[j])),
+            None => (chain, None),
+        }
+    }
+}
+
+/// perf's `srcfile`: the file name of a source line, without its directories.
+fn srcfile(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A row's contribution that is the sample's own entry (not a callchain depth).
+const SELF: u16 = u16::MAX;
+
+/// The callchain entries perf keeps of a sample (`--max-stack`), leaf first: the first
+/// `max` from the leaf, or, when callers come first, the `max` outermost callers (perf
+/// walks the chain in display order and stops there).
+fn kept_chain(frames: &[FrameId], max: usize, caller_first: bool) -> &[FrameId] {
+    if frames.len() <= max {
+        frames
+    } else if caller_first {
+        &frames[frames.len() - max..]
+    } else {
+        &frames[..max]
+    }
+}
+
 /// A row's identity: one interned id per sort key (unused slots zero).
 type RowKey = [u64; 9];
 
@@ -418,6 +624,8 @@ struct Seed {
     name_idx: u64,
     cpu: Option<u32>,
     parent: Option<FuncId>,
+    /// Index of the sample's trace text (`--sort trace`).
+    text: u32,
 }
 
 impl Row {
@@ -427,6 +635,7 @@ impl Row {
             children: 0,
             self_: 0,
             samples: 0,
+            sys: 0,
             frame,
             contrib: Vec::new(),
             last_stack: None,
@@ -440,7 +649,10 @@ struct Ids<'p> {
     dso_of_func: Vec<u64>,
     srclines: HashMap<(&'p str, u32), u64>,
     parent_match: Vec<Option<bool>>,
-    patterns: &'p [String],
+    patterns: Option<regex::Regex>,
+    /// Trace texts (`--sort trace`), interned: index 0 is `N/A`.
+    texts: Vec<String>,
+    text_ids: HashMap<String, u32>,
 }
 
 impl<'p> Ids<'p> {
@@ -459,8 +671,26 @@ impl<'p> Ids<'p> {
             dso_of_func,
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
-            patterns,
+            texts: vec!["N/A".into()],
+            text_ids: HashMap::default(),
+            patterns: (!patterns.is_empty())
+                .then(|| pattern(&patterns.join("|")).ok())
+                .flatten(),
         }
+    }
+
+    /// The index of sample `s`'s trace text (0: `N/A`, not a tracepoint sample).
+    fn trace_text(&mut self, p: &Profile, s: &Sample) -> u32 {
+        let ev = &p.events[s.event as usize];
+        let (Some(tr), Some(raw)) = (&ev.trace, s.raw.and_then(|r| p.raw.get(r as usize))) else {
+            return 0;
+        };
+        let text = tr.text(raw, &p.trace_kernel);
+        let n = self.texts.len() as u32;
+        *self.text_ids.entry(text).or_insert_with_key(|t| {
+            self.texts.push(t.clone());
+            n
+        })
     }
 
     fn comm(&mut self, name: &'p str) -> u64 {
@@ -468,22 +698,22 @@ impl<'p> Ids<'p> {
         *self.comms.entry(name).or_insert(n)
     }
 
-    /// The first caller (not the leaf) whose name matches the parent pattern.
-    fn parent_of(&mut self, p: &Profile, frames: &[FrameId]) -> Option<FuncId> {
-        if self.patterns.is_empty() {
-            return None;
-        }
-        frames.iter().skip(1).find_map(|&f| {
-            let func = p.frames[f as usize].func;
-            let hit = *self.parent_match[func as usize].get_or_insert_with(|| {
-                let name = &p.funcs[func as usize].name;
-                self.patterns.iter().any(|pat| match pat.strip_prefix('^') {
-                    Some(prefix) => name.starts_with(prefix),
-                    None => name.contains(pat.as_str()),
-                })
-            });
+    /// The first entry of the chain, in perf's walking order (callers first or the leaf
+    /// first), whose symbol matches the parent pattern.
+    fn parent_of(&mut self, p: &Profile, chain: &[FrameId], caller_first: bool) -> Option<FuncId> {
+        let re = self.patterns.as_ref()?;
+        let mut hit = |f: &FrameId| {
+            let func = p.frames[*f as usize].func;
+            let name = &p.funcs[func as usize].name;
+            let hit = *self.parent_match[func as usize]
+                .get_or_insert_with(|| name != "[unknown]" && re.is_match(name));
             hit.then_some(func)
-        })
+        };
+        if caller_first {
+            chain.iter().rev().find_map(&mut hit)
+        } else {
+            chain.iter().find_map(&mut hit)
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -496,6 +726,7 @@ impl<'p> Ids<'p> {
         t: &crate::Thread,
         cpu: Option<u32>,
         parent: Option<FuncId>,
+        text: u32,
     ) -> RowKey {
         let mut key = [0u64; 9];
         let func = frame.map(|f| p.frames[f as usize].func);
@@ -524,6 +755,16 @@ impl<'p> Ids<'p> {
                     None => (1 << 63) | frame.map_or(0, u64::from),
                 },
                 SortKey::Parent => parent.map_or(u64::MAX, u64::from),
+                SortKey::Trace => u64::from(text),
+                SortKey::Srcfile => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
+                {
+                    Some((file, _)) => {
+                        let n = self.srclines.len() as u64;
+                        *self.srclines.entry((srcfile(file), 0)).or_insert(n)
+                    }
+                    None => u64::MAX,
+                },
+                SortKey::Cgroup => 0,
             };
         }
         key
@@ -534,7 +775,7 @@ impl<'p> Ids<'p> {
 /// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
 /// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
 /// other keys as strings.
-fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
+pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
     for ((k, x), y) in sort.iter().zip(a).zip(b) {
         let o = match k {
             SortKey::Sym | SortKey::Symoff => {
@@ -633,6 +874,10 @@ fn format_key(
                 |(file, line)| format!("{file}:{line}"),
             ),
         SortKey::Parent => parent.unwrap_or("[other]").to_string(),
+        SortKey::Srcfile => frame
+            .and_then(|f| p.frames[f as usize].srcline.as_ref())
+            .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
+        SortKey::Trace | SortKey::Cgroup => "N/A".into(),
     }
 }
 
@@ -691,12 +936,15 @@ fn call_graph(
         return String::new();
     }
     let caller_first = opts.caller_order.unwrap_or(opts.children);
+    let ignore = chain_regex(opts);
     let mut root = Node::default();
     for &(ai, pos) in &row.contrib {
         let ((_, stack, _, _), (period, _)) = agg[ai as usize];
-        let frames: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
+        let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
+        let (frames, entry) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
+        let is_self =
+            pos == SELF || (pos == 0 && frames.first() == entry.as_ref().or(full.first()));
         let pos = pos as usize;
-        let is_self = pos == 0;
         let path: Vec<String> = if opts.children && !is_self {
             // The entry's callees, from the entry down to the leaf.
             frames[..=pos]
@@ -812,6 +1060,9 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str(
         "# To display the perf.data header info, please use --header/--header-only options.\n#\n",
     );
+    for n in &opts.notes {
+        let _ = writeln!(out, "# {n}");
+    }
     if p.incomplete_stacks > 0 {
         let _ = writeln!(
             out,
@@ -833,6 +1084,13 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             s.event
         );
         let _ = writeln!(out, "# Event count (approx.): {}\n#", s.total);
+        if opts.hierarchy {
+            crate::hierarchy::render_section(s, opts, &mut out);
+            if si + 1 < sections.len() {
+                out.push_str("\n\n");
+            }
+            continue;
+        }
         let mut headers: Vec<String> = Vec::new();
         if !opts.overhead {
         } else if opts.children {
@@ -840,6 +1098,10 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             headers.push("    Self".into());
         } else {
             headers.push("Overhead".into());
+        }
+        if opts.cpu_util && opts.overhead {
+            headers.push("     sys".into());
+            headers.push("     usr".into());
         }
         if opts.show_samples {
             headers.push("     Samples".into());
@@ -887,6 +1149,10 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 );
             } else {
                 let _ = write!(l, "  {:>7.2}% ", s.pct(r.self_));
+            }
+            if opts.cpu_util && opts.overhead {
+                let usr = r.self_ - r.sys;
+                let _ = write!(l, " {:>7.2}%  {:>7.2}% ", s.pct(r.sys), s.pct(usr));
             }
             if opts.show_samples {
                 let _ = write!(l, " {:>12} ", r.samples);
@@ -1001,7 +1267,16 @@ mod tests {
             },
             ..ReportOptions::default()
         };
+        // perf's default --percentage absolute: the share of every sample.
         let s = &build(&p, &opts)[0];
+        assert_eq!(s.samples, 100);
+        assert_eq!(s.rows.len(), 1);
+        assert_eq!(s.pct(s.rows[0].self_), 20.0);
+        let relative = ReportOptions {
+            relative: true,
+            ..opts
+        };
+        let s = &build(&p, &relative)[0];
         assert_eq!(s.samples, 20);
         assert_eq!(s.rows.len(), 1);
         assert_eq!(s.pct(s.rows[0].self_), 100.0);

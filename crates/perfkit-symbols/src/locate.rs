@@ -13,6 +13,18 @@ pub(crate) struct SearchPaths {
     pub buildid_dir: Option<PathBuf>,
     /// Distribution debug roots (`/usr/lib/debug`).
     pub debug_dirs: Vec<PathBuf>,
+    /// perf's `--symfs`: the root the recorded paths are looked up under.
+    pub symfs: Option<PathBuf>,
+}
+
+impl SearchPaths {
+    /// Where the recorded `path` is on this machine (under `--symfs` when given).
+    fn on_disk(&self, path: &str) -> PathBuf {
+        match &self.symfs {
+            Some(root) => root.join(path.trim_start_matches('/')),
+            None => PathBuf::from(path),
+        }
+    }
 }
 
 /// The candidates of perf's cache for a build id: `DIR/.build-id/ab/cdef.../elf` (perf ≥ 4.x:
@@ -61,7 +73,8 @@ pub(crate) fn find_binary(
     // The kernel marks files unlinked after mapping (upgraded packages); a file at the plain
     // path is only used if its build id matches, or none was recorded.
     let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-    let p = Path::new(path);
+    let on_disk = sp.on_disk(path);
+    let p = on_disk.as_path();
     let mut mismatch = false;
     let mut not_elf = false;
     if path.starts_with('/') && p.is_file() {

@@ -63,6 +63,9 @@ pub struct Options {
     pub debug_dirs: Vec<PathBuf>,
     /// Where JIT perf maps live (`/tmp`, giving `/tmp/perf-PID.map`).
     pub perf_map_dir: PathBuf,
+    /// perf's `--symfs DIR`: binaries and debug files are looked up under this root (the
+    /// build-id cache is not).
+    pub symfs: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -78,6 +81,7 @@ impl Default for Options {
             buildid_dir,
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             perf_map_dir: PathBuf::from("/tmp"),
+            symfs: None,
         }
     }
 }
@@ -165,9 +169,22 @@ pub fn is_kernel_address(addr: u64) -> bool {
 impl Symbolizer {
     /// A symbolizer with these options; nothing is loaded yet.
     pub fn new(opts: Options) -> Symbolizer {
+        let mut opts = opts;
+        if let Some(root) = &opts.symfs {
+            // As perf: under --symfs every file comes from there, the kernel's symbols too.
+            opts.kallsyms = root.join(opts.kallsyms.strip_prefix("/").unwrap_or(&opts.kallsyms));
+        }
         let search = SearchPaths {
-            buildid_dir: opts.buildid_dir.clone(),
-            debug_dirs: opts.debug_dirs.clone(),
+            buildid_dir: opts.buildid_dir.clone().filter(|_| opts.symfs.is_none()),
+            debug_dirs: match &opts.symfs {
+                Some(root) => opts
+                    .debug_dirs
+                    .iter()
+                    .map(|d| root.join(d.strip_prefix("/").unwrap_or(d)))
+                    .collect(),
+                None => opts.debug_dirs.clone(),
+            },
+            symfs: opts.symfs.clone(),
         };
         Symbolizer {
             opts,
@@ -233,7 +250,7 @@ impl Symbolizer {
     fn load(&mut self, path: &str, build_id: Option<&[u8]>) -> Result<Box<Dso>, UnknownReason> {
         let binary = match find_binary(path, build_id, &self.search) {
             Ok(b) => b,
-            Err(UnknownReason::FileMissing) if path == "[vdso]" => {
+            Err(UnknownReason::FileMissing) if path == "[vdso]" && self.opts.symfs.is_none() => {
                 own_vdso(build_id).ok_or(UnknownReason::FileMissing)?
             }
             Err(e) => return Err(e),
