@@ -86,13 +86,6 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         eprintln!("available registers: {} ", names.join(" "));
         return Ok(0);
     }
-    if args.off_cpu {
-        // perf 6.1 without BPF skeletons says the same (even with -q) and records without it.
-        eprintln!(
-            " Warning: option `off-cpu' is being ignored: perfkit does not record off-CPU \
-             time yet (perf needs BUILD_BPF_SKEL=1 for it)"
-        );
-    }
     let to_pipe = args.output.as_os_str() == "-";
     if (switch.is_some() || args.timestamp_filename) && to_pipe {
         bail!(
@@ -138,7 +131,15 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Some(c) => vec![c.pid()],
         None => attached.clone(),
     };
+    if args.off_cpu {
+        specs.push(perfkit_engine::offcpu::offcpu_spec()?);
+    }
     sampling_attrs(&mut specs, &sopts);
+    if args.off_cpu
+        && let Some(s) = specs.last_mut()
+    {
+        perfkit_engine::offcpu::offcpu_attr(&mut s.attr);
+    }
     // -D: the sampling events start disabled; a tracking event carries the side-band
     // records from the command's exec, as perf does.
     let mut tracking = if sopts.tracking_event {
@@ -192,6 +193,11 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
     }
     let mut rec = Recorder::new(opened, pages)?;
+    if args.off_cpu {
+        let off = perfkit_engine::offcpu::OffCpu::open(&places, &opts, &sopts, pages)
+            .context("--off-cpu")?;
+        rec = rec.with_off_cpu(off)?;
+    }
     let stopper = rec.stopper();
 
     // Signals: Ctrl-C at any point ends the recording cleanly (and goes to the command

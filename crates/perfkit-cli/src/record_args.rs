@@ -127,8 +127,8 @@ pub struct RecordArgs {
     /// Sample branches of these kinds (any, any_call, any_ret, ind_call, call, cond, u, k, ...).
     #[arg(short = 'j', long = "branch-filter", value_name = "FILTERS")]
     pub branch_filter: Option<String>,
-    /// Off-CPU time (accepted and ignored with a warning, as perf 6.1 built without BPF
-    /// skeletons does).
+    /// Off-CPU time: how long the tasks slept and where (user call chains), as an
+    /// `offcpu-time` event weighted in nanoseconds (from sched_switch, no BPF needed).
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
     /// Record the CPU of each sample.
