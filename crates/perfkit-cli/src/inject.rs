@@ -36,6 +36,7 @@ pub fn run(args: InjectArgs) -> anyhow::Result<u8> {
     let opts = WriteOptions {
         compress: None,
         chunk: 1 << 20,
+        ..WriteOptions::default()
     };
     let mut out = if args.output.as_os_str() == "-" {
         PerfDataWriter::pipe(Box::new(std::io::stdout()), events, opts)

@@ -240,6 +240,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     let wopts = WriteOptions {
         compress: args.compress,
         chunk: pages * 4096,
+        no_build_ids: args.no_buildid,
     };
     // Counting starts before the existing tasks are listed, so a task started in between
     // is in the list or sends its own COMM/FORK records, never neither (a launched command
@@ -382,7 +383,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Ok(b) => b,
         Err(e) => return Err(stop_workload(perfkit_engine::Error::Write(e))),
     };
-    if args.buildid_all && !args.no_buildid_cache && !to_pipe {
+    if !args.no_buildid_cache && !args.no_buildid && !to_pipe {
         fill_buildid_cache(&args.output);
     }
     if !args.quiet {
@@ -398,6 +399,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
     }
     let renamed = switch.is_some() || args.timestamp_filename;
+    let mut written = args.output.clone();
     if renamed {
         let name = rotated_name(&args.output);
         std::fs::rename(&args.output, &name)
@@ -405,6 +407,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         if !args.quiet {
             eprintln!("[ perf record: Dump {} ]", name.display());
         }
+        written = name;
     }
     if !args.quiet {
         eprintln!(
@@ -412,8 +415,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             summary(&Summary {
                 // perf counts no bytes and no samples in pipe mode.
                 bytes: if to_pipe { 0 } else { bytes },
-                path: &args.output.display().to_string(),
-                timestamped: renamed,
+                path: &written.display().to_string(),
                 samples: if to_pipe { 0 } else { stats.samples },
                 compressed: compressed.then_some((original, data_bytes)),
             })
@@ -439,10 +441,10 @@ pub fn run(args: RecordArgs) -> Result<u8> {
 struct Summary<'a> {
     /// Bytes of the file (data only in pipe mode).
     bytes: u64,
-    /// The output path as given (`-` for a pipe).
+    /// The file written last (`-` for a pipe): with `--switch-output` or
+    /// `--timestamp-filename` its real timestamped name, where perf prints
+    /// `PATH.<timestamp>` literally.
     path: &'a str,
-    /// The file was renamed with a timestamp (perf prints `PATH.<timestamp>`).
-    timestamped: bool,
     /// Samples written.
     samples: u64,
     /// Original and compressed data bytes, with `-z`.
@@ -456,10 +458,9 @@ struct Summary<'a> {
 fn summary(s: &Summary<'_>) -> String {
     let mib = |b: u64| b as f64 / 1024.0 / 1024.0;
     let mut line = format!(
-        "[ perf record: Captured and wrote {:.3} MB {}{}",
+        "[ perf record: Captured and wrote {:.3} MB {}",
         mib(s.bytes),
         s.path,
-        if s.timestamped { ".<timestamp>" } else { "" }
     );
     match s.compressed {
         Some((orig, comp)) if comp > 0 => line.push_str(&format!(
@@ -490,25 +491,22 @@ fn branch_refusal(
     ))
 }
 
-/// `--buildid-all`: every file of the recording's build-id table whose local copy still has
-/// that build id goes into the build-id cache, as perf's does. A file that cannot be added
-/// is a warning: the recording itself is done.
+/// The build-id cache filled from the recording's build-id table, as perf fills it at the
+/// end of a recording (`-N`/`--no-buildid-cache` and `-B` skip it). A file that cannot be
+/// added is a warning: the recording itself is done.
 fn fill_buildid_cache(output: &Path) {
     let Ok(file) = perfkit_data::PerfData::open(output) else {
         return;
     };
     let cache = perfkit_symbols::buildid_cache::BuildIdCache::default_location();
-    for b in &file.features.build_ids {
-        let path = Path::new(&b.filename);
-        if !path.is_absolute()
-            || perfkit_symbols::buildid_cache::build_id_of_file(path).as_deref()
-                != Some(b.build_id.as_slice())
-        {
-            continue;
-        }
-        if let Err(e) = cache.add_as(path, &b.build_id) {
-            eprintln!("perfkit: build-id cache: {e}");
-        }
+    let kernel = perfkit_data::synth::kernel_build_id();
+    let table = file
+        .features
+        .build_ids
+        .iter()
+        .map(|b| (b.filename.as_str(), b.build_id.as_slice()));
+    for e in cache.fill(table, kernel.as_deref()).errors {
+        eprintln!("perfkit: build-id cache: {e}");
     }
 }
 
