@@ -1,5 +1,5 @@
 //! `perfkit inject`: copy a perf.data stream, file or pipe mode either way, adding build ids
-//! (`-b`), over `perfkit_data::inject`.
+//! (`-b`) or jitted code (`--jit`), over `perfkit_data::inject`.
 
 use std::path::PathBuf;
 
@@ -20,6 +20,10 @@ pub struct InjectArgs {
     /// Add build ids of the files mapped.
     #[arg(short = 'b', long)]
     pub build_ids: bool,
+    /// Name jitted code: write an ELF file per function of each jitdump (`jit-PID.dump`)
+    /// the recording mapped, and map those instead (record with -k 1).
+    #[arg(short = 'j', long)]
+    pub jit: bool,
     /// Be more verbose.
     #[arg(short, long)]
     pub verbose: bool,
@@ -36,6 +40,7 @@ pub fn run(args: InjectArgs) -> anyhow::Result<u8> {
     let opts = WriteOptions {
         compress: None,
         chunk: 1 << 20,
+        ..WriteOptions::default()
     };
     let mut out = if args.output.as_os_str() == "-" {
         PerfDataWriter::pipe(Box::new(std::io::stdout()), events, opts)
@@ -48,6 +53,7 @@ pub fn run(args: InjectArgs) -> anyhow::Result<u8> {
         &mut out,
         InjectOptions {
             build_ids: args.build_ids,
+            jit: args.jit,
         },
     )?;
     let cmdline: Vec<String> = std::env::args().collect();

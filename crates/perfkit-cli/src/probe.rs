@@ -1,12 +1,14 @@
 //! `perfkit probe`: user-space probes (uprobes) as `perf probe -x BINARY` defines them:
-//! add `FUNC` or `FUNC%return` (`-a`, or bare arguments), delete (`-d`, globs as perf's),
-//! list (`-l`), and list a binary's functions (`--funcs`). Kernel probes are refused with
-//! the reason. The work is `perfkit_symbols::uprobe_events`.
+//! add `FUNC`, `FUNC%return`, `FUNC:RLN` or `FILE:LINE` (`-a`, or bare arguments), show a
+//! function's probe-able lines (`-L FUNC`), delete (`-d`, globs as perf's), list (`-l`), and
+//! list a binary's functions (`--funcs`). Kernel probes are refused with the reason. The work
+//! is `perfkit_symbols::uprobe_events` and `perfkit_symbols::probe_lines`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use perfkit_symbols::probe_lines::{DebugLines, line_listing};
 use perfkit_symbols::uprobe_events::{
     UprobeDef, UprobeEvents, function_offset, functions, group_for,
 };
@@ -15,6 +17,8 @@ use crate::exit_error;
 
 /// perf probe's exit status when a probe cannot be added or deleted.
 const PROBE_FAILED: u8 = 254;
+/// perf probe's exit status when the event exists (-EEXIST).
+const PROBE_EXISTS: u8 = 239;
 
 /// Arguments of `perfkit probe`.
 #[derive(Args, Debug)]
@@ -31,6 +35,10 @@ pub struct ProbeArgs {
     /// List the probes defined (optionally only those matching a glob).
     #[arg(short, long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "*")]
     pub list: Option<String>,
+    /// Show the source lines of FUNC in the binary given with -x, numbered where a probe
+    /// can go (`FUNC:RLN`), from its DWARF.
+    #[arg(short = 'L', long = "line", value_name = "FUNC")]
+    pub line: Option<String>,
     /// List the functions of the binary given with -x (optionally matching a glob).
     #[arg(short = 'F', long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "*")]
     pub funcs: Option<String>,
@@ -75,6 +83,9 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         }
         return Ok(0);
     }
+    if let Some(func) = &args.line {
+        return show_lines(args.exec.as_deref(), func);
+    }
     let mut status = 0;
     for pattern in &args.del {
         status = status.max(delete(pattern, args.quiet)?);
@@ -84,17 +95,10 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     let adds: Vec<&String> = args.add.iter().chain(&bare).collect();
     if !adds.is_empty() {
         let Some(bin) = &args.exec else {
-            eprintln!(
-                "Debuginfo-analysis is not supported: perfkit probe adds user-space probes \
-                 (-x BINARY FUNC) only; kernel probes need kprobe_events, which {}",
-                if Path::new("/sys/kernel/tracing/kprobe_events").exists() {
-                    "perfkit does not write yet"
-                } else {
-                    "this kernel lacks (no CONFIG_KPROBE_EVENTS)"
-                }
-            );
-            eprintln!("  Error: Failed to add events.");
-            return Ok(PROBE_FAILED);
+            for spec in &adds {
+                status = status.max(add_kprobe(spec, &args)?);
+            }
+            return Ok(status);
         };
         for spec in adds {
             status = status.max(add(bin, spec, &args)?);
@@ -121,22 +125,19 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
         Some(f) => (f, true),
         None => (point, false),
     };
-    if func.contains([':', '@', ' ']) || func.is_empty() {
+    if func.contains(['@', ' ', ';', '+']) || func.is_empty() || is_return && func.contains(':') {
         eprintln!(
-            "perfkit probe: '{spec}': only FUNC and FUNC%return are supported yet (no lines, files or arguments)"
+            "perfkit probe: '{spec}': FUNC, FUNC%return, FUNC:RLN and FILE:LINE are supported \
+             (no FUNC@FILE, offsets, lazy patterns or arguments yet)"
         );
         eprintln!("  Error: Failed to add events.");
         return Ok(PROBE_FAILED);
     }
     let bin = std::fs::canonicalize(bin).with_context(|| format!("{}", bin.display()))?;
-    let offset = match function_offset(&bin, func) {
-        Ok(o) => o,
-        Err(e @ perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => {
-            eprintln!("{e}");
-            eprintln!("  Error: Failed to add events.");
-            return Ok(PROBE_FAILED);
-        }
-        Err(e) => return Err(e.into()),
+    let Some(points) = probe_points(&bin, func)? else {
+        eprintln!("Probe point '{func}' not found.");
+        eprintln!("  Error: Failed to add events.");
+        return Ok(PROBE_FAILED);
     };
     let events = uprobe_events()?;
     let existing = events.list()?;
@@ -144,7 +145,7 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     let base = match name {
         Some(n) => n.to_owned(),
         None if is_return => format!("{func}__return"),
-        None => func.to_owned(),
+        None => points.event.clone(),
     };
     let taken = |e: &str| existing.iter().any(|d| d.group == group && d.event == e);
     let mut event = base.clone();
@@ -154,25 +155,34 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             eprintln!(" Hint: Remove existing event by 'perf probe -d'");
             eprintln!("       or force duplicates by 'perf probe -f'");
             eprintln!("  Error: Failed to add events.");
-            return Ok(PROBE_FAILED);
+            return Ok(PROBE_EXISTS);
         }
         event = (1..)
             .map(|i| format!("{base}_{i}"))
             .find(|e| !taken(e))
             .unwrap_or(base);
     }
-    let def = UprobeDef {
-        group: group.clone(),
-        event: event.clone(),
-        path: bin.clone(),
-        offset,
-        is_return,
-    };
-    events.add(&def)?;
+    for &offset in &points.offsets {
+        events.add(&UprobeDef {
+            group: group.clone(),
+            event: event.clone(),
+            path: bin.clone(),
+            offset,
+            is_return,
+        })?;
+    }
     if !args.quiet {
         let ret = if is_return { "%return" } else { "" };
-        eprintln!("Added new event:");
-        eprintln!("  {group}:{event} (on {func}{ret} in {})", bin.display());
+        let plural = if points.offsets.len() > 1 { "s" } else { "" };
+        eprintln!("Added new event{plural}:");
+        for _ in &points.offsets {
+            eprintln!(
+                "  {:<20} (on {}{ret} in {})",
+                format!("{group}:{event}"),
+                points.described,
+                bin.display()
+            );
+        }
         eprintln!();
         eprintln!("You can now use it in all perf tools, such as:");
         eprintln!();
@@ -182,11 +192,175 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// A kernel probe (`FUNC`, `FUNC%return`) where tracefs has `kprobe_events`, written as
+/// perf writes it; refused with the reason where it has not (this machine's kernel has no
+/// CONFIG_KPROBE_EVENTS).
+fn add_kprobe(spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
+    let tracefs = perfkit_data::tracing_data::tracefs();
+    let Some(tracefs) = tracefs.filter(|t| t.join("kprobe_events").exists()) else {
+        eprintln!(
+            "perfkit probe: kernel probes need kprobe_events in tracefs, which this kernel lacks \
+             (no CONFIG_KPROBE_EVENTS); user-space probes work: perfkit probe -x BINARY FUNC"
+        );
+        eprintln!("  Error: Failed to add events.");
+        return Ok(PROBE_FAILED);
+    };
+    let (name, point) = match spec.split_once('=') {
+        Some((n, p)) => (Some(n), p),
+        None => (None, spec),
+    };
+    let (func, is_return) = match point.strip_suffix("%return") {
+        Some(f) => (f, true),
+        None => (point, false),
+    };
+    if func.contains([':', '@', ' ', ';', '+']) || func.is_empty() {
+        eprintln!(
+            "Debuginfo-analysis is not supported: perfkit probes kernel functions by name \
+             (FUNC, FUNC%return) only"
+        );
+        eprintln!("  Error: Failed to add events.");
+        return Ok(PROBE_FAILED);
+    }
+    let event = match name {
+        Some(n) => n.to_owned(),
+        None if is_return => format!("{func}__return"),
+        None => func.to_owned(),
+    };
+    let kallsyms = perfkit_symbols::Kallsyms::from_file(Path::new("/proc/kallsyms"))?;
+    let line = match perfkit_symbols::kprobe::kprobe_definition(&kallsyms, func, &event, is_return)
+    {
+        Ok(l) => l,
+        Err(e @ perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => {
+            eprintln!("{e}");
+            eprintln!("  Error: Failed to add events.");
+            return Ok(PROBE_FAILED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    UprobeEvents::kprobes(&tracefs).add_line(&line)?;
+    if !args.quiet {
+        let group = perfkit_symbols::kprobe::KPROBE_GROUP;
+        let ret = if is_return { "%return" } else { "" };
+        eprintln!("Added new event:");
+        eprintln!("  {:<20} (on {func}{ret})", format!("{group}:{event}"));
+        eprintln!();
+        eprintln!("You can now use it in all perf tools, such as:");
+        eprintln!();
+        eprintln!("\tperf record -e {group}:{event} -aR sleep 1");
+        eprintln!();
+    }
+    Ok(0)
+}
+
+/// Where a probe goes: file offsets, perf's default event name and perf's description.
+struct Points {
+    offsets: Vec<u64>,
+    event: String,
+    described: String,
+}
+
+/// The probe points of `FUNC`, `FUNC:RLN` or `FILE:LINE` (a file spec has a `.` before its
+/// `:`, as perf tells them apart) in `bin`; `None` when there is no such point.
+fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Option<Points>> {
+    let Some((left, line)) = point.split_once(':') else {
+        return match function_offset(bin, point) {
+            Ok(o) => Ok(Some(Points {
+                offsets: vec![o],
+                event: point.to_owned(),
+                described: point.to_owned(),
+            })),
+            Err(perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        };
+    };
+    let line: u32 = line.parse().map_err(|_| {
+        exit_error(
+            PROBE_FAILED,
+            anyhow::anyhow!("There is non-digit char in line number ('{point}')."),
+        )
+    })?;
+    if line == 0 && !left.contains('.') {
+        // As perf: line 0 is no line, the function itself.
+        return probe_points(bin, left);
+    }
+    let debug = DebugLines::open(bin)?;
+    let (addrs, event, described) = if left.contains('.') {
+        let found = debug.file_line(left, line);
+        let Some((_, f)) = found.first() else {
+            return Ok(None);
+        };
+        let addrs: Vec<u64> = found.iter().map(|x| x.0).collect();
+        if let Some(other) = f.shared_line(line, &addrs) {
+            return Err(shared_line(format!("{}:{other}", f.file)));
+        }
+        (addrs, f.name.clone(), format!("@{left}:{line}"))
+    } else {
+        let Some(f) = debug.function(left) else {
+            return Ok(None);
+        };
+        let addrs = debug.relative_line(left, line).unwrap_or_default();
+        if let Some(other) = f.shared_line(f.decl_line + line, &addrs) {
+            return Err(shared_line(format!(
+                "{left}:{}",
+                other.saturating_sub(f.decl_line)
+            )));
+        }
+        (addrs, format!("{left}_L{line}"), point.to_owned())
+    };
+    let offsets: Vec<u64> = addrs.iter().filter_map(|&a| debug.file_offset(a)).collect();
+    Ok((!offsets.is_empty()).then_some(Points {
+        offsets,
+        event,
+        described,
+    }))
+}
+
+/// perf's refusal of a line whose code begins another line (a function's first line is its
+/// declaration's).
+fn shared_line(instead: String) -> anyhow::Error {
+    eprintln!("This line is sharing the address with other lines.");
+    eprintln!("Please try to probe at {instead} instead.");
+    eprintln!("  Error: Failed to add events.");
+    exit_error(
+        PROBE_FAILED,
+        anyhow::anyhow!("the probe point shares its address"),
+    )
+}
+
+/// `-L FUNC`: perf's listing of the function's lines.
+fn show_lines(bin: Option<&Path>, func: &str) -> anyhow::Result<u8> {
+    let Some(bin) = bin else {
+        bail!(
+            "-L shows a function of a binary: give it with -x BINARY (kernel functions are not supported)"
+        );
+    };
+    if func.contains([':', '@', '+', '-']) {
+        bail!("-L {func}: only a function name is supported yet (no line ranges or files)");
+    }
+    let debug = DebugLines::open(bin)?;
+    let Some(f) = debug.function(func) else {
+        eprintln!("Specified source line is not found.");
+        return Ok(PROBE_FAILED);
+    };
+    let source = std::fs::read_to_string(&f.file).map_err(|e| {
+        exit_error(
+            PROBE_FAILED,
+            anyhow::Error::new(e).context(format!("Failed to open {}", f.file)),
+        )
+    })?;
+    print!("{}", line_listing(f, &source));
+    Ok(0)
+}
+
 fn delete(pattern: &str, quiet: bool) -> anyhow::Result<u8> {
     let events = uprobe_events()?;
     let (gpat, epat) = pattern.split_once(':').unwrap_or(("*", pattern));
     let mut hit = false;
-    for d in events.list()? {
+    let mut defs = events.list()?;
+    // An event probed at several addresses has several lines: it goes once.
+    defs.sort_by(|a, b| (&a.group, &a.event).cmp(&(&b.group, &b.event)));
+    defs.dedup_by(|a, b| a.group == b.group && a.event == b.event);
+    for d in defs {
         if perfkit_events::glob::matches(gpat, &d.group)
             && perfkit_events::glob::matches(epat, &d.event)
         {
@@ -207,19 +381,35 @@ fn delete(pattern: &str, quiet: bool) -> anyhow::Result<u8> {
 
 fn list(filter: &str) -> anyhow::Result<()> {
     let events = uprobe_events()?;
-    for d in events.list()? {
+    let mut defs = events.list()?;
+    // perf lists by name.
+    defs.sort_by(|a, b| (&a.group, &a.event).cmp(&(&b.group, &b.event)));
+    for d in defs {
         let full = format!("{}:{}", d.group, d.event);
         if !perfkit_events::glob::matches(filter, &full)
             && !perfkit_events::glob::matches(filter, &d.event)
         {
             continue;
         }
-        let func = functions(&d.path)
-            .ok()
-            .and_then(|fs| fs.into_iter().find(|(_, off)| *off == d.offset))
-            .map_or_else(|| format!("{:#x}", d.offset), |(n, _)| n);
         let ret = if d.is_return { "%return" } else { "" };
-        println!("  {full} (on {func}{ret} in {})", d.path.display());
+        // With DWARF, perf says where in the source: `FUNC@FILE`, `FUNC:RLN@FILE`.
+        let debug = DebugLines::open(&d.path).ok();
+        let described = debug.as_ref().and_then(|dl| {
+            let addr = dl.address_of_offset(d.offset)?;
+            let s = dl.describe(addr)?;
+            Some(match s.split_once('@') {
+                Some((at, file)) => format!("{at}{ret}@{file}"),
+                None => format!("{s}{ret}"),
+            })
+        });
+        let func = described.unwrap_or_else(|| {
+            let name = functions(&d.path)
+                .ok()
+                .and_then(|fs| fs.into_iter().find(|(_, off)| *off == d.offset))
+                .map_or_else(|| format!("{:#x}", d.offset), |(n, _)| n);
+            format!("{name}{ret}")
+        });
+        println!("  {full:<20} (on {func} in {})", d.path.display());
     }
     Ok(())
 }

@@ -86,13 +86,6 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         eprintln!("available registers: {} ", names.join(" "));
         return Ok(0);
     }
-    if args.off_cpu {
-        // perf 6.1 without BPF skeletons says the same (even with -q) and records without it.
-        eprintln!(
-            " Warning: option `off-cpu' is being ignored: perfkit does not record off-CPU \
-             time yet (perf needs BUILD_BPF_SKEL=1 for it)"
-        );
-    }
     let to_pipe = args.output.as_os_str() == "-";
     if (switch.is_some() || args.timestamp_filename) && to_pipe {
         bail!(
@@ -138,7 +131,15 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Some(c) => vec![c.pid()],
         None => attached.clone(),
     };
+    if args.off_cpu {
+        specs.push(perfkit_engine::offcpu::offcpu_spec()?);
+    }
     sampling_attrs(&mut specs, &sopts);
+    if args.off_cpu
+        && let Some(s) = specs.last_mut()
+    {
+        perfkit_engine::offcpu::offcpu_attr(&mut s.attr);
+    }
     // -D: the sampling events start disabled; a tracking event carries the side-band
     // records from the command's exec, as perf does.
     let mut tracking = if sopts.tracking_event {
@@ -192,6 +193,11 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
     }
     let mut rec = Recorder::new(opened, pages)?;
+    if args.off_cpu {
+        let off = perfkit_engine::offcpu::OffCpu::open(&places, &opts, &sopts, pages)
+            .context("--off-cpu")?;
+        rec = rec.with_off_cpu(off)?;
+    }
     let stopper = rec.stopper();
 
     // Signals: Ctrl-C at any point ends the recording cleanly (and goes to the command
@@ -234,6 +240,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     let wopts = WriteOptions {
         compress: args.compress,
         chunk: pages * 4096,
+        no_build_ids: args.no_buildid,
     };
     // Counting starts before the existing tasks are listed, so a task started in between
     // is in the list or sends its own COMM/FORK records, never neither (a launched command
@@ -376,7 +383,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         Ok(b) => b,
         Err(e) => return Err(stop_workload(perfkit_engine::Error::Write(e))),
     };
-    if args.buildid_all && !args.no_buildid_cache && !to_pipe {
+    if !args.no_buildid_cache && !args.no_buildid && !to_pipe {
         fill_buildid_cache(&args.output);
     }
     if !args.quiet {
@@ -392,6 +399,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
     }
     let renamed = switch.is_some() || args.timestamp_filename;
+    let mut written = args.output.clone();
     if renamed {
         let name = rotated_name(&args.output);
         std::fs::rename(&args.output, &name)
@@ -399,6 +407,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         if !args.quiet {
             eprintln!("[ perf record: Dump {} ]", name.display());
         }
+        written = name;
     }
     if !args.quiet {
         eprintln!(
@@ -406,8 +415,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             summary(&Summary {
                 // perf counts no bytes and no samples in pipe mode.
                 bytes: if to_pipe { 0 } else { bytes },
-                path: &args.output.display().to_string(),
-                timestamped: renamed,
+                path: &written.display().to_string(),
                 samples: if to_pipe { 0 } else { stats.samples },
                 compressed: compressed.then_some((original, data_bytes)),
             })
@@ -433,10 +441,10 @@ pub fn run(args: RecordArgs) -> Result<u8> {
 struct Summary<'a> {
     /// Bytes of the file (data only in pipe mode).
     bytes: u64,
-    /// The output path as given (`-` for a pipe).
+    /// The file written last (`-` for a pipe): with `--switch-output` or
+    /// `--timestamp-filename` its real timestamped name, where perf prints
+    /// `PATH.<timestamp>` literally.
     path: &'a str,
-    /// The file was renamed with a timestamp (perf prints `PATH.<timestamp>`).
-    timestamped: bool,
     /// Samples written.
     samples: u64,
     /// Original and compressed data bytes, with `-z`.
@@ -450,10 +458,9 @@ struct Summary<'a> {
 fn summary(s: &Summary<'_>) -> String {
     let mib = |b: u64| b as f64 / 1024.0 / 1024.0;
     let mut line = format!(
-        "[ perf record: Captured and wrote {:.3} MB {}{}",
+        "[ perf record: Captured and wrote {:.3} MB {}",
         mib(s.bytes),
         s.path,
-        if s.timestamped { ".<timestamp>" } else { "" }
     );
     match s.compressed {
         Some((orig, comp)) if comp > 0 => line.push_str(&format!(
@@ -484,25 +491,22 @@ fn branch_refusal(
     ))
 }
 
-/// `--buildid-all`: every file of the recording's build-id table whose local copy still has
-/// that build id goes into the build-id cache, as perf's does. A file that cannot be added
-/// is a warning: the recording itself is done.
+/// The build-id cache filled from the recording's build-id table, as perf fills it at the
+/// end of a recording (`-N`/`--no-buildid-cache` and `-B` skip it). A file that cannot be
+/// added is a warning: the recording itself is done.
 fn fill_buildid_cache(output: &Path) {
     let Ok(file) = perfkit_data::PerfData::open(output) else {
         return;
     };
     let cache = perfkit_symbols::buildid_cache::BuildIdCache::default_location();
-    for b in &file.features.build_ids {
-        let path = Path::new(&b.filename);
-        if !path.is_absolute()
-            || perfkit_symbols::buildid_cache::build_id_of_file(path).as_deref()
-                != Some(b.build_id.as_slice())
-        {
-            continue;
-        }
-        if let Err(e) = cache.add_as(path, &b.build_id) {
-            eprintln!("perfkit: build-id cache: {e}");
-        }
+    let kernel = perfkit_data::synth::kernel_build_id();
+    let table = file
+        .features
+        .build_ids
+        .iter()
+        .map(|b| (b.filename.as_str(), b.build_id.as_slice()));
+    for e in cache.fill(table, kernel.as_deref()).errors {
+        eprintln!("perfkit: build-id cache: {e}");
     }
 }
 

@@ -51,7 +51,7 @@ pub struct RecordArgs {
     /// Record timestamps (always on; accepted for perf compatibility).
     #[arg(short = 'T', long = "timestamp")]
     pub timestamp: bool,
-    /// Record the sample period (always on; accepted for perf compatibility).
+    /// Record the sample period with a fixed period too (`-c`; frequency mode always does).
     #[arg(short = 'P', long = "period")]
     pub period: bool,
     /// Per-thread counts (`inherit_stat`).
@@ -69,17 +69,17 @@ pub struct RecordArgs {
     /// Raw samples: tracepoint data, CPU and time in every sample.
     #[arg(short = 'R', long = "raw-samples")]
     pub raw_samples: bool,
-    /// Don't copy binaries into ~/.debug (perfkit does only with --buildid-all).
+    /// Don't put the sampled binaries into the build-id cache (~/.debug) at the end.
     #[arg(short = 'N', long = "no-buildid-cache")]
     pub no_buildid_cache: bool,
-    /// Put every mapped binary into the build-id cache (~/.debug, --buildid-dir) at the end,
-    /// so reports find them after they change.
+    /// Cache every mapped binary, not only the sampled ones (perfkit's build-id table, and
+    /// so its cache, already names every mapped binary: accepted for perf).
     #[arg(long = "buildid-all")]
     pub buildid_all: bool,
     /// Don't write the build-id table of the binaries sampled.
     #[arg(short = 'B', long = "no-buildid")]
     pub no_buildid: bool,
-    /// Don't record BPF events (perfkit never does; accepted for perf).
+    /// Don't ask the kernel for BPF program load/unload records (`bpf_event`).
     #[arg(long = "no-bpf-event")]
     pub no_bpf_event: bool,
     /// User registers in each sample (`ax,bx`; empty = all; `?` lists them).
@@ -127,8 +127,8 @@ pub struct RecordArgs {
     /// Sample branches of these kinds (any, any_call, any_ret, ind_call, call, cond, u, k, ...).
     #[arg(short = 'j', long = "branch-filter", value_name = "FILTERS")]
     pub branch_filter: Option<String>,
-    /// Off-CPU time (accepted and ignored with a warning, as perf 6.1 built without BPF
-    /// skeletons does).
+    /// Off-CPU time: how long the tasks slept and where (user call chains), as an
+    /// `offcpu-time` event weighted in nanoseconds (from sched_switch, no BPF needed).
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
     /// Record the CPU of each sample.
@@ -254,6 +254,8 @@ impl RecordArgs {
             cgroups: self.all_cgroups,
             branch_sample_type: branch,
             tracking_event: self.delay.is_some_and(|d| d != 0),
+            period: self.period,
+            no_bpf_event: self.no_bpf_event,
         })
     }
 

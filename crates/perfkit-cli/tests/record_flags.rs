@@ -17,12 +17,9 @@ macro_rules! need_perf {
     };
 }
 
-/// `perf evlist -v` of `file`, without the bits perf sets and perfkit never records
-/// (ksymbol and bpf_event: perfkit writes no BPF records).
+/// `perf evlist -v` of `file`.
 fn evlist(file: &Path) -> String {
     perf_ok(&["evlist", "-v"], file)
-        .replace(", ksymbol: 1", "")
-        .replace(", bpf_event: 1", "")
 }
 
 /// Record `true` with `-e cpu-clock FLAGS` by perf and by perfkit; both files' paths.
@@ -76,6 +73,11 @@ fn flags_set_the_attr_bits_perf_sets_and_perf_reads_the_fields() {
         (&["-P"], Some(("period", ""))),
         (&["-R"], Some(("cpu", ""))),
         (&["-N", "-B", "--no-bpf-event"], None),
+        (&["--no-bpf-event"], None),
+        (&["-c", "10000"], None),
+        (&["-c", "10000", "-P"], Some(("period", "10000"))),
+        (&["-c", "10000", "-T"], None),
+        (&["-i", "-T"], None),
         (&["--user-regs=ax,bx"], Some(("uregs", "AX:"))),
         (&["--intr-regs"], Some(("iregs", "R15:"))),
         (&["--intr-regs=di,r8"], Some(("iregs", "DI:"))),
@@ -144,8 +146,10 @@ fn end_of_record_lines_are_perfs() {
             .output()
             .unwrap();
         assert!(perf.status.success() && ours.status.success());
+        // perf prints `FILE.<timestamp>` literally in its last line; perfkit names the
+        // file it wrote (a deliberate difference: the digits blank to the same shape).
         let (p, o) = (
-            String::from_utf8_lossy(&perf.stderr),
+            String::from_utf8_lossy(&perf.stderr).replace(".<timestamp>", ".9"),
             String::from_utf8_lossy(&ours.stderr),
         );
         assert_eq!(shape(&p), shape(&o), "{flags:?}:\nperf:\n{p}\nours:\n{o}");
@@ -165,6 +169,10 @@ fn end_of_record_lines_are_perfs() {
         .unwrap_or_else(|| panic!("{err}"));
     let stamp = dumped.strip_prefix("u.data.").unwrap();
     assert_eq!(stamp.len(), 16, "YYYYMMDDhhmmsscc as perf: {stamp}");
+    assert!(
+        err.contains(&format!("MB {dumped} ")),
+        "the last line names the file written: {err}"
+    );
     assert!(dir.path().join(dumped).is_file());
     assert!(!dir.path().join("u.data").exists());
 }
@@ -327,4 +335,121 @@ fn max_size_stops_the_recording_as_perf_does() {
         "the command was ended"
     );
     perf_ok(&["report", "--stdio"], &f);
+}
+
+/// The `.build-id/xx/yyyy` links of a cache directory, as build ids.
+fn cached_ids(dir: &Path) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for d in std::fs::read_dir(dir.join(".build-id"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for l in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            if l.path().exists() {
+                out.insert(format!(
+                    "{}{}",
+                    d.file_name().to_string_lossy(),
+                    l.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The build ids of `perf buildid-list -i FILE`.
+fn listed_ids(file: &Path) -> std::collections::BTreeSet<String> {
+    perf_ok(&["buildid-list"], file)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|id| id.len() == 40)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn record_fills_the_build_id_cache_as_perf_does_unless_n_or_b() {
+    need_perf!();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |tool: &str, cache: &str, flags: &[&str], out: &str| {
+        let mut cmd = if tool == "perf" {
+            Command::new("perf")
+        } else {
+            perfkit()
+        };
+        run_ok(
+            cmd.current_dir(dir.path())
+                .arg("--buildid-dir")
+                .arg(dir.path().join(cache))
+                .args(["record", "-q", "-e", "cpu-clock"])
+                .args(flags)
+                .args(["-o", out])
+                .args(SPIN),
+        );
+        dir.path().join(out)
+    };
+    let theirs = run("perf", "perf-cache", &[], "p.data");
+    let ours = run("perfkit", "kit-cache", &[], "k.data");
+    let (their_cache, our_cache) = (
+        cached_ids(&dir.path().join("perf-cache")),
+        cached_ids(&dir.path().join("kit-cache")),
+    );
+    assert!(!our_cache.is_empty(), "perfkit cached nothing");
+    // Every binary of perfkit's table is cached, and everything perf cached from its own
+    // recording of the same command (the sampled files and the kernel) is in perfkit's
+    // cache too, but the vdso (perfkit's table does not name it).
+    assert_eq!(
+        our_cache,
+        listed_ids(&ours),
+        "cache = perfkit's build-id table"
+    );
+    let vdso: Vec<String> = perf_ok(&["buildid-list"], &theirs)
+        .lines()
+        .filter(|l| l.ends_with("[vdso]"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    for id in &their_cache {
+        assert!(
+            our_cache.contains(id) || vdso.contains(id),
+            "perf cached {id}, perfkit did not: {our_cache:?}"
+        );
+    }
+    // perf's layout: perf finds the kernel's entry perfkit made.
+    let kernel = perf_ok(&["buildid-list"], &ours)
+        .lines()
+        .find(|l| l.ends_with("[kernel.kallsyms]"))
+        .and_then(|l| l.split_whitespace().next().map(str::to_string));
+    if let Some(k) = kernel {
+        let kallsyms = dir
+            .path()
+            .join("kit-cache/[kernel.kallsyms]")
+            .join(&k)
+            .join("kallsyms");
+        assert!(kallsyms.is_file(), "{}", kallsyms.display());
+    }
+    // A second recording finds everything cached and changes nothing.
+    run("perfkit", "kit-cache", &[], "k2.data");
+    assert_eq!(cached_ids(&dir.path().join("kit-cache")), our_cache);
+    // -N: no cache; -B: no build-id table and no cache, as perf.
+    for (flags, name) in [(&["-N"][..], "n"), (&["-B"][..], "b")] {
+        for tool in ["perf", "perfkit"] {
+            let cache = format!("{tool}-{name}-cache");
+            let f = run(tool, &cache, flags, &format!("{tool}-{name}.data"));
+            assert!(
+                cached_ids(&dir.path().join(&cache)).is_empty(),
+                "{tool} {flags:?} filled the cache"
+            );
+            let header = perf_ok(&["report", "--header-only"], &f);
+            let missing = header
+                .lines()
+                .find(|l| l.starts_with("# missing features:"))
+                .unwrap_or("");
+            assert_eq!(
+                missing.split_whitespace().any(|w| w == "BUILD_ID"),
+                name == "b",
+                "{tool} {flags:?}: {missing}"
+            );
+        }
+    }
 }

@@ -21,6 +21,9 @@ pub struct InjectOptions {
     /// Add a HEADER_BUILD_ID record for each file mapped (for pipe-mode output; a file
     /// output gets its BUILD_ID section from the writer either way).
     pub build_ids: bool,
+    /// `--jit`: replace the mappings of jitdump files by ELF files of the jitted code
+    /// ([`crate::jit_inject`]).
+    pub jit: bool,
 }
 
 /// Why a copy failed.
@@ -32,6 +35,8 @@ pub enum InjectError {
     Write(io::Error),
     /// The input holds something this copy cannot carry over.
     Unsupported(&'static str),
+    /// `--jit` could not read a jitdump or write its files.
+    Jit(String),
 }
 
 impl std::fmt::Display for InjectError {
@@ -40,6 +45,7 @@ impl std::fmt::Display for InjectError {
             InjectError::Read(_) => f.write_str("reading the input"),
             InjectError::Write(_) => f.write_str("writing the output"),
             InjectError::Unsupported(what) => write!(f, "{what} is not supported yet"),
+            InjectError::Jit(what) => write!(f, "--jit: {what}"),
         }
     }
 }
@@ -49,7 +55,7 @@ impl std::error::Error for InjectError {
         match self {
             InjectError::Read(e) => Some(e),
             InjectError::Write(e) => Some(e),
-            InjectError::Unsupported(_) => None,
+            InjectError::Unsupported(_) | InjectError::Jit(_) => None,
         }
     }
 }
@@ -81,6 +87,20 @@ pub fn copy(
     }
     let mut seen: BTreeSet<(u16, String)> = BTreeSet::new();
     let mut n = 0u64;
+    let mut jit = if opts.jit {
+        let id = input
+            .attrs
+            .first()
+            .and_then(|a| a.ids.first())
+            .copied()
+            .unwrap_or(0);
+        Some(
+            crate::jit_inject::JitInjector::new(input.attrs.iter().map(|a| &a.attr), id)
+                .map_err(InjectError::Jit)?,
+        )
+    } else {
+        None
+    };
     let mut failure: Option<InjectError> = None;
     // A -z recording is written out decompressed, as perf inject writes it.
     let walked = input.walk_decompressed(|_, type_, misc, body| {
@@ -95,6 +115,16 @@ pub fn copy(
                     return out.finish_round().map_err(InjectError::Write);
                 }
                 _ => {}
+            }
+            if let Some(j) = &mut jit
+                && let crate::jit_inject::JitAction::Replace(recs) =
+                    j.process(type_, body).map_err(InjectError::Jit)?
+            {
+                for r in &recs {
+                    out.write_record(&[r]).map_err(InjectError::Write)?;
+                }
+                n += recs.len() as u64;
+                return Ok(());
             }
             if opts.build_ids
                 && let Some(name) = mapped_file(type_, body)

@@ -24,6 +24,9 @@
 mod error;
 mod features;
 pub mod inject;
+pub mod jit_elf;
+pub mod jit_inject;
+pub mod jitdump;
 mod read;
 pub mod synth;
 pub mod tracing_data;

@@ -36,6 +36,8 @@ pub struct WriteOptions {
     pub compress: Option<i32>,
     /// Bytes of one compressed chunk (perf: the ring size); bounds a reader's buffer.
     pub chunk: usize,
+    /// Write no build-id table (`perf record -B`: no `HEADER_BUILD_ID`).
+    pub no_build_ids: bool,
 }
 
 enum Out {
@@ -698,7 +700,11 @@ impl PerfDataWriter {
             w64(&mut s, self.last_time);
             feats.push((f::SAMPLE_TIME, s));
         }
-        let ids = self.build_id_section();
+        let ids = if self.opts.no_build_ids {
+            Vec::new()
+        } else {
+            self.build_id_section()
+        };
         if !ids.is_empty() {
             feats.push((f::BUILD_ID, ids));
         }

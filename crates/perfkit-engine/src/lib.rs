@@ -35,6 +35,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod offcpu;
 mod open;
 mod recorder;
 pub mod sampling;

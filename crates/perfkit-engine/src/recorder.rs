@@ -8,6 +8,7 @@
 //! read and written as `PERF_RECORD_LOST_SAMPLES`, so samples lost in a ring that was full
 //! when recording stopped are counted too.
 
+use crate::offcpu::OffCpu;
 use crate::open::Opened;
 use crate::{Error, Result};
 use perfkit::records::{Endian, MultiParser};
@@ -93,7 +94,15 @@ pub struct Recorder {
     /// Sum of the counts of PERF_RECORD_LOST records seen.
     lost_records: u64,
     scratch: Vec<u8>,
+    /// `--off-cpu`: the sched_switch counters, drained with the rings and written as
+    /// samples of the `offcpu-time` event at the end.
+    off_cpu: Option<OffCpu>,
+    /// The latest sample time written.
+    last_time: u64,
 }
+
+/// Poller tokens of the off-CPU rings start here.
+const OFF_CPU_TOKEN: u64 = 1 << 32;
 
 impl Recorder {
     /// Map one ring of `pages` data pages (a power of two) per CPU of `opened` and redirect
@@ -146,7 +155,22 @@ impl Recorder {
             stats: RecordStats::default(),
             lost_records: 0,
             scratch: Vec::new(),
+            off_cpu: None,
+            last_time: 0,
         })
+    }
+
+    /// Record off-CPU time too (`--off-cpu`): `off` is drained with the rings, and at
+    /// [`finish`](Self::finish) its sums are written as samples of the opened event named
+    /// [`OFFCPU_EVENT`](crate::offcpu::OFFCPU_EVENT).
+    pub fn with_off_cpu(mut self, off: OffCpu) -> Result<Recorder> {
+        for (i, r) in off.rings().iter().enumerate() {
+            self.poller
+                .add(r.as_fd(), OFF_CPU_TOKEN + i as u64)
+                .map_err(|e| Error::io("epoll", e))?;
+        }
+        self.off_cpu = Some(off);
+        Ok(self)
     }
 
     /// The events as a perf.data file describes them (attr as opened, name, ids).
@@ -182,7 +206,11 @@ impl Recorder {
 
     /// Enable every group (not needed for events that enable at the command's exec).
     pub fn enable(&self) -> Result<()> {
-        self.opened.enable()
+        self.opened.enable()?;
+        if let Some(o) = &self.off_cpu {
+            o.enable()?;
+        }
+        Ok(())
     }
 
     /// Enable the groups of the events `range` (indices into the event list): `-D` enables
@@ -220,9 +248,17 @@ impl Recorder {
                 // A ring whose task exited hangs up, and epoll repeats that forever: stop
                 // watching it (what it holds is drained below), as perf does.
                 for (token, ev) in evs {
-                    if ev.hangup
-                        && let Some(r) = self.rings.get(token as usize)
-                    {
+                    if !ev.hangup {
+                        continue;
+                    }
+                    let ring = match token.checked_sub(OFF_CPU_TOKEN) {
+                        Some(i) => self
+                            .off_cpu
+                            .as_ref()
+                            .and_then(|o| o.rings().get(i as usize)),
+                        None => self.rings.get(token as usize),
+                    };
+                    if let Some(r) = ring {
                         let _ = self.poller.remove(r.as_fd());
                     }
                 }
@@ -244,6 +280,7 @@ impl Recorder {
             stats,
             lost_records,
             scratch,
+            last_time,
             ..
         } = self;
         for r in rings.iter_mut() {
@@ -265,6 +302,7 @@ impl Recorder {
                             && let Some(t) = p.time()
                         {
                             w.saw_time(t);
+                            *last_time = (*last_time).max(t);
                         }
                     }
                     sys::PERF_RECORD_LOST => {
@@ -285,6 +323,9 @@ impl Recorder {
         if n > 0 {
             w.finish_round().map_err(Error::Write)?;
         }
+        if let Some(o) = &mut self.off_cpu {
+            o.drain()?;
+        }
         Ok(n)
     }
 
@@ -298,7 +339,26 @@ impl Recorder {
     /// (`PERF_RECORD_LOST_SAMPLES`, one per counter that lost samples, as perf does).
     pub fn finish(&mut self, w: &mut PerfDataWriter) -> Result<RecordStats> {
         self.opened.disable();
+        if let Some(o) = &self.off_cpu {
+            o.disable();
+        }
         self.drain(w)?;
+        if let Some(o) = &self.off_cpu {
+            let at = self
+                .opened
+                .events
+                .iter()
+                .zip(&self.ids)
+                .find(|(e, _)| e.name == crate::offcpu::OFFCPU_EVENT);
+            if let Some((ev, ids)) = at {
+                let after = self.last_time.max(o.last_time());
+                let n = o
+                    .write(w, &ev.attr, ids.first().copied().unwrap_or(0), after)
+                    .map_err(Error::Write)?;
+                self.stats.samples += n;
+                self.stats.records += n;
+            }
+        }
         let mut kernel_lost = 0u64;
         let mut any = false;
         for ev in &self.opened.events {

@@ -129,6 +129,11 @@ pub struct SamplingOptions {
     /// perf does when the sampling events start disabled (`-D`): every event then carries
     /// `PERF_SAMPLE_IDENTIFIER`.
     pub tracking_event: bool,
+    /// `-P`: `PERF_SAMPLE_PERIOD` with a fixed period too (perf samples the period only in
+    /// frequency mode otherwise).
+    pub period: bool,
+    /// `--no-bpf-event`: the side-band event does not ask for `PERF_RECORD_BPF_EVENT`.
+    pub no_bpf_event: bool,
 }
 
 impl Default for SamplingOptions {
@@ -151,6 +156,8 @@ impl Default for SamplingOptions {
             cgroups: false,
             branch_sample_type: 0,
             tracking_event: false,
+            period: false,
+            no_bpf_event: false,
         }
     }
 }
@@ -169,6 +176,13 @@ pub fn sampling_attrs(specs: &mut [EventSpec], opts: &SamplingOptions) {
             opts.sample_cpu,
             i == 0 && !opts.tracking_event,
         );
+        // perf's `evsel__config`: the period is sampled in frequency mode, or with -P.
+        if s.attr.has(f::FREQ) || opts.period {
+            s.attr.sample_type |= sys::PERF_SAMPLE_PERIOD;
+        }
+        if i == 0 && !opts.tracking_event {
+            side_band_bpf(&mut s.attr, opts);
+        }
         extras(&mut s.attr, opts, i == 0 && !opts.tracking_event);
     }
 }
@@ -200,6 +214,16 @@ pub fn tracking_attr(spec: &mut EventSpec, opts: &SamplingOptions) {
     }
     a.set(f::NAMESPACES, opts.namespaces);
     a.set(f::CGROUP, opts.cgroups);
+    side_band_bpf(a, opts);
+}
+
+/// The event that carries the side-band records also asks for the kernel's
+/// `PERF_RECORD_KSYMBOL` and (unless `--no-bpf-event`) `PERF_RECORD_BPF_EVENT` records, as
+/// perf's tracking event does: symbols of BPF programs and trampolines loaded while
+/// recording.
+fn side_band_bpf(a: &mut sys::perf_event_attr, o: &SamplingOptions) {
+    a.set(f::KSYMBOL, true);
+    a.set(f::BPF_EVENT, !o.no_bpf_event);
 }
 
 /// The command line's extra sample fields and flags, as perf's `evsel__config` sets them.
@@ -399,7 +423,6 @@ fn sampling_attr(
         }
     }
     a.sample_type |= sys::PERF_SAMPLE_IP | sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME;
-    a.sample_type |= sys::PERF_SAMPLE_PERIOD;
     if several {
         a.sample_type |= sys::PERF_SAMPLE_IDENTIFIER;
     }
@@ -407,7 +430,8 @@ fn sampling_attr(
         a.sample_type |= sys::PERF_SAMPLE_CPU;
     }
     if a.type_ == sys::PERF_TYPE_TRACEPOINT {
-        a.sample_type |= sys::PERF_SAMPLE_RAW;
+        // perf's `evsel__newtp`: every tracepoint samples RAW, TIME, CPU and PERIOD.
+        a.sample_type |= sys::PERF_SAMPLE_RAW | sys::PERF_SAMPLE_CPU | sys::PERF_SAMPLE_PERIOD;
     }
     match call_graph {
         CallGraph::None => {}

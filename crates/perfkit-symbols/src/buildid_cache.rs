@@ -48,6 +48,18 @@ pub struct CacheEntry {
     pub path: PathBuf,
 }
 
+/// What [`BuildIdCache::fill`] did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct FillReport {
+    /// Files added.
+    pub added: usize,
+    /// Files that were already cached.
+    pub cached: usize,
+    /// Files that could not be added.
+    pub errors: Vec<CacheError>,
+}
+
 /// Why a file could not be added to or removed from the cache.
 #[derive(Debug)]
 pub enum CacheError {
@@ -160,6 +172,72 @@ impl BuildIdCache {
         Ok(hex)
     }
 
+    /// Fill the cache from a recording's build-id table (`(file name, build id)` pairs), as
+    /// `perf record` does at its end: each distinct file once, whatever number of mappings
+    /// named it; a file already cached under that build id costs one `stat`; a local file
+    /// whose build id is not the recorded one is left out (it changed since). The kernel
+    /// (`[kernel.kallsyms]`) is cached as a copy of `/proc/kallsyms` when `kernel_id` (the
+    /// running kernel's build id) is the recorded one, in perf's layout
+    /// (`[kernel.kallsyms]/<id>/kallsyms`).
+    pub fn fill<'a>(
+        &self,
+        table: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+        kernel_id: Option<&[u8]>,
+    ) -> FillReport {
+        let mut report = FillReport::default();
+        let mut seen = std::collections::HashSet::new();
+        for (name, id) in table {
+            if !seen.insert((name, id)) {
+                continue;
+            }
+            let hex = build_id_hex(id);
+            if hex.len() < 3 {
+                continue;
+            }
+            if self.link_of(&hex).exists() {
+                report.cached += 1;
+                continue;
+            }
+            let added = if name == "[kernel.kallsyms]" {
+                if kernel_id != Some(id) {
+                    continue;
+                }
+                std::fs::read("/proc/kallsyms")
+                    .map_err(io_err("reading /proc/kallsyms"))
+                    .and_then(|bytes| self.add_named(name, "kallsyms", &bytes, &hex))
+            } else if name.starts_with('/') {
+                if build_id_of_file(Path::new(name)).as_deref() != Some(id) {
+                    continue;
+                }
+                self.add_as(Path::new(name), id).map(drop)
+            } else {
+                continue;
+            };
+            match added {
+                Ok(()) => report.added += 1,
+                Err(e) => report.errors.push(e),
+            }
+        }
+        report
+    }
+
+    /// Cache `bytes` as `NAME/<hex>/FILE` (a file that is not on disk, such as
+    /// `[kernel.kallsyms]`), with its `.build-id` link.
+    fn add_named(&self, name: &str, file: &str, bytes: &[u8], hex: &str) -> Result<(), CacheError> {
+        let entry = self.dir.join(name).join(hex);
+        std::fs::create_dir_all(&entry).map_err(io_err(format!("creating {}", entry.display())))?;
+        let path = entry.join(file);
+        std::fs::write(&path, bytes).map_err(io_err(format!("writing {}", path.display())))?;
+        let link = self.link_of(hex);
+        let parent = link.parent().unwrap_or(&self.dir);
+        std::fs::create_dir_all(parent)
+            .map_err(io_err(format!("creating {}", parent.display())))?;
+        let target = Path::new("../..").join(name).join(hex);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link)
+            .map_err(io_err(format!("linking {}", link.display())))
+    }
+
     /// Remove `path`'s entry (the one under its current build id); its hex build id.
     pub fn remove(&self, path: &Path) -> Result<String, CacheError> {
         let id = build_id_of_file(path).ok_or_else(|| CacheError::NoBuildId(path.into()))?;
@@ -241,6 +319,33 @@ impl BuildIdCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_adds_each_distinct_file_once_and_skips_changed_ones() {
+        let exe = std::env::current_exe().unwrap();
+        let Some(id) = build_id_of_file(&exe) else {
+            eprintln!("skipped: this test binary has no build id");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cache = BuildIdCache::new(dir.path());
+        let name = exe.to_str().unwrap();
+        let wrong = vec![0xab; 20];
+        // Three mappings of one file, and a file whose build id changed since.
+        let table = [
+            (name, id.as_slice()),
+            (name, id.as_slice()),
+            (name, id.as_slice()),
+            ("/bin/sh", wrong.as_slice()),
+            ("[vdso]", wrong.as_slice()),
+        ];
+        let r = cache.fill(table, None);
+        assert_eq!((r.added, r.cached, r.errors.len()), (1, 0, 0));
+        assert!(cache.find(&id).is_some());
+        assert!(cache.find(&wrong).is_none());
+        let r = cache.fill(table, None);
+        assert_eq!((r.added, r.cached), (0, 1), "already cached: one stat");
+    }
 
     #[test]
     fn add_find_list_remove_round_trip() {

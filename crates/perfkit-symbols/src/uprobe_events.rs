@@ -170,6 +170,19 @@ impl UprobeEvents {
         }
     }
 
+    /// tracefs' `kprobe_events` under mount `tracefs` (kernel probes: add them with
+    /// [`add_line`](Self::add_line); [`list`](Self::list) reads user probes only).
+    pub fn kprobes(tracefs: &Path) -> UprobeEvents {
+        UprobeEvents {
+            path: tracefs.join("kprobe_events"),
+        }
+    }
+
+    /// Append one definition line as it is.
+    pub fn add_line(&self, line: &str) -> Result<(), ProbeError> {
+        self.append(line)
+    }
+
     /// The probes defined now.
     pub fn list(&self) -> Result<Vec<UprobeDef>, ProbeError> {
         let text = std::fs::read_to_string(&self.path).map_err(|source| ProbeError::Tracefs {

@@ -6,7 +6,7 @@ use crate::Profile;
 use fxprof_processed_profile::{
     CategoryColor, CategoryHandle, CpuDelta, FrameFlags, FrameInfo, MarkerTiming, Profile as Fx,
     ReferenceTimestamp, SamplingInterval, StaticSchemaMarker, StaticSchemaMarkerField,
-    StringHandle, Timestamp,
+    StringHandle, Timestamp, WeightType,
 };
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -69,13 +69,43 @@ pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
         fx.set_thread_name(th, t.name());
         threads.insert(ti as u32, th);
     }
+    // Off-CPU time (`offcpu-time` samples, one per task and stack with the nanoseconds
+    // slept) goes to a track of its own per thread, weighed in milliseconds.
+    let weights = super::weight::Weights::of(p);
+    let mut off_threads = HashMap::new();
+    for s in &p.samples {
+        let off = p
+            .events
+            .get(s.event as usize)
+            .is_some_and(super::weight::is_off_cpu);
+        if !off || off_threads.contains_key(&s.thread) {
+            continue;
+        }
+        let t = &p.threads[s.thread as usize];
+        let Some(&process) = processes.get(&t.pid) else {
+            continue;
+        };
+        let th = fx.add_thread(process, t.tid as u32, ts(start), false);
+        fx.set_thread_name(th, &format!("{} (off-CPU)", t.name()));
+        fx.set_thread_samples_weight_type(th, WeightType::TracingMs);
+        off_threads.insert(s.thread, th);
+    }
     // Stacks are interned per thread: memoize (thread, stack id) -> handle.
     let mut stacks = HashMap::new();
     for s in &p.samples {
-        let Some(&th) = threads.get(&s.thread) else {
+        let off = weights.in_nanos(s.event)
+            && p.events
+                .get(s.event as usize)
+                .is_some_and(super::weight::is_off_cpu);
+        let track = if off {
+            off_threads.get(&s.thread)
+        } else {
+            threads.get(&s.thread)
+        };
+        let Some(&th) = track else {
             continue;
         };
-        let handle = *stacks.entry((s.thread, s.stack)).or_insert_with(|| {
+        let handle = *stacks.entry((off, s.thread, s.stack)).or_insert_with(|| {
             let mut frames: Vec<u32> = p.stack_frames(s.stack).collect();
             frames.reverse();
             let infos: Vec<FrameInfo> = frames
@@ -96,7 +126,12 @@ pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
                 .collect();
             fx.intern_stack_frames(th, infos.into_iter())
         });
-        fx.add_sample(th, ts(s.time), handle, CpuDelta::ZERO, 1);
+        let weight = if off {
+            (s.period.saturating_add(500_000) / 1_000_000).min(i32::MAX as u64) as i32
+        } else {
+            1
+        };
+        fx.add_sample(th, ts(s.time), handle, CpuDelta::ZERO, weight);
     }
     let off_cpu = fx.intern_string("Off CPU");
     let mut out_since: HashMap<u32, u64> = HashMap::new();

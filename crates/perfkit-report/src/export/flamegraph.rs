@@ -8,7 +8,7 @@ pub fn write(p: &Profile, title: &str, w: impl Write) -> io::Result<()> {
     let lines = super::folded::lines(p);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
-    opts.count_name = "samples".to_string();
+    opts.count_name = super::weight::Weights::of(p).unit(p).to_string();
     if lines.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,

@@ -1,5 +1,7 @@
 //! Folded stacks: `comm;outermost;...;leaf count`, one line per distinct stack, the input
-//! of `flamegraph.pl`, inferno and most flamegraph tools.
+//! of `flamegraph.pl`, inferno and most flamegraph tools. Counts are samples, or
+//! nanoseconds for off-CPU time ([`super::weight`]); when several events have samples,
+//! each line starts with its event's name, so each event is its own tower.
 
 use crate::Profile;
 use std::collections::HashMap;
@@ -7,16 +9,24 @@ use std::io::{self, Write};
 
 /// The folded lines, sorted, with sample counts.
 pub fn lines(p: &Profile) -> Vec<String> {
-    let mut counts: HashMap<(u32, Option<u32>), u64> = HashMap::new();
+    let weights = super::weight::Weights::of(p);
+    let mut counts: HashMap<(u32, u32, Option<u32>), u64> = HashMap::new();
     for s in &p.samples {
-        *counts.entry((s.thread, s.stack)).or_default() += 1;
+        let event = if weights.several() { s.event } else { 0 };
+        *counts.entry((event, s.thread, s.stack)).or_default() += weights.weight(s);
     }
     let mut folded: HashMap<String, u64> = HashMap::new();
     let mut frames = Vec::new();
-    for ((thread, stack), n) in counts {
+    for ((event, thread, stack), n) in counts {
         frames.clear();
         frames.extend(p.stack_frames(stack).map(|f| p.func_of(f).name.as_str()));
-        let mut line = p.threads[thread as usize].name().replace(';', ":");
+        let mut line = String::new();
+        if weights.several() {
+            let name = p.events.get(event as usize).map_or("", |e| e.name.as_str());
+            line.push_str(&name.replace(';', ":"));
+            line.push(';');
+        }
+        line.push_str(&p.threads[thread as usize].name().replace(';', ":"));
         for name in frames.iter().rev() {
             line.push(';');
             line.push_str(&name.replace(';', ":"));

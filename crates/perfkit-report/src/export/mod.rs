@@ -6,3 +6,4 @@ pub mod folded;
 pub mod perf_json;
 pub mod pprof;
 pub mod speedscope;
+pub mod weight;

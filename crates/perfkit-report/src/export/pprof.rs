@@ -208,22 +208,29 @@ impl Strings {
     }
 }
 
-/// Build the pprof message: values are `[samples/count, <event>/<unit>]` where the second is
-/// the summed period (nanoseconds for clock events).
+/// Build the pprof message: values are `[samples/count, <event>/<unit>...]`, one summed
+/// period per event (`cpu/nanoseconds` for clock events, `offcpu-time/nanoseconds` for
+/// off-CPU time).
 pub fn build(p: &Profile) -> PprofProfile {
     let mut st = Strings::new();
-    let event = p.events.first().map_or("samples", |e| e.name.as_str());
-    let clock = event.starts_with("cpu-clock") || event.starts_with("task-clock");
-    let sample_type = vec![
-        ValueType {
-            r#type: st.id("samples"),
-            unit: st.id("count"),
-        },
-        ValueType {
+    let mut sample_type = vec![ValueType {
+        r#type: st.id("samples"),
+        unit: st.id("count"),
+    }];
+    let names: Vec<&str> = if p.events.is_empty() {
+        vec!["samples"]
+    } else {
+        p.events.iter().map(|e| e.name.as_str()).collect()
+    };
+    for event in names {
+        let clock = event.starts_with("cpu-clock") || event.starts_with("task-clock");
+        let nanos = clock || event == super::weight::OFFCPU_EVENT;
+        sample_type.push(ValueType {
             r#type: st.id(if clock { "cpu" } else { event }),
-            unit: st.id(if clock { "nanoseconds" } else { "count" }),
-        },
-    ];
+            unit: st.id(if nanos { "nanoseconds" } else { "count" }),
+        });
+    }
+    let n_values = sample_type.len();
     let mut mappings: Vec<Mapping> = Vec::new();
     let mut mapping_of: HashMap<String, u64> = HashMap::new();
     let mut functions: Vec<Function> = Vec::new();
@@ -266,19 +273,22 @@ pub fn build(p: &Profile) -> PprofProfile {
     }
     let thread_key = st.id("thread");
     let pid_key = st.id("pid");
-    let mut agg: HashMap<(u32, Option<u32>), (i64, i64)> = HashMap::new();
+    let mut agg: HashMap<(u32, Option<u32>), Vec<i64>> = HashMap::new();
     for s in &p.samples {
-        let e = agg.entry((s.thread, s.stack)).or_default();
-        e.0 += 1;
-        e.1 += s.period as i64;
+        let e = agg
+            .entry((s.thread, s.stack))
+            .or_insert_with(|| vec![0; n_values]);
+        e[0] += 1;
+        let col = (1 + s.event as usize).min(n_values - 1);
+        e[col] += s.period as i64;
     }
     let mut samples: Vec<PprofSample> = agg
         .into_iter()
-        .map(|((thread, stack), (n, period))| {
+        .map(|((thread, stack), value)| {
             let t = &p.threads[thread as usize];
             PprofSample {
                 location_id: p.stack_frames(stack).map(|f| u64::from(f) + 1).collect(),
-                value: vec![n, period],
+                value,
                 label: vec![
                     Label {
                         key: thread_key,

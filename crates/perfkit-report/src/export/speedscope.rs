@@ -1,5 +1,6 @@
 //! speedscope's file format (<https://www.speedscope.app/file-format-schema.json>): one
-//! sampled profile per thread, frames shared.
+//! sampled profile per thread (per event and thread when several events have samples),
+//! frames shared; off-CPU time is weighed in nanoseconds ([`super::weight`]).
 
 use crate::Profile;
 use serde_json::json;
@@ -13,33 +14,54 @@ pub fn document(p: &Profile, name: &str) -> serde_json::Value {
         .map(|f| json!({ "name": f.name, "file": f.dso }))
         .collect();
     let mut profiles = Vec::new();
-    for (ti, t) in p.threads.iter().enumerate() {
-        let mut samples = Vec::new();
-        let mut weights = Vec::new();
-        let (mut start, mut end) = (u64::MAX, 0);
-        for s in p.samples.iter().filter(|s| s.thread as usize == ti) {
-            let mut stack: Vec<u32> = p
-                .stack_frames(s.stack)
-                .map(|f| p.frames[f as usize].func)
-                .collect();
-            stack.reverse();
-            samples.push(stack);
-            weights.push(1);
-            start = start.min(s.time);
-            end = end.max(s.time);
+    let weighing = super::weight::Weights::of(p);
+    let events: Vec<u32> = if weighing.several() {
+        (0..p.events.len() as u32).collect()
+    } else {
+        vec![u32::MAX]
+    };
+    for &event in &events {
+        for (ti, t) in p.threads.iter().enumerate() {
+            let mut samples = Vec::new();
+            let mut weights = Vec::new();
+            let (mut start, mut end) = (u64::MAX, 0);
+            let mut total = 0u64;
+            for s in p
+                .samples
+                .iter()
+                .filter(|s| s.thread as usize == ti && (event == u32::MAX || s.event == event))
+            {
+                let mut stack: Vec<u32> = p
+                    .stack_frames(s.stack)
+                    .map(|f| p.frames[f as usize].func)
+                    .collect();
+                stack.reverse();
+                samples.push(stack);
+                let w = weighing.weight(s);
+                weights.push(w);
+                total += w;
+                start = start.min(s.time);
+                end = end.max(s.time);
+            }
+            if samples.is_empty() {
+                continue;
+            }
+            let mut name = format!("{} ({}/{})", t.name(), t.pid, t.tid);
+            if let Some(e) = p.events.get(event as usize) {
+                name = format!("{name} {}", e.name);
+            }
+            let nanos = event != u32::MAX && weighing.in_nanos(event)
+                || event == u32::MAX && weighing.unit(p) == "ns";
+            profiles.push(json!({
+                "type": "sampled",
+                "name": name,
+                "unit": if nanos { "nanoseconds" } else { "none" },
+                "startValue": 0,
+                "endValue": total,
+                "samples": samples,
+                "weights": weights,
+            }));
         }
-        if samples.is_empty() {
-            continue;
-        }
-        profiles.push(json!({
-            "type": "sampled",
-            "name": format!("{} ({}/{})", t.name(), t.pid, t.tid),
-            "unit": "none",
-            "startValue": 0,
-            "endValue": samples.len(),
-            "samples": samples,
-            "weights": weights,
-        }));
     }
     json!({
         "$schema": "https://www.speedscope.app/file-format-schema.json",

@@ -1,0 +1,250 @@
+//! The ELF file `perf inject --jit` writes for one piece of jitted code
+//! (`jitted-PID-N.so`): the code as `.text` at [`TEXT_OFFSET`] (file offset and address
+//! alike, under one `PT_LOAD` segment), one `STT_FUNC` symbol over it with the JIT's name,
+//! and a `.note.gnu.build-id`, so that every symbolizer (perf's, perfkit's, addr2line)
+//! names samples in it. The injected MMAP2 maps the code's address to file offset
+//! [`TEXT_OFFSET`], as perf's (`GEN_ELF_TEXT_OFFSET`).
+//!
+//! Written here, not with a general ELF writer: the layout is fixed and small (header,
+//! one segment, five sections), and perf's readers only need these parts.
+
+/// File offset and address of `.text`: the ELF and program headers rounded up to 16, as
+/// perf's `GEN_ELF_TEXT_OFFSET`.
+pub const TEXT_OFFSET: u64 = (64 + 56u64).next_multiple_of(16);
+
+/// `e_machine` of this machine's code (when a jitdump says 0).
+pub const fn native_machine() -> u16 {
+    if cfg!(target_arch = "x86_64") {
+        62
+    } else if cfg!(target_arch = "aarch64") {
+        183
+    } else if cfg!(target_arch = "riscv64") {
+        243
+    } else {
+        0
+    }
+}
+
+/// A 160-bit build id of the function (its name and code): two loads of the same code under
+/// the same name share it, any other pair differs (FNV-1a in five lanes).
+pub fn build_id(name: &str, code: &[u8]) -> [u8; 20] {
+    let mut out = [0u8; 20];
+    for (lane, chunk) in out.chunks_mut(4).enumerate() {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (lane as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for &b in name.as_bytes().iter().chain(&[0u8]).chain(code) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= h >> 29;
+        chunk.copy_from_slice(&(h as u32).to_ne_bytes());
+    }
+    out
+}
+
+fn pad_to(v: &mut Vec<u8>, align: usize) {
+    v.resize(v.len().next_multiple_of(align), 0);
+}
+
+fn w16(v: &mut Vec<u8>, x: u16) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+fn w32(v: &mut Vec<u8>, x: u32) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+fn w64(v: &mut Vec<u8>, x: u64) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+
+/// One section header's fields.
+struct Shdr {
+    name: u32,
+    type_: u32,
+    flags: u64,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+}
+
+/// The ELF image of function `name` with machine code `code` for `e_machine` `machine`
+/// (0: this machine's), in this machine's byte order.
+pub fn image(name: &str, code: &[u8], machine: u16) -> Vec<u8> {
+    let machine = if machine == 0 {
+        native_machine()
+    } else {
+        machine
+    };
+    let mut v = vec![0u8; TEXT_OFFSET as usize];
+    v.extend_from_slice(code);
+    let text_end = v.len() as u64;
+    // .note.gnu.build-id
+    pad_to(&mut v, 4);
+    let note_at = v.len() as u64;
+    w32(&mut v, 4);
+    w32(&mut v, 20);
+    w32(&mut v, 3); // NT_GNU_BUILD_ID
+    v.extend_from_slice(b"GNU\0");
+    v.extend_from_slice(&build_id(name, code));
+    let note_size = v.len() as u64 - note_at;
+    // .symtab: the null symbol, then the function.
+    pad_to(&mut v, 8);
+    let symtab_at = v.len() as u64;
+    v.extend_from_slice(&[0; 24]);
+    w32(&mut v, 1);
+    v.push(0x12); // STB_GLOBAL, STT_FUNC
+    v.push(0);
+    w16(&mut v, 1); // .text
+    w64(&mut v, TEXT_OFFSET);
+    w64(&mut v, code.len() as u64);
+    // .strtab
+    let strtab_at = v.len() as u64;
+    v.push(0);
+    v.extend_from_slice(name.as_bytes());
+    v.push(0);
+    let strtab_size = v.len() as u64 - strtab_at;
+    // .shstrtab
+    let names = "\0.text\0.note.gnu.build-id\0.symtab\0.strtab\0.shstrtab\0";
+    let off = |n: &str| names.find(&format!("\0{n}\0")).map_or(0, |i| i + 1) as u32;
+    let shstr_at = v.len() as u64;
+    v.extend_from_slice(names.as_bytes());
+    pad_to(&mut v, 8);
+    let shoff = v.len() as u64;
+    let sections = [
+        Shdr {
+            name: 0,
+            type_: 0,
+            flags: 0,
+            addr: 0,
+            offset: 0,
+            size: 0,
+            link: 0,
+            info: 0,
+            align: 0,
+            entsize: 0,
+        },
+        Shdr {
+            name: off(".text"),
+            type_: 1, // SHT_PROGBITS
+            flags: 6, // SHF_ALLOC | SHF_EXECINSTR
+            addr: TEXT_OFFSET,
+            offset: TEXT_OFFSET,
+            size: code.len() as u64,
+            link: 0,
+            info: 0,
+            align: 16,
+            entsize: 0,
+        },
+        Shdr {
+            name: off(".note.gnu.build-id"),
+            type_: 7, // SHT_NOTE
+            flags: 2, // SHF_ALLOC
+            addr: note_at,
+            offset: note_at,
+            size: note_size,
+            link: 0,
+            info: 0,
+            align: 4,
+            entsize: 0,
+        },
+        Shdr {
+            name: off(".symtab"),
+            type_: 2,
+            flags: 0,
+            addr: 0,
+            offset: symtab_at,
+            size: 48,
+            link: 4,
+            info: 1,
+            align: 8,
+            entsize: 24,
+        },
+        Shdr {
+            name: off(".strtab"),
+            type_: 3,
+            flags: 0,
+            addr: 0,
+            offset: strtab_at,
+            size: strtab_size,
+            link: 0,
+            info: 0,
+            align: 1,
+            entsize: 0,
+        },
+        Shdr {
+            name: off(".shstrtab"),
+            type_: 3,
+            flags: 0,
+            addr: 0,
+            offset: shstr_at,
+            size: names.len() as u64,
+            link: 0,
+            info: 0,
+            align: 1,
+            entsize: 0,
+        },
+    ];
+    for s in &sections {
+        w32(&mut v, s.name);
+        w32(&mut v, s.type_);
+        w64(&mut v, s.flags);
+        w64(&mut v, s.addr);
+        w64(&mut v, s.offset);
+        w64(&mut v, s.size);
+        w32(&mut v, s.link);
+        w32(&mut v, s.info);
+        w64(&mut v, s.align);
+        w64(&mut v, s.entsize);
+    }
+    // The ELF header and the one PT_LOAD segment (offset 0 at address 0: file offsets and
+    // addresses agree).
+    let mut h = Vec::with_capacity(TEXT_OFFSET as usize);
+    h.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2]);
+    h.push(if cfg!(target_endian = "little") { 1 } else { 2 });
+    h.push(1);
+    h.resize(16, 0);
+    w16(&mut h, 3); // ET_DYN
+    w16(&mut h, machine);
+    w32(&mut h, 1);
+    w64(&mut h, TEXT_OFFSET); // e_entry
+    w64(&mut h, 64); // e_phoff
+    w64(&mut h, shoff);
+    w32(&mut h, 0);
+    w16(&mut h, 64);
+    w16(&mut h, 56);
+    w16(&mut h, 1);
+    w16(&mut h, 64);
+    w16(&mut h, sections.len() as u16);
+    w16(&mut h, 5); // .shstrtab
+    w32(&mut h, 1); // PT_LOAD
+    w32(&mut h, 5); // PF_R | PF_X
+    w64(&mut h, 0);
+    w64(&mut h, 0);
+    w64(&mut h, 0);
+    w64(&mut h, text_end);
+    w64(&mut h, text_end);
+    w64(&mut h, 0x1000);
+    v[..h.len()].copy_from_slice(&h);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_has_the_code_the_symbol_and_the_build_id() {
+        let code = [0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3];
+        let img = image("jitted_fn", &code, 0);
+        let at = TEXT_OFFSET as usize;
+        assert_eq!(&img[at..at + code.len()], &code);
+        assert_eq!(&img[..4], b"\x7fELF");
+        assert_eq!(u16::from_ne_bytes([img[18], img[19]]), native_machine());
+        let id = build_id("jitted_fn", &code);
+        assert!(img.windows(20).any(|w| w == id));
+        assert_ne!(id, build_id("other", &code));
+        assert!(img.windows(10).any(|w| w == b"jitted_fn\0"));
+    }
+}
