@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+pub mod data_src;
 pub mod dump;
 mod error;
 pub mod export;
@@ -31,6 +32,8 @@ mod model;
 mod origin;
 pub mod report;
 pub mod script;
+pub mod script_events;
+pub mod script_fields;
 pub mod stats;
 pub mod tasks;
 pub mod timespec;
