@@ -552,14 +552,6 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         .chain(&spec.add)
         .copied()
         .collect();
-    for f in &asked {
-        if let Field::Other(
-            name @ ("insn" | "insnlen" | "srccode" | "brstackinsn" | "brstackinsnlen"),
-        ) = f
-        {
-            bail!("perfkit script: -F {name} is not supported yet");
-        }
-    }
     let mut load = LoadOptions::default();
     load.srcline = asked.contains(&Field::Srcline);
     load.inline = args.inline;
@@ -577,13 +569,21 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let clock = file.features.clock_data;
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
+    for f in &asked {
+        if let Field::Other(
+            name @ ("insn" | "insnlen" | "srccode" | "brstackinsn" | "brstackinsnlen"),
+        ) = f
+        {
+            bail!("-F {name} is not supported yet");
+        }
+    }
     let branches = formats.iter().any(|e| e.has_branches());
     if branches
         && asked
             .iter()
             .any(|f| matches!(f, Field::Other(n) if n.starts_with("brstack")))
     {
-        bail!("perfkit script: -F brstack, brstacksym and brstackoff are not supported yet");
+        bail!("-F brstack, brstacksym and brstackoff are not supported yet");
     }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());

@@ -501,7 +501,7 @@ impl<'p> ScriptWriter<'p> {
                 ev.text_into(raw, &p.trace_kernel, out);
             }
             if chain && wants_frames(fields) {
-                for f in p.stack_frames(s.stack) {
+                for f in p.stack_frames(s.stack).take(self.max_stack) {
                     out.push_str("\n\t");
                     out.push_str(&frame_text(p, f, fields, true));
                 }
@@ -520,7 +520,7 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
-        for f in p.stack_frames(s.stack) {
+        for f in p.stack_frames(s.stack).take(self.max_stack) {
             let line = self.chain_lines[f as usize]
                 .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
             out.push_str("\n\t");
