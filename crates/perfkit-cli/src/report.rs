@@ -6,7 +6,7 @@ use perfkit_report::load::{Diagnostics, LoadOptions, load_with_progress, open};
 use perfkit_report::report::{self, Filter, GraphMode, ReportOptions, SortKey};
 use perfkit_report::script::{self, Field};
 use perfkit_report::{Profile, export};
-use perfkit_report::{script_events, script_fields};
+use perfkit_report::{script_events, script_fields, script_python};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -174,6 +174,17 @@ pub struct ScriptArgs {
     /// Also print LOST records.
     #[arg(long = "show-lost-events")]
     pub show_lost_events: bool,
+    /// Run a Python script on the samples (perf's scripting interface: `process_event`,
+    /// tracepoint handlers, `trace_begin`/`trace_end`, db-export tables), by `python3`.
+    #[arg(short = 's', long = "script", value_name = "[python:]FILE.py")]
+    pub script: Option<String>,
+    /// Arguments for the script (`-s`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "SCRIPT-ARGS"
+    )]
+    pub script_args: Vec<String>,
     /// Write each event's samples to INPUT.EVENT.dump instead of standard output.
     #[arg(long = "per-event-dump")]
     pub per_event_dump: bool,
@@ -664,6 +675,22 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let keep_side = |e: &script_events::SideEvent| {
         filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
     };
+    if let Some(spec) = &args.script {
+        let path = spec.strip_prefix("python:").unwrap_or(spec);
+        if !path.ends_with(".py") && !spec.starts_with("python:") {
+            bail!("-s {spec}: only Python scripts are supported (perl is not yet)");
+        }
+        if !script_python::available() {
+            bail!("-s {spec}: python3 is not installed (perfkit runs scripts with it)");
+        }
+        let mut samples = profile.samples.iter().filter(|s| filter.keep(&profile, s));
+        let status = script_python::run(&profile, &mut samples, Path::new(path), &args.script_args)
+            .with_context(|| format!("-s {spec}"))?;
+        if !status.success() {
+            bail!("-s {spec}: the script failed ({status})");
+        }
+        return exit_code(&args.input, diag);
+    }
     if args.per_event_dump {
         let written =
             script::per_event_dump(&profile, &mut sw, &args.input, |s| filter.keep(&profile, s))

@@ -34,6 +34,7 @@ pub mod report;
 pub mod script;
 pub mod script_events;
 pub mod script_fields;
+pub mod script_python;
 pub mod stats;
 pub mod tasks;
 pub mod timespec;
