@@ -153,6 +153,9 @@ pub struct ScriptArgs {
     /// Leave out the callchains.
     #[arg(short = 'G', long = "hide-call-graph")]
     pub hide_call_graph: bool,
+    /// perf's latency layout: the command in 8 columns, the CPU as a bare number.
+    #[arg(short = 'L', long = "Latency")]
+    pub latency: bool,
     /// Only samples whose symbol is one of these.
     #[arg(short = 'S', long = "symbols", value_delimiter = ',')]
     pub symbols: Vec<String>,
@@ -645,6 +648,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     };
     let time_fmt = script::TimeFormat {
         ns: args.ns,
+        latency: args.latency,
         base: if args.deltatime {
             script::TimeBase::Previous
         } else if args.reltime {

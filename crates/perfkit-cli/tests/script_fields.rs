@@ -276,3 +276,35 @@ fn max_stack_cuts_callchains_as_perf() {
     assert_eq!(frames("perfkit"), 2);
     assert_eq!(frames("perf"), frames("perfkit"));
 }
+
+#[test]
+fn latency_layout_matches_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cpu.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "cpu-clock",
+            "-c",
+            "100000",
+            "--sample-cpu",
+            "--",
+            "ls",
+            "-R",
+            "/usr/share/doc",
+        ],
+    );
+    let out = same(&file, &["-L", "-F", "comm,tid,cpu,time,period,event"]);
+    // The command cut to 8 columns, the CPU a bare number.
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("      ls ") || first.len() > 8,
+        "{first:?}"
+    );
+    assert!(!first.contains('['), "{first:?}");
+    same(&file, &["-L", "-F", "comm,tid,cpu,time,misc,period,event"]);
+}

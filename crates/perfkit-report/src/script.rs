@@ -351,6 +351,9 @@ pub struct TimeFormat {
     pub ns: bool,
     /// Relative to what.
     pub base: TimeBase,
+    /// perf's `-L` layout of the columns before the time (comm in 8 columns, cpu as a
+    /// bare number).
+    pub latency: bool,
 }
 
 /// Renders samples, formatting each distinct frame once (a profile's callchains repeat
@@ -491,6 +494,7 @@ impl<'p> ScriptWriter<'p> {
         let time = Shown {
             time: self.shown_time(s.time),
             ns: self.time_format.ns,
+            latency: self.time_format.latency,
         };
         if let Some((ev, raw)) = trace_of(p, s) {
             let fields = self.trace_fields.as_ref().unwrap_or(&self.fields);
@@ -547,8 +551,12 @@ impl ScriptWriter<'_> {
         chain: bool,
         out: &mut String,
     ) {
+        let latency = self.time_format.latency;
         if fields.contains(&Field::Comm) {
-            if chain && fields.contains(&Field::Ip) {
+            if latency {
+                push_right(out, &comm.chars().take(8).collect::<String>(), 8);
+                out.push(' ');
+            } else if chain && fields.contains(&Field::Ip) {
                 out.push_str(comm);
                 out.push(' ');
             } else {
@@ -565,9 +573,13 @@ impl ScriptWriter<'_> {
             let _ = write!(out, "{tid:>5} ");
         }
         if fields.contains(&Field::Cpu) {
-            out.push('[');
-            push_num(out, u64::from(cpu.unwrap_or(0)), 3, '0');
-            out.push_str("] ");
+            if latency {
+                let _ = write!(out, "{:>3} ", cpu.unwrap_or(0));
+            } else {
+                out.push('[');
+                push_num(out, u64::from(cpu.unwrap_or(0)), 3, '0');
+                out.push_str("] ");
+            }
         }
         if fields.contains(&Field::Misc) {
             let start = out.len();
@@ -911,11 +923,13 @@ fn wants_frames(fields: &[Field]) -> bool {
         .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline))
 }
 
-/// A timestamp as printed.
+/// A timestamp as printed, and the layout of the columns before it.
 #[derive(Clone, Copy)]
 struct Shown {
     time: u64,
     ns: bool,
+    /// perf's `-L` layout: comm in 8 columns, cpu as a bare number.
+    latency: bool,
 }
 
 /// The columns before the frames: comm, tid, cpu, time, period, event.
@@ -953,8 +967,15 @@ fn sample_fields(
 ) {
     let t = &p.threads[s.thread as usize];
     if fields.contains(&Field::Comm) {
-        // perf pads the command to 16 columns, except before a callchain.
-        if chain && fields.contains(&Field::Ip) {
+        // perf pads the command to 16 columns, except before a callchain; `-L` cuts and
+        // pads it to 8.
+        if time.latency {
+            push_right(
+                out,
+                &t.name_at(s.time).chars().take(8).collect::<String>(),
+                8,
+            );
+        } else if chain && fields.contains(&Field::Ip) {
             out.push_str(t.name_at(s.time));
         } else {
             push_right(out, t.name_at(s.time), 16);
@@ -970,9 +991,13 @@ fn sample_fields(
     if fields.contains(&Field::Cpu)
         && let Some(cpu) = s.cpu
     {
-        out.push_str(" [");
-        push_num(out, u64::from(cpu), 3, '0');
-        out.push(']');
+        if time.latency {
+            let _ = write!(out, " {cpu:>3}");
+        } else {
+            out.push_str(" [");
+            push_num(out, u64::from(cpu), 3, '0');
+            out.push(']');
+        }
     }
     if fields.contains(&Field::Time) {
         out.push(' ');
@@ -1005,6 +1030,7 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
     let time = Shown {
         time: s.time,
         ns: false,
+        latency: false,
     };
     sample_line(p, s, fields, time, has_chain(p, s), out)
 }
