@@ -6,6 +6,7 @@ use perfkit_report::load::{Diagnostics, LoadOptions, load_with_progress, open};
 use perfkit_report::report::{self, Filter, GraphMode, ReportOptions, SortKey};
 use perfkit_report::script::{self, Field};
 use perfkit_report::{Profile, export};
+use perfkit_report::{script_events, script_fields, script_python};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -172,8 +173,10 @@ pub struct ScriptArgs {
     /// The profile to read.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     pub input: PathBuf,
-    /// Fields to print: comm,tid,pid,cpu,time,period,event,ip,sym,symoff,dso,srcline;
-    /// `+field` / `-field` add to or take from the defaults.
+    /// Fields to print (perf's names: comm,tid,pid,time,cpu,event,trace,ip,sym,dso,addr,
+    /// symoff,srcline,period,iregs,uregs,data_src,weight,phys_addr,misc,tod,
+    /// data_page_size,code_page_size,ins_lat,flags, ...); `+field` / `-field` add to or
+    /// take from the defaults; `sw:` etc. before the list names the event type.
     #[arg(
         short = 'F',
         long = "fields",
@@ -196,6 +199,44 @@ pub struct ScriptArgs {
     /// Leave out the callchains.
     #[arg(short = 'G', long = "hide-call-graph")]
     pub hide_call_graph: bool,
+    /// perf's latency layout: the command in 8 columns, the CPU as a bare number.
+    #[arg(short = 'L', long = "Latency")]
+    pub latency: bool,
+    /// Only samples whose symbol is one of these.
+    #[arg(short = 'S', long = "symbols", value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Print at most this many callchain entries per sample.
+    #[arg(long = "max-stack")]
+    pub max_stack: Option<usize>,
+    /// Also print COMM, FORK and EXIT records.
+    #[arg(long = "show-task-events")]
+    pub show_task_events: bool,
+    /// Also print MMAP and MMAP2 records.
+    #[arg(long = "show-mmap-events")]
+    pub show_mmap_events: bool,
+    /// Also print context switch records.
+    #[arg(long = "show-switch-events")]
+    pub show_switch_events: bool,
+    /// Also print NAMESPACES records.
+    #[arg(long = "show-namespace-events")]
+    pub show_namespace_events: bool,
+    /// Also print LOST records.
+    #[arg(long = "show-lost-events")]
+    pub show_lost_events: bool,
+    /// Run a Python script on the samples (perf's scripting interface: `process_event`,
+    /// tracepoint handlers, `trace_begin`/`trace_end`, db-export tables), by `python3`.
+    #[arg(short = 's', long = "script", value_name = "[python:]FILE.py")]
+    pub script: Option<String>,
+    /// Arguments for the script (`-s`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "SCRIPT-ARGS"
+    )]
+    pub script_args: Vec<String>,
+    /// Write each event's samples to INPUT.EVENT.dump instead of standard output.
+    #[arg(long = "per-event-dump")]
+    pub per_event_dump: bool,
     /// Print the file's header first (perf's lines).
     #[arg(long)]
     pub header: bool,
@@ -620,26 +661,74 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     check_owner(&args.input, args.force)?;
     let spec = script::FieldSpec::parse(&args.fields)
         .map_err(|f| anyhow::anyhow!("-F: unknown field `{f}` (fields: {})", Field::NAMES))?;
-    let mut fields = spec.explicit.clone().unwrap_or_default();
+    let asked: Vec<Field> = spec
+        .explicit
+        .iter()
+        .flatten()
+        .chain(&spec.add)
+        .copied()
+        .collect();
     let mut load = LoadOptions::default();
-    load.srcline = fields.contains(&Field::Srcline) || spec.add.contains(&Field::Srcline);
+    load.srcline = asked.contains(&Field::Srcline);
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
-    let (profile, diag) = if args.header {
+    let file = if args.header {
         let file = open_rewindable(&args.input)?;
         print!("{}", header_text(&file, &args.input, true));
-        load_file(&file, &args.input, &load, args.quiet)?
+        file
     } else {
-        load_profile(&args.input, &load, args.quiet)?
+        require_input(&args.input)?;
+        open(&args.input)?
+    };
+    let formats = script_events::formats(&file);
+    let names: Vec<&str> = file.attrs.iter().map(|a| a.name.as_str()).collect();
+    let clock = file.features.clock_data;
+    let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
+        .map_err(|m| anyhow::anyhow!("{m}"))?;
+    for f in &asked {
+        if let Field::Other(
+            name @ ("insn" | "insnlen" | "srccode" | "brstackinsn" | "brstackinsnlen"),
+        ) = f
+        {
+            bail!("-F {name} is not supported yet");
+        }
+    }
+    let branches = formats.iter().any(|e| e.has_branches());
+    if branches
+        && asked
+            .iter()
+            .any(|f| matches!(f, Field::Other(n) if n.starts_with("brstack")))
+    {
+        bail!("-F brstack, brstacksym and brstackoff are not supported yet");
+    }
+    let mut want = script_events::Want::none();
+    want.details = per_event.iter().flatten().any(|f| f.needs_details());
+    want.addr_symbols = formats.iter().zip(&per_event).any(|(e, f)| {
+        e.addr_is_data()
+            && f.contains(&Field::Addr)
+            && (f.contains(&Field::Sym) || f.contains(&Field::Dso))
+    });
+    want.task = args.show_task_events;
+    want.mmap = args.show_mmap_events;
+    want.switch = args.show_switch_events;
+    want.namespaces = args.show_namespace_events;
+    want.lost = args.show_lost_events;
+    let (profile, diag, extras) = if want.any() {
+        script_events::load(&file, &load, want)
+            .with_context(|| format!("{}", args.input.display()))?
+    } else {
+        let (p, d) = load_file(&file, &args.input, &load, args.quiet)?;
+        (p, d, script_events::Extras::default())
     };
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
     let defaults = spec.explicit.is_none();
     let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
-    if defaults {
-        fields = spec.apply(Field::defaults(has_cpu));
-    }
+    let fields = match &spec.explicit {
+        Some(f) => f.clone(),
+        None => spec.apply(Field::defaults(has_cpu)),
+    };
     if fields.contains(&Field::Cpu) && !has_cpu && !profile.samples.is_empty() {
         let ev = profile.events.first().map_or("", |e| e.name.as_str());
         bail!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.");
@@ -651,6 +740,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         comms: args.only.comm.clone(),
         pids: args.only.pid.clone(),
         tids: args.only.tid.clone(),
+        symbols: args.symbols.clone(),
         cpus: match &args.only.cpu {
             Some(list) => cpu_list(list).context("--cpu")?,
             None => Vec::new(),
@@ -660,6 +750,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     };
     let time_fmt = script::TimeFormat {
         ns: args.ns,
+        latency: args.latency,
         base: if args.deltatime {
             script::TimeBase::Previous
         } else if args.reltime {
@@ -668,25 +759,87 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             script::TimeBase::Absolute
         },
     };
+    let mut sw = script::ScriptWriter::new(&profile, &fields)
+        .with_time_format(time_fmt)
+        .with_callchains(!args.hide_call_graph)
+        .with_extras(&extras);
+    if defaults {
+        sw = sw.with_trace_fields(spec.apply(Field::tracepoint_defaults(has_cpu)));
+    }
+    if let Some(n) = args.max_stack {
+        sw = sw.with_max_stack(n);
+    }
+    if let Some((_, _, wall, perf)) = clock {
+        sw = sw.with_clock(wall, perf);
+    }
+    for (i, (e, f)) in formats.iter().zip(&per_event).enumerate() {
+        // perf's own defaults per event type where they differ from the common ones.
+        if f.iter().any(|f| f.needs_details()) || (defaults && e.is_raw()) {
+            sw = sw.with_event_fields(i, f.clone());
+        }
+    }
+    let keep_side = |e: &script_events::SideEvent| {
+        filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
+    };
+    if let Some(spec) = &args.script {
+        let path = spec.strip_prefix("python:").unwrap_or(spec);
+        if !path.ends_with(".py") && !spec.starts_with("python:") {
+            bail!("-s {spec}: only Python scripts are supported (perl is not yet)");
+        }
+        if !script_python::available() {
+            bail!("-s {spec}: python3 is not installed (perfkit runs scripts with it)");
+        }
+        let mut samples = profile.samples.iter().filter(|s| filter.keep(&profile, s));
+        let status = script_python::run(&profile, &mut samples, Path::new(path), &args.script_args)
+            .with_context(|| format!("-s {spec}"))?;
+        if !status.success() {
+            bail!("-s {spec}: the script failed ({status})");
+        }
+        return exit_code(&args.input, diag);
+    }
+    if args.per_event_dump {
+        let written =
+            script::per_event_dump(&profile, &mut sw, &args.input, |s| filter.keep(&profile, s))
+                .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
+        let mut text = String::new();
+        for e in extras.side.iter().filter(|e| keep_side(e)) {
+            sw.side_event(e, &mut text);
+        }
+        print!("{text}");
+        for (path, bytes, n) in written {
+            println!(
+                "[ perfkit script: Wrote {:.3} MB {} ({n} samples) ]",
+                bytes as f64 / 1024.0 / 1024.0,
+                path.display()
+            );
+        }
+        return exit_code(&args.input, diag);
+    }
     write_out(&None, |w| {
         let mut text = String::with_capacity(1 << 16);
-        let mut sw = script::ScriptWriter::new(&profile, &fields)
-            .with_time_format(time_fmt)
-            .with_callchains(!args.hide_call_graph);
-        if defaults {
-            sw = sw.with_trace_fields(spec.apply(Field::tracepoint_defaults(has_cpu)));
-        }
-        for s in profile.samples.iter().filter(|s| filter.keep(&profile, s)) {
+        let mut side = extras.side.iter().peekable();
+        for (i, s) in profile.samples.iter().enumerate() {
+            while let Some(e) = side.next_if(|e| e.before <= i) {
+                if keep_side(e) {
+                    sw.side_event(e, &mut text);
+                }
+            }
+            if !filter.keep(&profile, s) {
+                continue;
+            }
             if args.json {
                 text.push_str(&script::sample_json(&profile, s).to_string());
                 text.push('\n');
             } else {
-                sw.sample(s, &mut text);
+                sw.sample_at(i, s, &mut text);
             }
             if text.len() > 1 << 15 {
                 w.write_all(text.as_bytes())?;
                 text.clear();
             }
+        }
+        for e in side.filter(|e| keep_side(e)) {
+            sw.side_event(e, &mut text);
         }
         w.write_all(text.as_bytes())
     })?;

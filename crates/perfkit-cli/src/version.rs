@@ -46,7 +46,9 @@ pub fn run(args: VersionArgs) -> anyhow::Result<u8> {
     println!("perfkit version {}", env!("CARGO_PKG_VERSION"));
     if args.build_options {
         for (name, on, define) in FEATURES {
-            let state = if *on { "on " } else { "OFF" };
+            // Python scripts (`script -s`) run in the system's python3.
+            let on = *on || (*name == "libpython" && perfkit_report::script_python::available());
+            let state = if on { "on " } else { "OFF" };
             println!("{name:>22}: [ {state} ]  # {define}");
         }
     }

@@ -181,6 +181,11 @@ impl Builder {
         id
     }
 
+    /// How many samples the profile holds so far.
+    pub fn samples_len(&self) -> usize {
+        self.profile.samples.len()
+    }
+
     /// Feed one record (in time order).
     pub fn push(&mut self, input: Input<'_>) {
         match input {

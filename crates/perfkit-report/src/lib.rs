@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+pub mod data_src;
 pub mod dump;
 pub mod elide;
 mod error;
@@ -33,6 +34,9 @@ mod model;
 mod origin;
 pub mod report;
 pub mod script;
+pub mod script_events;
+pub mod script_fields;
+pub mod script_python;
 pub mod stats;
 pub mod tasks;
 pub mod thread_values;

@@ -417,6 +417,12 @@ impl Loader {
         }
     }
 
+    /// How many samples the profile holds so far (a record may become several: one per
+    /// counter of a `PERF_SAMPLE_READ` group).
+    pub fn samples_len(&self) -> usize {
+        self.builder.samples_len()
+    }
+
     /// Feed one of perf's own records (`PERF_RECORD_*` type 64 and up). None is needed
     /// for the profile; unexpected types are counted in a warning.
     pub fn user_record(&mut self, type_: u32) {

@@ -1,6 +1,7 @@
 //! `script`: one line per sample in perf script's default layout, with callchains, a
 //! choice of fields (`-F`), and JSON lines.
 
+use crate::script_events::{Extras, RegDump, SampleDetail, SideEvent};
 use crate::{FrameId, Profile, Sample};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -35,6 +36,35 @@ pub enum Field {
     Srcline,
     /// A tracepoint sample's fields, formatted by its print fmt.
     Trace,
+    /// `PERF_SAMPLE_ADDR` (with its symbol and object for page faults).
+    Addr,
+    /// `PERF_SAMPLE_DATA_SRC`, decoded.
+    DataSrc,
+    /// `PERF_SAMPLE_WEIGHT`.
+    Weight,
+    /// The instruction latency of `PERF_SAMPLE_WEIGHT_STRUCT`.
+    InsLat,
+    /// `PERF_SAMPLE_PHYS_ADDR`.
+    PhysAddr,
+    /// `PERF_SAMPLE_DATA_PAGE_SIZE`.
+    DataPageSize,
+    /// `PERF_SAMPLE_CODE_PAGE_SIZE`.
+    CodePageSize,
+    /// `PERF_SAMPLE_REGS_INTR`.
+    Iregs,
+    /// `PERF_SAMPLE_REGS_USER`.
+    Uregs,
+    /// The header's cpu mode and flags (`K`, `U`, `M`, `E`, `S`, ...).
+    Misc,
+    /// Branch flags of synthesized branch samples (blank for others).
+    Flags,
+    /// Wall-clock time of day (needs the file's clock data, `record -k`).
+    Tod,
+    /// Fields perf prints only for hardware tracing, BPF output or metric events
+    /// (`brstack`, `brstacksym`, `brstackoff`, `brstackinsn`, `brstackinsnlen`,
+    /// `callindent`, `insn`, `insnlen`, `synth`, `metric`, `srccode`, `ipc`,
+    /// `bpf-output`): the name as given.
+    Other(&'static str),
 }
 
 impl Field {
@@ -54,12 +84,103 @@ impl Field {
             "dso" => Field::Dso,
             "srcline" => Field::Srcline,
             "trace" => Field::Trace,
-            _ => return None,
+            "addr" => Field::Addr,
+            "data_src" => Field::DataSrc,
+            "weight" => Field::Weight,
+            "ins_lat" => Field::InsLat,
+            "phys_addr" => Field::PhysAddr,
+            "data_page_size" => Field::DataPageSize,
+            "code_page_size" => Field::CodePageSize,
+            "iregs" => Field::Iregs,
+            "uregs" => Field::Uregs,
+            "misc" => Field::Misc,
+            "flags" => Field::Flags,
+            "tod" => Field::Tod,
+            _ => {
+                return OTHER_FIELDS
+                    .iter()
+                    .find(|f| **f == s)
+                    .map(|f| Field::Other(f));
+            }
         })
     }
-    /// Every field name, for error messages.
-    pub const NAMES: &'static str =
-        "comm, tid, pid, cpu, time, period, event, ip, sym, symoff, dso, srcline, trace";
+    /// Every field name, in perf 6.1's order (its `-F` help).
+    pub const NAMES: &'static str = "comm,tid,pid,time,cpu,event,trace,ip,sym,dso,addr,symoff,srcline,period,iregs,uregs,brstack,brstacksym,flags,data_src,weight,bpf-output,brstackinsn,brstackinsnlen,brstackoff,callindent,insn,insnlen,synth,phys_addr,metric,misc,srccode,ipc,tod,data_page_size,code_page_size,ins_lat";
+
+    /// Whether the field needs a sample's own data beyond the profile
+    /// ([`crate::script_events::SampleDetail`]).
+    pub fn needs_details(self) -> bool {
+        matches!(
+            self,
+            Field::Addr
+                | Field::DataSrc
+                | Field::Weight
+                | Field::InsLat
+                | Field::PhysAddr
+                | Field::DataPageSize
+                | Field::CodePageSize
+                | Field::Iregs
+                | Field::Uregs
+                | Field::Misc
+                | Field::Flags
+                | Field::Tod
+        )
+    }
+
+    /// perf's name of the field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Comm => "comm",
+            Field::Tid => "tid",
+            Field::Pid => "pid",
+            Field::Cpu => "cpu",
+            Field::Time => "time",
+            Field::Period => "period",
+            Field::Event => "event",
+            Field::Ip => "ip",
+            Field::Sym => "sym",
+            Field::Symoff => "symoff",
+            Field::Dso => "dso",
+            Field::Srcline => "srcline",
+            Field::Trace => "trace",
+            Field::Addr => "addr",
+            Field::DataSrc => "data_src",
+            Field::Weight => "weight",
+            Field::InsLat => "ins_lat",
+            Field::PhysAddr => "phys_addr",
+            Field::DataPageSize => "data_page_size",
+            Field::CodePageSize => "code_page_size",
+            Field::Iregs => "iregs",
+            Field::Uregs => "uregs",
+            Field::Misc => "misc",
+            Field::Flags => "flags",
+            Field::Tod => "tod",
+            Field::Other(name) => name,
+        }
+    }
+
+    /// perf's defaults for raw PMU events (memory sampling: `perf mem`'s events): the
+    /// usual fields and each memory field the samples carry.
+    pub fn raw_defaults(has_cpu: bool, sample_type: u64) -> Vec<Field> {
+        let mut f = Field::defaults(has_cpu);
+        for (bit, field) in [
+            (perfkit_sys::PERF_SAMPLE_ADDR, Field::Addr),
+            (perfkit_sys::PERF_SAMPLE_DATA_SRC, Field::DataSrc),
+            (
+                perfkit_sys::PERF_SAMPLE_WEIGHT | perfkit_sys::PERF_SAMPLE_WEIGHT_STRUCT,
+                Field::Weight,
+            ),
+            (perfkit_sys::PERF_SAMPLE_PHYS_ADDR, Field::PhysAddr),
+            (perfkit_sys::PERF_SAMPLE_DATA_PAGE_SIZE, Field::DataPageSize),
+            (perfkit_sys::PERF_SAMPLE_CODE_PAGE_SIZE, Field::CodePageSize),
+            (perfkit_sys::PERF_SAMPLE_WEIGHT_STRUCT, Field::InsLat),
+        ] {
+            if sample_type & bit != 0 {
+                f.push(field);
+            }
+        }
+        f
+    }
 
     /// perf's default fields for tracepoint samples: no period, the formatted fields after
     /// the event name (and the callchain, when recorded, on the following lines).
@@ -125,6 +246,23 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
     }
     s
 }
+
+/// Fields perf prints only for hardware tracing, BPF output and metric events.
+const OTHER_FIELDS: [&str; 13] = [
+    "brstack",
+    "brstacksym",
+    "brstackoff",
+    "brstackinsn",
+    "brstackinsnlen",
+    "callindent",
+    "insn",
+    "insnlen",
+    "synth",
+    "metric",
+    "srccode",
+    "ipc",
+    "bpf-output",
+];
 
 /// A `-F` argument as perf takes it: a list of fields (optionally after an event type,
 /// `sw:comm,tid`), or changes to the defaults (`+srcline`, `-period`).
@@ -213,6 +351,9 @@ pub struct TimeFormat {
     pub ns: bool,
     /// Relative to what.
     pub base: TimeBase,
+    /// perf's `-L` layout of the columns before the time (comm in 8 columns, cpu as a
+    /// bare number).
+    pub latency: bool,
 }
 
 /// Renders samples, formatting each distinct frame once (a profile's callchains repeat
@@ -228,6 +369,16 @@ pub struct ScriptWriter<'p> {
     first_time: Option<u64>,
     prev_time: Option<u64>,
     callchains: bool,
+    /// Each sample's own fields and the side-band records, when asked for.
+    extras: Option<&'p Extras>,
+    /// Fields per event where they differ from `fields` (perf's per-type defaults).
+    event_fields: Vec<Option<Vec<Field>>>,
+    /// perf pads `data_src` to the widest printed so far.
+    data_src_width: usize,
+    /// The wall-clock time of perf clock 0 (ns), for `tod`.
+    tod_base: Option<i128>,
+    /// Most callchain entries printed (`--max-stack`).
+    max_stack: usize,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -243,7 +394,41 @@ impl<'p> ScriptWriter<'p> {
             first_time: None,
             prev_time: None,
             callchains: true,
+            extras: None,
+            event_fields: Vec::new(),
+            data_src_width: 0,
+            tod_base: None,
+            max_stack: usize::MAX,
         }
+    }
+
+    /// Print samples' own fields from `extras` and its side-band records
+    /// ([`side_event`](Self::side_event)).
+    pub fn with_extras(mut self, extras: &'p Extras) -> Self {
+        self.extras = Some(extras);
+        self
+    }
+
+    /// Print samples of event `event` with these fields.
+    pub fn with_event_fields(mut self, event: usize, fields: Vec<Field>) -> Self {
+        if self.event_fields.len() <= event {
+            self.event_fields.resize(event + 1, None);
+        }
+        self.event_fields[event] = Some(fields);
+        self
+    }
+
+    /// Print `tod` from the file's clock data: the wall-clock and perf-clock readings
+    /// taken together (ns).
+    pub fn with_clock(mut self, wall_ns: u64, perf_ns: u64) -> Self {
+        self.tod_base = Some(i128::from(wall_ns) - i128::from(perf_ns));
+        self
+    }
+
+    /// Print at most `n` callchain entries (`--max-stack`).
+    pub fn with_max_stack(mut self, n: usize) -> Self {
+        self.max_stack = n;
+        self
     }
 
     /// Print timestamps this way.
@@ -276,12 +461,40 @@ impl<'p> ScriptWriter<'p> {
         self
     }
 
+    /// Append sample number `index` of the profile to `out`, with its own fields when
+    /// they were asked for.
+    pub fn sample_at(&mut self, index: usize, s: &Sample, out: &mut String) {
+        let own = self
+            .event_fields
+            .get(s.event as usize)
+            .and_then(Option::as_ref);
+        let fields = own.unwrap_or(&self.fields);
+        let detail = self.extras.and_then(|e| e.details.get(index));
+        if let Some(d) = detail.filter(|_| fields.iter().any(|f| f.needs_details()))
+            && trace_of(self.profile, s).is_none()
+        {
+            let fields = fields.clone();
+            return self.detailed(s, d, &fields, out);
+        }
+        if let Some(own) = own.filter(|f| **f != self.fields).cloned() {
+            let fields = std::mem::replace(&mut self.fields, own);
+            let lines = std::mem::take(&mut self.chain_lines);
+            self.chain_lines = vec![None; self.profile.frames.len()];
+            self.sample(s, out);
+            self.fields = fields;
+            self.chain_lines = lines;
+            return;
+        }
+        self.sample(s, out)
+    }
+
     /// Append one sample's text to `out`.
     pub fn sample(&mut self, s: &Sample, out: &mut String) {
         let p = self.profile;
         let time = Shown {
             time: self.shown_time(s.time),
             ns: self.time_format.ns,
+            latency: self.time_format.latency,
         };
         if let Some((ev, raw)) = trace_of(p, s) {
             let fields = self.trace_fields.as_ref().unwrap_or(&self.fields);
@@ -292,7 +505,7 @@ impl<'p> ScriptWriter<'p> {
                 ev.text_into(raw, &p.trace_kernel, out);
             }
             if chain && wants_frames(fields) {
-                for f in p.stack_frames(s.stack) {
+                for f in p.stack_frames(s.stack).take(self.max_stack) {
                     out.push_str("\n\t");
                     out.push_str(&frame_text(p, f, fields, true));
                 }
@@ -311,7 +524,7 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
-        for f in p.stack_frames(s.stack) {
+        for f in p.stack_frames(s.stack).take(self.max_stack) {
             let line = self.chain_lines[f as usize]
                 .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
             out.push_str("\n\t");
@@ -319,6 +532,338 @@ impl<'p> ScriptWriter<'p> {
         }
         out.push_str("\n\n");
     }
+}
+
+impl ScriptWriter<'_> {
+    /// The prefix perf prints before a sample's or a record's own text: comm, pid/tid,
+    /// cpu, misc, tod and time, each followed by a space.
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &mut self,
+        fields: &[Field],
+        comm: &str,
+        pid: i32,
+        tid: i32,
+        cpu: Option<u32>,
+        misc: u16,
+        type_: u32,
+        time: u64,
+        chain: bool,
+        out: &mut String,
+    ) {
+        let latency = self.time_format.latency;
+        if fields.contains(&Field::Comm) {
+            if latency {
+                push_right(out, &comm.chars().take(8).collect::<String>(), 8);
+                out.push(' ');
+            } else if chain && fields.contains(&Field::Ip) {
+                out.push_str(comm);
+                out.push(' ');
+            } else {
+                push_right(out, comm, 16);
+                out.push(' ');
+            }
+        }
+        let (has_pid, has_tid) = (fields.contains(&Field::Pid), fields.contains(&Field::Tid));
+        if has_pid && has_tid {
+            let _ = write!(out, "{pid:>5}/{tid:<5} ");
+        } else if has_pid {
+            let _ = write!(out, "{pid:>5} ");
+        } else if has_tid {
+            let _ = write!(out, "{tid:>5} ");
+        }
+        if fields.contains(&Field::Cpu) {
+            if latency {
+                let _ = write!(out, "{:>3} ", cpu.unwrap_or(0));
+            } else {
+                out.push('[');
+                push_num(out, u64::from(cpu.unwrap_or(0)), 3, '0');
+                out.push_str("] ");
+            }
+        }
+        if fields.contains(&Field::Misc) {
+            let start = out.len();
+            push_misc(out, misc, type_);
+            let n = out.len() - start;
+            for _ in n..6 {
+                out.push(' ');
+            }
+            if n >= 6 {
+                out.push(' ');
+            }
+        }
+        if fields.contains(&Field::Tod) {
+            out.push_str(&self.tod(time));
+            out.push(' ');
+        }
+        if fields.contains(&Field::Time) {
+            let t = self.shown_time(time);
+            push_num(out, t / 1_000_000_000, 5, ' ');
+            out.push('.');
+            if self.time_format.ns {
+                push_num(out, t % 1_000_000_000, 9, '0');
+            } else {
+                push_num(out, t % 1_000_000_000 / 1000, 6, '0');
+            }
+            out.push_str(": ");
+        }
+    }
+
+    /// perf's time of day for a perf-clock timestamp (`%F %H:%M:%S.usec`, UTC).
+    fn tod(&self, time: u64) -> String {
+        let Some(base) = self.tod_base else {
+            return "disabled".into();
+        };
+        let ns = base + i128::from(time);
+        let (secs, sub) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+        let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let (y, m, d) = crate::header::civil_date(days as i64);
+        let frac = if self.time_format.ns {
+            format!("{sub:09}")
+        } else {
+            format!("{:06}", sub / 1000)
+        };
+        format!(
+            "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{frac}",
+            rem / 3600,
+            rem / 60 % 60,
+            rem % 60
+        )
+    }
+
+    /// A sample with its own fields, in perf's order (`process_event`).
+    fn detailed(&mut self, s: &Sample, d: &SampleDetail, fields: &[Field], out: &mut String) {
+        let p = self.profile;
+        let t = &p.threads[s.thread as usize];
+        let chain = self.callchains && has_chain(p, s) && fields.contains(&Field::Ip);
+        self.start(
+            fields,
+            t.name_at(s.time),
+            t.pid,
+            t.tid,
+            s.cpu,
+            d.misc,
+            perfkit_sys::PERF_RECORD_SAMPLE,
+            s.time,
+            chain,
+            out,
+        );
+        if fields.contains(&Field::Period) {
+            push_num(out, s.period, 10, ' ');
+            out.push(' ');
+        }
+        if fields.contains(&Field::Event) {
+            let ev = p
+                .events
+                .get(s.event as usize)
+                .map_or("", |e| e.name.as_str());
+            push_right(out, ev, self.event_width);
+            out.push_str(": ");
+        }
+        if fields.contains(&Field::Flags) {
+            let _ = write!(out, "  {:<21} ", "");
+        }
+        if fields.contains(&Field::Addr) {
+            let _ = write!(out, "{:>16x}", d.addr);
+            if let Some(a) = &d.addr_symbol {
+                if fields.contains(&Field::Sym) {
+                    out.push(' ');
+                    out.push_str(&a.name);
+                    if fields.contains(&Field::Symoff)
+                        && let Some(off) = a.offset
+                    {
+                        let _ = write!(out, "+{off:#x}");
+                    }
+                }
+                if fields.contains(&Field::Dso) {
+                    let _ = write!(out, " ({})", a.dso);
+                }
+            }
+        }
+        if fields.contains(&Field::DataSrc) {
+            let text = format!(
+                "{:>16x} {}",
+                d.data_src,
+                crate::data_src::describe(d.data_src)
+            );
+            self.data_src_width = self.data_src_width.max(text.len());
+            let _ = write!(out, "{text:<w$}", w = self.data_src_width);
+        }
+        if fields.contains(&Field::Weight) {
+            let _ = write!(out, "{:>16}", d.weight);
+        }
+        if fields.contains(&Field::InsLat) {
+            let _ = write!(out, "{:>16}", d.ins_lat);
+        }
+        if fields.contains(&Field::Ip) {
+            if chain {
+                out.push('\n');
+                for f in p.stack_frames(s.stack).take(self.max_stack) {
+                    out.push('\t');
+                    out.push_str(&frame_text(p, f, fields, true));
+                    out.push('\n');
+                }
+            } else {
+                let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+                if let Some(&f) = frames
+                    .iter()
+                    .find(|&&f| !p.frames[f as usize].inlined)
+                    .or(frames.first())
+                {
+                    out.push(' ');
+                    out.push_str(&frame_text(p, f, fields, false));
+                }
+            }
+        }
+        let arch = self.extras.map_or("", |e| e.arch.as_str());
+        let masks = self
+            .extras
+            .and_then(|e| e.events.get(s.event as usize))
+            .map_or((0, 0), |e| (e.regs_intr, e.regs_user));
+        if fields.contains(&Field::Iregs) {
+            push_regs(out, d.iregs.as_ref(), masks.0, arch);
+        }
+        if fields.contains(&Field::Uregs) {
+            push_regs(out, d.uregs.as_ref(), masks.1, arch);
+        }
+        if fields.contains(&Field::PhysAddr) {
+            let _ = write!(out, "{:>16x}", d.phys_addr);
+        }
+        if fields.contains(&Field::DataPageSize) {
+            out.push(' ');
+            push_page_size(out, d.data_page_size);
+        }
+        if fields.contains(&Field::CodePageSize) {
+            out.push(' ');
+            push_page_size(out, d.code_page_size);
+        }
+        out.push('\n');
+    }
+
+    /// Append a side-band record (`--show-task-events` ...) as perf prints it: the
+    /// prefix fields of its event, then perf's text for the record.
+    pub fn side_event(&mut self, e: &SideEvent, out: &mut String) {
+        let fields = self
+            .event_fields
+            .get(e.event)
+            .and_then(Option::as_ref)
+            .unwrap_or(&self.fields)
+            .clone();
+        let chain = self.callchains
+            && self
+                .profile
+                .events
+                .get(e.event)
+                .is_some_and(|ev| ev.callchain);
+        self.start(
+            &fields, &e.comm, e.pid, e.tid, e.cpu, e.misc, e.type_, e.time, chain, out,
+        );
+        out.push_str(&e.text);
+    }
+}
+
+/// `--per-event-dump`: each event's samples (those `keep` passes) written to
+/// `INPUT.EVENT.dump`, as perf names the files; per event: the file, its size and its
+/// number of samples.
+pub fn per_event_dump(
+    p: &Profile,
+    sw: &mut ScriptWriter<'_>,
+    input: &std::path::Path,
+    keep: impl Fn(&Sample) -> bool,
+) -> std::io::Result<Vec<(std::path::PathBuf, u64, u64)>> {
+    use std::io::Write as _;
+    let mut files = Vec::with_capacity(p.events.len());
+    for e in &p.events {
+        let mut name = input.as_os_str().to_owned();
+        name.push(format!(".{}.dump", e.name));
+        let path = std::path::PathBuf::from(name);
+        let f = std::fs::File::create(&path)?;
+        files.push((path, std::io::BufWriter::new(f), 0u64, 0u64));
+    }
+    let mut text = String::new();
+    for (i, s) in p.samples.iter().enumerate() {
+        if !keep(s) {
+            continue;
+        }
+        let Some((_, w, bytes, n)) = files.get_mut(s.event as usize) else {
+            continue;
+        };
+        text.clear();
+        sw.sample_at(i, s, &mut text);
+        w.write_all(text.as_bytes())?;
+        *bytes += text.len() as u64;
+        *n += 1;
+    }
+    files
+        .into_iter()
+        .map(|(path, mut w, bytes, n)| w.flush().map(|()| (path, bytes, n)))
+        .collect()
+}
+
+/// perf's letters for a record's misc bits (`script -F misc`).
+fn push_misc(out: &mut String, misc: u16, type_: u32) {
+    use perfkit_sys as sys;
+    let cpumode = misc & sys::PERF_RECORD_MISC_CPUMODE_MASK;
+    // As perf: each mode whose bits are all set (a hypervisor sample shows `KUH`).
+    let has = |m: u16| cpumode & m == m;
+    for (m, c) in [
+        (sys::PERF_RECORD_MISC_KERNEL, 'K'),
+        (sys::PERF_RECORD_MISC_USER, 'U'),
+        (sys::PERF_RECORD_MISC_HYPERVISOR, 'H'),
+        (sys::PERF_RECORD_MISC_GUEST_KERNEL, 'G'),
+        (sys::PERF_RECORD_MISC_GUEST_USER, 'g'),
+    ] {
+        if has(m) {
+            out.push(c);
+        }
+    }
+    match type_ {
+        sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2
+            if misc & sys::PERF_RECORD_MISC_MMAP_DATA != 0 =>
+        {
+            out.push('M')
+        }
+        sys::PERF_RECORD_COMM if misc & sys::PERF_RECORD_MISC_COMM_EXEC != 0 => out.push('E'),
+        sys::PERF_RECORD_SWITCH | sys::PERF_RECORD_SWITCH_CPU_WIDE
+            if misc & sys::PERF_RECORD_MISC_SWITCH_OUT != 0 =>
+        {
+            out.push('S');
+            if misc & sys::PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0 {
+                out.push('p');
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A register dump as perf prints it: ` ABI:2    AX:0x0    BX:0x3 ...`.
+fn push_regs(out: &mut String, regs: Option<&RegDump>, mask: u64, arch: &str) {
+    let Some(r) = regs.filter(|r| r.abi != 0) else {
+        return;
+    };
+    let _ = write!(out, " ABI:{} ", r.abi);
+    let bits = (0..64u32).filter(|b| mask & (1 << b) != 0);
+    for (reg, v) in bits.zip(&r.values) {
+        let _ = write!(
+            out,
+            "{:>5}:{v:#x} ",
+            crate::script_events::reg_name(arch, reg)
+        );
+    }
+}
+
+/// A page size as perf names it (`4K`, `2M`, `N/A` for none).
+fn push_page_size(out: &mut String, size: u64) {
+    if size == 0 {
+        out.push_str("N/A");
+        return;
+    }
+    let (mut n, mut unit) = (size, 0);
+    while n / 1024 > 1 && unit < 3 {
+        n /= 1024;
+        unit += 1;
+    }
+    let _ = write!(out, "{n}{}", ['B', 'K', 'M', 'G'][unit]);
 }
 
 /// A tracepoint sample's format and RAW data.
@@ -378,11 +923,13 @@ fn wants_frames(fields: &[Field]) -> bool {
         .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline))
 }
 
-/// A timestamp as printed.
+/// A timestamp as printed, and the layout of the columns before it.
 #[derive(Clone, Copy)]
 struct Shown {
     time: u64,
     ns: bool,
+    /// perf's `-L` layout: comm in 8 columns, cpu as a bare number.
+    latency: bool,
 }
 
 /// The columns before the frames: comm, tid, cpu, time, period, event.
@@ -420,8 +967,15 @@ fn sample_fields(
 ) {
     let t = &p.threads[s.thread as usize];
     if fields.contains(&Field::Comm) {
-        // perf pads the command to 16 columns, except before a callchain.
-        if chain && fields.contains(&Field::Ip) {
+        // perf pads the command to 16 columns, except before a callchain; `-L` cuts and
+        // pads it to 8.
+        if time.latency {
+            push_right(
+                out,
+                &t.name_at(s.time).chars().take(8).collect::<String>(),
+                8,
+            );
+        } else if chain && fields.contains(&Field::Ip) {
             out.push_str(t.name_at(s.time));
         } else {
             push_right(out, t.name_at(s.time), 16);
@@ -437,9 +991,13 @@ fn sample_fields(
     if fields.contains(&Field::Cpu)
         && let Some(cpu) = s.cpu
     {
-        out.push_str(" [");
-        push_num(out, u64::from(cpu), 3, '0');
-        out.push(']');
+        if time.latency {
+            let _ = write!(out, " {cpu:>3}");
+        } else {
+            out.push_str(" [");
+            push_num(out, u64::from(cpu), 3, '0');
+            out.push(']');
+        }
     }
     if fields.contains(&Field::Time) {
         out.push(' ');
@@ -472,6 +1030,7 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
     let time = Shown {
         time: s.time,
         ns: false,
+        latency: false,
     };
     sample_line(p, s, fields, time, has_chain(p, s), out)
 }

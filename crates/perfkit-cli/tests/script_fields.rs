@@ -1,0 +1,310 @@
+//! `perfkit script` against `perf script` 6.1 on perf's own recordings: the sample fields
+//! beyond the defaults (`misc`, `addr`, `data_src` decoded, `weight`, `phys_addr`, the
+//! page sizes, `iregs`, `uregs`), perf's refusals of fields the samples lack, the
+//! side-band records (`--show-task-events`, `--show-mmap-events`, `--show-switch-events`,
+//! `--show-namespace-events`), `--per-event-dump` and `--max-stack`.
+
+mod common;
+
+use common::{have_perf, skip};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn record(file: &Path, args: &[&str]) {
+    let st = Command::new("perf")
+        .args(["record", "-q", "-o"])
+        .arg(file)
+        .args(args)
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("perf record");
+    assert!(st.success(), "perf record {args:?}");
+}
+
+fn script(tool: &str, file: &Path, args: &[&str]) -> Output {
+    let mut cmd = if tool == "perf" {
+        Command::new("perf")
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_perfkit"))
+    };
+    cmd.arg("script")
+        .arg("-i")
+        .arg(file)
+        .args(args)
+        .output()
+        .expect("script")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Both tools' output for `args`, which must succeed and be identical.
+fn same(file: &Path, args: &[&str]) -> String {
+    let (perf, kit) = (script("perf", file, args), script("perfkit", file, args));
+    assert!(perf.status.success(), "perf script {args:?}: {perf:?}");
+    assert!(kit.status.success(), "perfkit script {args:?}: {kit:?}");
+    let (a, b) = (text(&perf), text(&kit));
+    for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        assert_eq!(x, y, "{args:?}: line {i} differs");
+    }
+    assert_eq!(a.lines().count(), b.lines().count(), "{args:?}: line count");
+    a
+}
+
+#[test]
+fn sample_fields_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("faults.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "page-faults",
+            "-c",
+            "1",
+            "-d",
+            "-W",
+            "--phys-data",
+            "--data-page-size",
+            "--code-page-size",
+            "--intr-regs",
+            "--user-regs",
+            "--",
+            env!("CARGO_BIN_EXE_perfkit"),
+            "test",
+            "-w",
+            "noploop",
+            "0",
+        ],
+    );
+    // Every field that does not name a symbol (those are compared in report.rs).
+    let out = same(
+        &file,
+        &[
+            "-F",
+            "comm,tid,pid,time,misc,period,event,addr,data_src,weight,phys_addr,data_page_size,code_page_size,iregs,uregs",
+        ],
+    );
+    assert!(out.lines().count() > 10, "{out}");
+    assert!(out.contains("|OP N/A|LVL N/A or N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A"));
+    assert!(out.contains(" ABI:2 ") && out.contains(" 4K"), "{out}");
+    // `+field` on the defaults; the instruction pointers keep their place.
+    let out = same(
+        &file,
+        &["-F", "-sym,-dso,-symoff,+misc,+weight,+data_page_size"],
+    );
+    assert!(out.lines().any(|l| l.contains(" U ")), "{out}");
+}
+
+#[test]
+fn fields_the_samples_lack_are_refused_as_perf_refuses_them() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clock.data");
+    record(&file, &["-e", "cpu-clock", "-c", "100000", "--", "true"]);
+    for field in [
+        "addr",
+        "data_src",
+        "weight",
+        "iregs",
+        "uregs",
+        "phys_addr",
+        "data_page_size",
+        "code_page_size",
+        "ins_lat",
+        "symoff",
+        "tod",
+        "brstackinsn",
+    ] {
+        let args = ["-F", &format!("comm,{field}")];
+        let (perf, kit) = (
+            script("perf", &file, &args),
+            script("perfkit", &file, &args),
+        );
+        assert!(!perf.status.success() && !kit.status.success(), "{field}");
+        let perf_err = String::from_utf8_lossy(&perf.stderr);
+        let kit_err = String::from_utf8_lossy(&kit.stderr);
+        assert!(
+            kit_err.contains(perf_err.trim()),
+            "{field}: perf says {perf_err:?}, perfkit {kit_err:?}"
+        );
+    }
+    // Fields perf prints only for hardware tracing print nothing here, as in perf.
+    same(&file, &["-F", "comm,tid,time,flags,ipc,brstack,callindent"]);
+}
+
+#[test]
+fn side_band_records_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("side.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "cpu-clock",
+            "-c",
+            "100000",
+            "--switch-events",
+            "--namespaces",
+            "--",
+            "sh",
+            "-c",
+            "ls / >/dev/null; true",
+        ],
+    );
+    let args = [
+        "--show-task-events",
+        "--show-mmap-events",
+        "--show-switch-events",
+        "--show-namespace-events",
+        "--show-lost-events",
+        "-F",
+        "comm,tid,time,event,misc",
+    ];
+    let out = same(&file, &args);
+    for what in [
+        "PERF_RECORD_COMM exec: ls:",
+        "PERF_RECORD_MMAP2 ",
+        "PERF_RECORD_FORK(",
+        "PERF_RECORD_EXIT(",
+        "PERF_RECORD_SWITCH OUT",
+        "PERF_RECORD_NAMESPACES ",
+    ] {
+        assert!(out.contains(what), "no {what} in\n{out}");
+    }
+    // Each kind alone, in the default layout: the records only (symbols are report.rs's).
+    for flag in [
+        "--show-task-events",
+        "--show-mmap-events",
+        "--show-switch-events",
+    ] {
+        let records = |tool| {
+            text(&script(tool, &file, &[flag]))
+                .lines()
+                .filter(|l| l.contains("PERF_RECORD_"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let perf = records("perf");
+        assert!(!perf.is_empty(), "{flag}");
+        assert_eq!(records("perfkit"), perf, "{flag}");
+    }
+}
+
+#[test]
+fn per_event_dump_writes_perfs_files() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut dumps = Vec::new();
+    for tool in ["perf", "perfkit"] {
+        let file = dir.path().join(format!("{tool}.data"));
+        record(
+            &file,
+            &[
+                "-e",
+                "cpu-clock,page-faults",
+                "-c",
+                "10000",
+                "--",
+                "ls",
+                "/",
+            ],
+        );
+        let out = script(
+            tool,
+            &file,
+            &["--per-event-dump", "-F", "comm,tid,event,period"],
+        );
+        assert!(out.status.success(), "{tool}: {out:?}");
+        let said = text(&out);
+        let mut files = Vec::new();
+        for ev in ["cpu-clock", "page-faults"] {
+            let path = dir.path().join(format!("{tool}.data.{ev}.dump"));
+            let body = std::fs::read_to_string(&path).expect("dump file");
+            assert!(said.contains(&format!("{} (", path.display())), "{said}");
+            let n = body.lines().count();
+            assert!(said.contains(&format!("({n} samples) ]")), "{said}");
+            files.push(body);
+        }
+        dumps.push(files);
+    }
+    // Different recordings: the same shape (one event per file, perf's line layout).
+    for (i, ev) in ["cpu-clock", "page-faults"].iter().enumerate() {
+        for body in [&dumps[0][i], &dumps[1][i]] {
+            assert!(
+                body.lines().all(|l| l.ends_with(&format!("{ev}: "))),
+                "{body}"
+            );
+        }
+    }
+}
+
+#[test]
+fn max_stack_cuts_callchains_as_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("g.data");
+    record(
+        &file,
+        &["-g", "-e", "page-faults", "-c", "1", "--", "ls", "/"],
+    );
+    let frames = |tool| {
+        text(&script(
+            tool,
+            &file,
+            &["--max-stack", "2", "-F", "comm,tid,ip,misc"],
+        ))
+        .split("\n\n")
+        .map(|s| s.lines().filter(|l| l.starts_with('\t')).count())
+        .max()
+        .unwrap_or(0)
+    };
+    assert_eq!(frames("perfkit"), 2);
+    assert_eq!(frames("perf"), frames("perfkit"));
+}
+
+#[test]
+fn latency_layout_matches_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cpu.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "cpu-clock",
+            "-c",
+            "100000",
+            "--sample-cpu",
+            "--",
+            "ls",
+            "-R",
+            "/usr/share/doc",
+        ],
+    );
+    let out = same(&file, &["-L", "-F", "comm,tid,cpu,time,period,event"]);
+    // The command cut to 8 columns, the CPU a bare number.
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("      ls ") || first.len() > 8,
+        "{first:?}"
+    );
+    assert!(!first.contains('['), "{first:?}");
+    same(&file, &["-L", "-F", "comm,tid,cpu,time,misc,period,event"]);
+}

@@ -1,0 +1,141 @@
+//! `perfkit script -s FILE.py` against `perf script -s` 6.1 (built with libpython) on the
+//! same perf recording: `process_event`, `trace_begin`/`trace_end`, and db-export mode as
+//! perf's `script.sh` shell test drives it.
+
+mod common;
+
+use common::{have_perf, skip};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn python() -> bool {
+    Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn script(tool: &str, file: &Path, py: &Path) -> Output {
+    let mut cmd = if tool == "perf" {
+        Command::new("perf")
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_perfkit"))
+    };
+    cmd.arg("script")
+        .arg("-i")
+        .arg(file)
+        .arg("-s")
+        .arg(py)
+        .output()
+        .expect("script -s")
+}
+
+fn lines_with(o: &Output, prefix: &str) -> Vec<String> {
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn process_event_sees_perfs_samples() {
+    if !have_perf() || !python() {
+        return skip("perf or python3 is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("perf.data");
+    let st = Command::new("perf")
+        .args(["record", "-q", "-e", "page-faults", "-c", "1", "-o"])
+        .arg(&file)
+        .args(["--", "ls", "/"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let py = dir.path().join("events.py");
+    std::fs::write(
+        &py,
+        "def trace_begin():\n    print('begin')\n\
+         def process_event(d):\n    s = d['sample']\n    \
+         print('ev %s %s %d %d %d %d' % (d['ev_name'], d['comm'], s['pid'], s['tid'], s['time'], s['period']))\n\
+         def trace_end():\n    print('end')\n",
+    )
+    .unwrap();
+    let perf = script("perf", &file, &py);
+    let kit = script("perfkit", &file, &py);
+    let evs = lines_with(&perf, "ev ");
+    assert!(evs.len() > 10, "{perf:?}");
+    assert_eq!(lines_with(&kit, "ev "), evs);
+    assert_eq!(lines_with(&kit, "begin").len(), 1);
+    assert_eq!(lines_with(&kit, "end").len(), 1);
+}
+
+/// What perf's `script.sh` does: db-export mode with callchains.
+#[test]
+fn db_export_tables_as_perf_script_sh_uses_them() {
+    if !have_perf() || !python() {
+        return skip("perf or python3 is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("perf.data");
+    let st = Command::new("perf")
+        .args(["record", "-q", "-g", "-o"])
+        .arg(&file)
+        .args(["--", "ls", "/"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let py = dir.path().join("db_test.py");
+    std::fs::write(
+        &py,
+        "perf_db_export_mode = True\nperf_db_export_calls = False\n\
+         perf_db_export_callchains = True\n\n\
+         def sample_table(*args):\n    print(f'sample_table({args})')\n\n\
+         def call_path_table(*args):\n    print(f'call_path_table({args}')\n\n\
+         def thread_table(*args):\n    print(f'thread_table({args})')\n",
+    )
+    .unwrap();
+    let perf = script("perf", &file, &py);
+    let kit = script("perfkit", &file, &py);
+    // The same samples in the same order: time (field 9) and period (15) of each.
+    let key = |l: &String| {
+        let f: Vec<&str> = l.trim_end_matches("))").split(", ").collect();
+        (f[9].to_string(), f[15].to_string(), f[10].to_string())
+    };
+    let (a, b) = (
+        lines_with(&perf, "sample_table"),
+        lines_with(&kit, "sample_table"),
+    );
+    assert!(!a.is_empty());
+    assert_eq!(
+        b.iter().map(key).collect::<Vec<_>>(),
+        a.iter().map(key).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        b[0].split(", ").count(),
+        a[0].split(", ").count(),
+        "25 columns"
+    );
+    // Threads are exported with (id, machine, process, pid, tid) as perf does.
+    let threads = |o: &Output| {
+        lines_with(o, "thread_table")
+            .iter()
+            .map(|l| l.split(", ").skip(3).collect::<Vec<_>>().join(","))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(threads(&kit), threads(&perf));
+    assert!(!lines_with(&kit, "call_path_table").is_empty());
+    // `perf version --build-options` says python scripts run, as script.sh checks.
+    let v = Command::new(env!("CARGO_BIN_EXE_perfkit"))
+        .args(["version", "--build-options"])
+        .output()
+        .unwrap();
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert!(v.lines().any(|l| l.contains("libpython: [ on  ]")), "{v}");
+}

@@ -1,0 +1,568 @@
+//! What `script` prints beyond the profile: each sample's own fields (addr, data_src,
+//! weight, registers, page sizes, misc) and the side-band records (`--show-task-events`,
+//! `--show-mmap-events`, `--show-switch-events`, `--show-namespace-events`,
+//! `--show-lost-events`) in perf's words, collected in the same pass that builds the
+//! [`Profile`] and only when asked for (the default `script` keeps none of it).
+
+use crate::Profile;
+use crate::error::LoadError;
+use crate::load::{Diagnostics, LoadOptions, Loader};
+use perfkit_data::{Item, PerfData};
+use perfkit_records::{Mmap2FileId, ParsedRecord, Record, Regs};
+use perfkit_symbols::{Mapping, ProcessMaps, Symbolizer};
+use perfkit_sys as sys;
+use rustc_hash::FxHashMap as HashMap;
+use std::fmt::Write as _;
+
+/// Which side-band records to keep, and whether to keep each sample's fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Want {
+    /// Each sample's fields beyond the profile's ([`SampleDetail`]).
+    pub details: bool,
+    /// Resolve `addr` of page-fault samples to a symbol and object, as perf does.
+    pub addr_symbols: bool,
+    /// COMM, FORK and EXIT records.
+    pub task: bool,
+    /// MMAP and MMAP2 records.
+    pub mmap: bool,
+    /// SWITCH and SWITCH_CPU_WIDE records.
+    pub switch: bool,
+    /// NAMESPACES records.
+    pub namespaces: bool,
+    /// LOST records.
+    pub lost: bool,
+}
+
+impl Want {
+    /// Nothing beyond the profile.
+    pub fn none() -> Want {
+        Want::default()
+    }
+    /// Whether anything is wanted at all.
+    pub fn any(&self) -> bool {
+        self.details || self.side()
+    }
+    /// Whether any side-band record is wanted.
+    pub fn side(&self) -> bool {
+        self.task || self.mmap || self.switch || self.namespaces || self.lost
+    }
+}
+
+/// A sample's register dump (`PERF_SAMPLE_REGS_INTR` or `_USER`): the ABI and the values
+/// in mask order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegDump {
+    /// `PERF_SAMPLE_REGS_ABI_*` (0: none were taken).
+    pub abi: u64,
+    /// The values, lowest mask bit first.
+    pub values: Vec<u64>,
+}
+
+impl RegDump {
+    fn of(r: &Regs<'_>) -> RegDump {
+        RegDump {
+            abi: r.abi,
+            values: r.iter().map(|(_, v)| v).collect(),
+        }
+    }
+}
+
+/// A symbolized data address (`addr` of a page-fault sample).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AddrSymbol {
+    /// Symbol name, `[unknown]` when none covers the address.
+    pub name: String,
+    /// Offset in the symbol.
+    pub offset: Option<u64>,
+    /// The object, `[unknown]` when no mapping covers the address.
+    pub dso: String,
+}
+
+/// One sample's fields that the profile does not keep.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SampleDetail {
+    /// Header misc (cpu mode and flags).
+    pub misc: u16,
+    /// `PERF_SAMPLE_ADDR`.
+    pub addr: u64,
+    /// `addr` resolved, for events whose addr is a data address perf names.
+    pub addr_symbol: Option<AddrSymbol>,
+    /// `PERF_SAMPLE_DATA_SRC`.
+    pub data_src: u64,
+    /// `PERF_SAMPLE_WEIGHT`, or the first word of `WEIGHT_STRUCT`.
+    pub weight: u64,
+    /// The instruction latency of `WEIGHT_STRUCT`.
+    pub ins_lat: u16,
+    /// `PERF_SAMPLE_PHYS_ADDR`.
+    pub phys_addr: u64,
+    /// `PERF_SAMPLE_DATA_PAGE_SIZE`.
+    pub data_page_size: u64,
+    /// `PERF_SAMPLE_CODE_PAGE_SIZE`.
+    pub code_page_size: u64,
+    /// `PERF_SAMPLE_REGS_INTR`.
+    pub iregs: Option<RegDump>,
+    /// `PERF_SAMPLE_REGS_USER`.
+    pub uregs: Option<RegDump>,
+    /// `PERF_SAMPLE_BRANCH_STACK`: from, to.
+    pub branches: Vec<(u64, u64)>,
+}
+
+/// A side-band record as `script` prints it: the sample-like prefix fields and perf's
+/// text for the record (`PERF_RECORD_COMM exec: sh:21299/21299`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SideEvent {
+    /// Printed before the sample with this index (records and samples interleave in time).
+    pub before: usize,
+    /// The event (attr) whose `sample_id` it carries.
+    pub event: usize,
+    /// The thread's name when the record was read.
+    pub comm: String,
+    /// `sample_id` pid and tid.
+    pub pid: i32,
+    /// See `pid`.
+    pub tid: i32,
+    /// `sample_id` time.
+    pub time: u64,
+    /// `sample_id` cpu.
+    pub cpu: Option<u32>,
+    /// Header misc.
+    pub misc: u16,
+    /// Header type.
+    pub type_: u32,
+    /// perf's text, from `PERF_RECORD_` to the end of the line (newline included).
+    pub text: String,
+}
+
+/// What an event's samples carry (for perf's "do not have ... attribute set" checks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventFormat {
+    /// `attr.type`.
+    pub type_: u32,
+    /// `attr.config`.
+    pub config: u64,
+    /// `attr.sample_type`.
+    pub sample_type: u64,
+    /// `attr.sample_regs_intr`.
+    pub regs_intr: u64,
+    /// `attr.sample_regs_user`.
+    pub regs_user: u64,
+    /// `attr.branch_sample_type`.
+    pub branch_sample_type: u64,
+}
+
+impl EventFormat {
+    /// Whether samples carry branch stacks (`PERF_SAMPLE_BRANCH_STACK`).
+    pub fn has_branches(&self) -> bool {
+        self.sample_type & sys::PERF_SAMPLE_BRANCH_STACK != 0
+    }
+
+    /// Whether this is a raw PMU event (perf's memory-sampling events are).
+    pub fn is_raw(&self) -> bool {
+        self.type_ == sys::PERF_TYPE_RAW
+    }
+
+    /// perf's `sample_addr_correlates_sym`: the event's addr is a data address of the
+    /// task (page faults), shown with its symbol and object.
+    pub fn addr_is_data(&self) -> bool {
+        self.type_ == sys::PERF_TYPE_SOFTWARE
+            && matches!(
+                self.config,
+                sys::PERF_COUNT_SW_PAGE_FAULTS
+                    | sys::PERF_COUNT_SW_PAGE_FAULTS_MIN
+                    | sys::PERF_COUNT_SW_PAGE_FAULTS_MAJ
+            )
+    }
+}
+
+/// Everything beyond the profile that `script` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    /// Per event (index as in [`Profile::events`]).
+    pub events: Vec<EventFormat>,
+    /// The recording machine's architecture (`uname -m`), for register names.
+    pub arch: String,
+    /// Per sample, parallel to [`Profile::samples`] (empty unless details were wanted).
+    pub details: Vec<SampleDetail>,
+    /// Side-band records in the order they are printed.
+    pub side: Vec<SideEvent>,
+}
+
+/// Side-band and per-sample state kept while the records go by.
+struct Collector {
+    want: Want,
+    extras: Extras,
+    /// Thread names as perf's machine knows them at each record (tid -> name).
+    comms: HashMap<i32, String>,
+    /// Every mapping (data too), for page-fault addresses.
+    maps: HashMap<i32, ProcessMaps>,
+    kernel_maps: ProcessMaps,
+    symbolizer: Option<Symbolizer>,
+}
+
+/// `%#x` as C prints it: `0` for zero, `0x1f` otherwise.
+fn alt_hex(v: u64) -> String {
+    if v == 0 {
+        "0".to_string()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
+/// perf's names of namespaces by index.
+const NS_NAMES: [&str; 7] = ["net", "uts", "ipc", "pid", "user", "mnt", "cgroup"];
+
+impl Collector {
+    fn comm_of(&self, tid: i32) -> String {
+        if tid == -1 {
+            return ":-1".to_string();
+        }
+        match self.comms.get(&tid) {
+            Some(c) => c.clone(),
+            None if tid == 0 => "swapper".to_string(),
+            None => format!(":{tid}"),
+        }
+    }
+
+    /// Follow the record's effect on thread names and maps, then keep what was asked for.
+    fn record(&mut self, attr: usize, rec: &ParsedRecord<'_>, samples_before: usize) {
+        let sid = &rec.sample_id;
+        let (spid, stid) = (sid.pid.unwrap_or(-1), sid.tid.unwrap_or(-1));
+        let side = |me: &mut Collector, type_: u32, comm_tid: i32, text: String| {
+            let comm = me.comm_of(comm_tid);
+            me.extras.side.push(SideEvent {
+                before: samples_before,
+                event: attr,
+                comm,
+                pid: spid,
+                tid: stid,
+                time: sid.time.unwrap_or(0),
+                cpu: sid.cpu,
+                misc: rec.misc,
+                type_,
+                text,
+            });
+        };
+        match &rec.record {
+            Record::Comm(c) => {
+                let name = String::from_utf8_lossy(c.comm).into_owned();
+                if c.exec {
+                    self.maps.remove(&c.pid);
+                }
+                self.comms.insert(c.tid, name.clone());
+                if self.want.task {
+                    let exec = if c.exec { " exec" } else { "" };
+                    let text = format!("PERF_RECORD_COMM{exec}: {name}:{}/{}\n", c.pid, c.tid);
+                    side(self, sys::PERF_RECORD_COMM, c.tid, text);
+                }
+            }
+            Record::Fork(t) | Record::Exit(t) => {
+                let fork = matches!(rec.record, Record::Fork(_));
+                if fork {
+                    if let Some(parent) = self.comms.get(&t.ptid).cloned() {
+                        self.comms.entry(t.tid).or_insert(parent);
+                    }
+                    if t.pid != t.ppid
+                        && let Some(m) = self.maps.get(&t.ppid).cloned()
+                    {
+                        self.maps.insert(t.pid, m);
+                    }
+                }
+                if self.want.task {
+                    let (name, type_) = if fork {
+                        ("FORK", sys::PERF_RECORD_FORK)
+                    } else {
+                        ("EXIT", sys::PERF_RECORD_EXIT)
+                    };
+                    let text = format!(
+                        "PERF_RECORD_{name}({}:{}):({}:{})\n",
+                        t.pid, t.tid, t.ppid, t.ptid
+                    );
+                    side(self, type_, t.tid, text);
+                }
+            }
+            Record::Mmap(m) => {
+                self.map(m.pid, m.addr, m.len, m.pgoff, m.filename);
+                if self.want.mmap {
+                    let text = format!(
+                        "PERF_RECORD_MMAP {}/{}: [{}({}) @ {}]: {} {}\n",
+                        m.pid,
+                        m.tid,
+                        alt_hex(m.addr),
+                        alt_hex(m.len),
+                        alt_hex(m.pgoff),
+                        if m.data { 'r' } else { 'x' },
+                        String::from_utf8_lossy(m.filename)
+                    );
+                    side(self, sys::PERF_RECORD_MMAP, m.tid, text);
+                }
+            }
+            Record::Mmap2(m) => {
+                self.map(m.pid, m.addr, m.len, m.pgoff, m.filename);
+                if self.want.mmap {
+                    let id = match &m.file_id {
+                        Mmap2FileId::BuildId(b) => {
+                            let mut s = String::from("<");
+                            for x in b.as_bytes() {
+                                let _ = write!(s, "{x:02x}");
+                            }
+                            s.push('>');
+                            s
+                        }
+                        Mmap2FileId::Inode {
+                            maj,
+                            min,
+                            ino,
+                            ino_generation,
+                        } => format!("{maj:02x}:{min:02x} {ino} {ino_generation}"),
+                    };
+                    let text = format!(
+                        "PERF_RECORD_MMAP2 {}/{}: [{}({}) @ {} {id}]: {}{}{}{} {}\n",
+                        m.pid,
+                        m.tid,
+                        alt_hex(m.addr),
+                        alt_hex(m.len),
+                        alt_hex(m.pgoff),
+                        if m.prot & 1 != 0 { 'r' } else { '-' },
+                        if m.prot & 2 != 0 { 'w' } else { '-' },
+                        if m.prot & 4 != 0 { 'x' } else { '-' },
+                        if m.flags & 1 != 0 { 's' } else { 'p' },
+                        String::from_utf8_lossy(m.filename)
+                    );
+                    side(self, sys::PERF_RECORD_MMAP2, m.tid, text);
+                }
+            }
+            Record::Switch(s) if self.want.switch => {
+                let text = format!("PERF_RECORD_SWITCH {}\n", in_out(s.out, s.preempt));
+                side(self, sys::PERF_RECORD_SWITCH, stid, text);
+            }
+            Record::SwitchCpuWide(s) if self.want.switch => {
+                let text = format!(
+                    "PERF_RECORD_SWITCH_CPU_WIDE {}  {} pid/tid: {:>5}/{:<5}\n",
+                    in_out(s.out, s.preempt),
+                    if s.out { "next" } else { "prev" },
+                    s.next_prev_pid,
+                    s.next_prev_tid
+                );
+                side(self, sys::PERF_RECORD_SWITCH_CPU_WIDE, stid, text);
+            }
+            Record::Namespaces(n) if self.want.namespaces => {
+                let nr = n.len();
+                let mut text = format!(
+                    "PERF_RECORD_NAMESPACES {}/{} - nr_namespaces: {nr}\n\t\t[",
+                    n.pid, n.tid
+                );
+                for (i, l) in n.iter().enumerate() {
+                    if i != 0 && i % 4 == 0 {
+                        text.push_str("\n\t\t ");
+                    }
+                    let name = NS_NAMES.get(i).copied().unwrap_or("");
+                    let _ = write!(text, "{i}/{name}: {}/{}", l.dev, alt_hex(l.ino));
+                    text.push_str(if i + 1 != nr { ", " } else { "]\n" });
+                }
+                side(self, sys::PERF_RECORD_NAMESPACES, n.tid, text);
+            }
+            Record::Lost(l) if self.want.lost => {
+                let text = format!("PERF_RECORD_LOST lost {}\n", l.lost);
+                side(self, sys::PERF_RECORD_LOST, stid, text);
+            }
+            _ => {}
+        }
+    }
+
+    /// Keep a mapping for page-fault addresses (perf's maps hold data mappings too).
+    fn map(&mut self, pid: i32, addr: u64, len: u64, pgoff: u64, name: &[u8]) {
+        if !self.want.addr_symbols {
+            return;
+        }
+        let mapping = Mapping {
+            start: addr,
+            end: addr.saturating_add(len),
+            pgoff,
+            path: String::from_utf8_lossy(name).into_owned(),
+            build_id: None,
+        };
+        if pid == -1 || mapping.is_kernel() {
+            self.kernel_maps.insert(mapping);
+        } else {
+            self.maps.entry(pid).or_default().insert(mapping);
+        }
+    }
+
+    /// A sample's details, once per profile sample it became.
+    fn sample(&mut self, attr: usize, rec: &ParsedRecord<'_>, n: usize) {
+        let Record::Sample(s) = &rec.record else {
+            return;
+        };
+        let ws = s.weight_struct;
+        let mut d = SampleDetail {
+            misc: rec.misc,
+            addr: s.addr.unwrap_or(0),
+            addr_symbol: None,
+            data_src: s.data_src.unwrap_or(0),
+            weight: s.weight.or(ws.map(|w| u64::from(w.var1_dw))).unwrap_or(0),
+            ins_lat: ws.map_or(0, |w| w.var2_w),
+            phys_addr: s.phys_addr.unwrap_or(0),
+            data_page_size: s.data_page_size.unwrap_or(0),
+            code_page_size: s.code_page_size.unwrap_or(0),
+            iregs: s.regs_intr.as_ref().map(RegDump::of),
+            uregs: s.regs_user.as_ref().map(RegDump::of),
+            branches: s
+                .branch_stack
+                .as_ref()
+                .map(|b| b.entries().map(|e| (e.from, e.to)).collect())
+                .unwrap_or_default(),
+        };
+        let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
+        if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
+            d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
+        }
+        for _ in 1..n {
+            self.extras.details.push(d.clone());
+        }
+        if n > 0 {
+            self.extras.details.push(d);
+        }
+    }
+
+    fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
+        let empty = ProcessMaps::new();
+        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let Some(sym) = self.symbolizer.as_mut() else {
+            return AddrSymbol::default();
+        };
+        if perfkit_symbols::is_kernel_address(addr) {
+            let f = sym.symbolize_kernel(addr);
+            return AddrSymbol {
+                name: f
+                    .symbol
+                    .as_ref()
+                    .map_or_else(|| "[unknown]".to_string(), |s| s.name.to_string()),
+                offset: f.symbol.as_ref().map(|s| s.offset),
+                dso: f.dso.to_string(),
+            };
+        }
+        let unknown = || "[unknown]".to_string();
+        match maps.find(addr) {
+            None => AddrSymbol {
+                name: unknown(),
+                offset: None,
+                dso: unknown(),
+            },
+            // Stack, heap and anonymous memory: perf names the mapping, no symbol.
+            Some(m) if m.is_anonymous() || m.path.starts_with('[') => AddrSymbol {
+                name: unknown(),
+                offset: None,
+                dso: m.path.clone(),
+            },
+            Some(m) => {
+                let f = sym.symbolize_in_mapping(m, addr);
+                AddrSymbol {
+                    name: f
+                        .symbol
+                        .as_ref()
+                        .map_or_else(unknown, |s| s.name.to_string()),
+                    offset: f.symbol.as_ref().map(|s| s.offset),
+                    dso: m.path.clone(),
+                }
+            }
+        }
+    }
+}
+
+/// perf's words for a switch's direction.
+fn in_out(out: bool, preempt: bool) -> &'static str {
+    match (out, preempt) {
+        (false, _) => "IN         ",
+        (true, false) => "OUT        ",
+        (true, true) => "OUT preempt",
+    }
+}
+
+/// What each event of `file` samples.
+pub fn formats(file: &PerfData) -> Vec<EventFormat> {
+    file.attrs
+        .iter()
+        .map(|a| EventFormat {
+            type_: a.attr.type_,
+            config: a.attr.config,
+            sample_type: a.attr.sample_type,
+            regs_intr: a.attr.sample_regs_intr,
+            regs_user: a.attr.sample_regs_user,
+            branch_sample_type: a.attr.branch_sample_type,
+        })
+        .collect()
+}
+
+/// [`crate::load::load`], also collecting what `want` asks for.
+pub fn load(
+    file: &PerfData,
+    opts: &LoadOptions,
+    want: Want,
+) -> Result<(Profile, Diagnostics, Extras), LoadError> {
+    file.parser().map_err(LoadError::Read)?;
+    let mut loader = Loader::for_file(file, opts);
+    let mut c = Collector {
+        want,
+        extras: Extras {
+            events: formats(file),
+            arch: file.features.arch.clone().unwrap_or_default(),
+            ..Extras::default()
+        },
+        comms: HashMap::default(),
+        maps: HashMap::default(),
+        kernel_maps: ProcessMaps::new(),
+        symbolizer: want
+            .addr_symbols
+            .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
+    };
+    let result = file.for_each(
+        |item| {
+            if let Item::Event { attr, record } = &item {
+                let before = loader.samples_len();
+                c.record(*attr, record, before);
+                loader.record(*attr, record);
+                if want.details {
+                    let n = loader.samples_len() - before;
+                    c.sample(*attr, record, n);
+                }
+            } else {
+                loader.item(item);
+            }
+        },
+        |_| {},
+    );
+    let (profile, mut diag) = loader.finish();
+    diag.error = result.err();
+    Ok((profile, diag, c.extras))
+}
+
+/// perf's register names for `arch` (`perf_reg_name`), by register number.
+pub fn reg_name(arch: &str, reg: u32) -> &'static str {
+    const X86: [&str; 24] = [
+        "AX", "BX", "CX", "DX", "SI", "DI", "BP", "SP", "IP", "FLAGS", "CS", "SS", "DS", "ES",
+        "FS", "GS", "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15",
+    ];
+    const XMM: [&str; 16] = [
+        "XMM0", "XMM1", "XMM2", "XMM3", "XMM4", "XMM5", "XMM6", "XMM7", "XMM8", "XMM9", "XMM10",
+        "XMM11", "XMM12", "XMM13", "XMM14", "XMM15",
+    ];
+    const ARM64: [&str; 33] = [
+        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+        "x27", "x28", "x29", "lr", "sp", "pc",
+    ];
+    let r = reg as usize;
+    match arch {
+        "x86_64" | "x86" | "i386" | "i686" => X86
+            .get(r)
+            .or_else(|| {
+                r.checked_sub(32)
+                    .and_then(|i| XMM.get(i / 2).filter(|_| i % 2 == 0))
+            })
+            .copied()
+            .unwrap_or("unknown"),
+        "aarch64" | "arm64" => ARM64.get(r).copied().unwrap_or("unknown"),
+        _ => "unknown",
+    }
+}

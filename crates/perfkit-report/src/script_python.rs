@@ -1,0 +1,375 @@
+//! `script -s FILE.py`: perf's Python scripting interface, run by the system's `python3`
+//! rather than an embedded interpreter. perfkit starts `python3` with a small driver
+//! ([`DRIVER`]) that runs the user's script, then streams the profile to it as JSON lines:
+//! each sample (for `process_event(param_dict)` or a tracepoint's `sys__name(...)`
+//! handler) and, for scripts that set `perf_db_export_mode`, perf's db-export tables
+//! (`evsel_table`, `machine_table`, `thread_table`, `comm_table`, `comm_thread_table`,
+//! `dso_table`, `symbol_table`, `sample_table`, `call_path_table`) with perf's ids.
+//! `trace_begin()` and `trace_end()` are called around them.
+
+use crate::{FrameId, Profile, Sample, StackId};
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::{Value, json};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+
+/// The Python side: runs the script, then dispatches each JSON line to it.
+pub const DRIVER: &str = r#"
+import json, sys
+path = sys.argv[1]
+sys.argv = [path] + sys.argv[2:]
+g = {'__name__': '__main__', '__file__': path}
+with open(path) as f:
+    code = compile(f.read(), path, 'exec')
+exec(code, g)
+db = bool(g.get('perf_db_export_mode', False))
+def call(name, *args):
+    f = g.get(name)
+    if callable(f):
+        return f(*args), True
+    return None, False
+call('trace_begin')
+for line in sys.stdin:
+    ev = json.loads(line)
+    kind = ev[0]
+    if kind == 'table':
+        if db:
+            call(ev[1], *ev[2])
+    elif kind == 'sample':
+        if db:
+            continue
+        d = ev[1]
+        if 'raw_buf' in d:
+            d['raw_buf'] = bytes(d['raw_buf'])
+        tp = ev[2]
+        if tp is not None:
+            handler = tp['handler']
+            f = g.get(handler)
+            s = d['sample']
+            common = [s['cpu'], s['time'] // 1000000000, s['time'] % 1000000000,
+                      s['pid'], d['comm'], d.get('callchain', [])]
+            if callable(f):
+                args = [handler, None] + common + [v for k, v in tp['fields']]
+                if f.__code__.co_argcount > len(args) or f.__code__.co_flags & 0x04:
+                    args.append(d)
+                f(*args)
+            else:
+                fields = dict((k, v) for k, v in tp['fields'])
+                fields.update({'common_cpu': s['cpu'], 'common_s': common[1],
+                               'common_ns': common[2], 'common_pid': s['pid'],
+                               'common_comm': d['comm']})
+                if not call('trace_unhandled', handler, None, fields)[1]:
+                    call('process_event', d)
+        else:
+            call('process_event', d)
+call('trace_end')
+"#;
+
+/// Whether `python3` runs here (what `script -s` needs).
+pub fn available() -> bool {
+    Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// perf's db-export ids, handed out as things are first met.
+#[derive(Default)]
+struct Db {
+    threads: HashMap<u32, u64>,
+    comms: HashMap<(u32, String), u64>,
+    dsos: HashMap<String, u64>,
+    symbols: HashMap<(String, String), u64>,
+    call_paths: HashMap<(u64, u64, u64), u64>,
+    stack_paths: HashMap<StackId, u64>,
+    next_comm_thread: u64,
+    next_sample: u64,
+}
+
+/// Run `script` (with `args`) on `samples` of `profile`.
+pub fn run(
+    profile: &Profile,
+    samples: &mut dyn Iterator<Item = &Sample>,
+    script: &Path,
+    args: &[String],
+) -> std::io::Result<ExitStatus> {
+    let mut child = Command::new("python3")
+        .arg("-c")
+        .arg(DRIVER)
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()?;
+    let stdin = child.stdin.take().expect("piped stdin");
+    let mut w = BufWriter::new(stdin);
+    let fed = feed(profile, samples, &mut w).and_then(|()| w.flush());
+    drop(w);
+    let status = child.wait()?;
+    match fed {
+        // The script stopped reading (it failed, or exited early): its status says why.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(status),
+        Err(e) => Err(e),
+        Ok(()) => Ok(status),
+    }
+}
+
+fn line(w: &mut dyn Write, v: &Value) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *w, v)?;
+    w.write_all(b"\n")
+}
+
+fn table(w: &mut dyn Write, name: &str, args: Value) -> std::io::Result<()> {
+    line(w, &json!(["table", name, args]))
+}
+
+fn feed(
+    p: &Profile,
+    samples: &mut dyn Iterator<Item = &Sample>,
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut db = Db::default();
+    for (i, e) in p.events.iter().enumerate() {
+        table(w, "evsel_table", json!([i + 1, e.name]))?;
+    }
+    table(w, "machine_table", json!([1, -1, ""]))?;
+    for s in samples {
+        let t = &p.threads[s.thread as usize];
+        let thread_id = thread(&mut db, p, s.thread, w)?;
+        let comm = t.name_at(s.time).to_string();
+        let comm_id = match db.comms.get(&(s.thread, comm.clone())) {
+            Some(&id) => id,
+            None => {
+                let id = db.comms.len() as u64 + 1;
+                db.comms.insert((s.thread, comm.clone()), id);
+                table(w, "comm_table", json!([id, comm, thread_id, s.time, false]))?;
+                db.next_comm_thread += 1;
+                table(
+                    w,
+                    "comm_thread_table",
+                    json!([db.next_comm_thread, id, thread_id]),
+                )?;
+                id
+            }
+        };
+        let leaf = p.stack_frames(s.stack).next();
+        let (dso_id, sym_id, sym_off, ip) = match leaf {
+            Some(f) => {
+                let (d, sy) = symbol(&mut db, p, f, w)?;
+                let fr = &p.frames[f as usize];
+                (d, sy, fr.sym_offset.unwrap_or(0), fr.addr)
+            }
+            None => (0, 0, 0, 0),
+        };
+        let call_path = match s.stack {
+            Some(st) if p.events[s.event as usize].callchain => call_path(&mut db, p, st, w)?,
+            _ => 0,
+        };
+        db.next_sample += 1;
+        let cpu = s.cpu.map_or(-1, i64::from);
+        table(
+            w,
+            "sample_table",
+            json!([
+                db.next_sample,
+                s.event + 1,
+                1,
+                thread_id,
+                comm_id,
+                dso_id,
+                sym_id,
+                sym_off,
+                ip,
+                s.time,
+                cpu,
+                0,
+                0,
+                0,
+                0,
+                s.period,
+                0,
+                0,
+                // perf's value for samples without PERF_SAMPLE_DATA_SRC
+                // (PERF_MEM_DATA_SRC_NONE).
+                0x0508_0021u64,
+                0,
+                0,
+                call_path,
+                0,
+                0,
+                0
+            ]),
+        )?;
+        line(w, &sample_event(p, s))?;
+    }
+    Ok(())
+}
+
+fn thread(db: &mut Db, p: &Profile, tix: u32, w: &mut dyn Write) -> std::io::Result<u64> {
+    if let Some(&id) = db.threads.get(&tix) {
+        return Ok(id);
+    }
+    let t = &p.threads[tix as usize];
+    // The process's main thread first, as perf exports it.
+    let main = p
+        .threads
+        .iter()
+        .position(|m| m.pid == t.pid && m.tid == t.pid)
+        .map(|m| m as u32)
+        .filter(|&m| m != tix);
+    let process_id = match main {
+        Some(m) => Some(thread(db, p, m, w)?),
+        None => None,
+    };
+    let id = db.threads.len() as u64 + 1;
+    db.threads.insert(tix, id);
+    table(
+        w,
+        "thread_table",
+        json!([id, 1, process_id.unwrap_or(id), t.pid, t.tid]),
+    )?;
+    Ok(id)
+}
+
+fn symbol(db: &mut Db, p: &Profile, f: FrameId, w: &mut dyn Write) -> std::io::Result<(u64, u64)> {
+    let func = p.func_of(f);
+    let fr = &p.frames[f as usize];
+    let dso_id = match db.dsos.get(&func.dso) {
+        Some(&id) => id,
+        None => {
+            let id = db.dsos.len() as u64 + 1;
+            db.dsos.insert(func.dso.clone(), id);
+            let short = Path::new(&func.dso)
+                .file_name()
+                .map_or(func.dso.clone(), |n| n.to_string_lossy().into_owned());
+            let short = if func.dso.starts_with('[') {
+                func.dso.clone()
+            } else {
+                short
+            };
+            table(w, "dso_table", json!([id, 1, short, func.dso, ""]))?;
+            id
+        }
+    };
+    if func.name == "[unknown]" {
+        return Ok((dso_id, 0));
+    }
+    let key = (func.dso.clone(), func.name.clone());
+    let sym_id = match db.symbols.get(&key) {
+        Some(&id) => id,
+        None => {
+            let id = db.symbols.len() as u64 + 1;
+            db.symbols.insert(key, id);
+            let start = fr.addr.saturating_sub(fr.sym_offset.unwrap_or(0));
+            table(
+                w,
+                "symbol_table",
+                json!([id, dso_id, start, start, 1, func.name]),
+            )?;
+            id
+        }
+    };
+    Ok((dso_id, sym_id))
+}
+
+/// The call path of a stack, from the root: perf's `call_path_table` rows, ids from 2
+/// (1 is the root, which perf does not export).
+fn call_path(db: &mut Db, p: &Profile, stack: StackId, w: &mut dyn Write) -> std::io::Result<u64> {
+    if let Some(&id) = db.stack_paths.get(&stack) {
+        return Ok(id);
+    }
+    let frames: Vec<FrameId> = p.stack_frames(Some(stack)).collect();
+    let mut parent = 1u64;
+    for &f in frames.iter().rev() {
+        let (_, sym) = symbol(db, p, f, w)?;
+        let ip = if sym == 0 {
+            p.frames[f as usize].addr
+        } else {
+            0
+        };
+        let key = (parent, sym, ip);
+        parent = match db.call_paths.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = db.call_paths.len() as u64 + 2;
+                db.call_paths.insert(key, id);
+                table(w, "call_path_table", json!([id, key.0, sym, ip]))?;
+                id
+            }
+        };
+    }
+    db.stack_paths.insert(stack, parent);
+    Ok(parent)
+}
+
+/// A sample as perf's `process_event` gets it (`param_dict`), and for tracepoints the
+/// handler's name and fields.
+fn sample_event(p: &Profile, s: &Sample) -> Value {
+    let t = &p.threads[s.thread as usize];
+    let ev = &p.events[s.event as usize];
+    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+    let mut d = json!({
+        "ev_name": ev.name,
+        "comm": t.name_at(s.time),
+        "sample": {
+            "pid": t.pid,
+            "tid": t.tid,
+            "cpu": s.cpu.map_or(-1, i64::from),
+            "ip": frames.first().map_or(0, |&f| p.frames[f as usize].addr),
+            "time": s.time,
+            "period": s.period,
+        },
+    });
+    if let Some(&f) = frames.first() {
+        let func = p.func_of(f);
+        d["dso"] = json!(func.dso);
+        if func.name != "[unknown]" {
+            d["symbol"] = json!(func.name);
+            d["symoff"] = json!(p.frames[f as usize].sym_offset.unwrap_or(0));
+        }
+    }
+    if ev.callchain {
+        d["callchain"] = Value::Array(
+            frames
+                .iter()
+                .map(|&f| {
+                    let fr = &p.frames[f as usize];
+                    let func = p.func_of(f);
+                    let mut o = json!({"ip": fr.addr, "dso": func.dso});
+                    if func.name != "[unknown]" {
+                        let start = fr.addr.saturating_sub(fr.sym_offset.unwrap_or(0));
+                        o["sym"] =
+                            json!({"start": start, "end": start, "binding": 1, "name": func.name});
+                    }
+                    o
+                })
+                .collect(),
+        );
+    }
+    let mut tp = Value::Null;
+    if let (Some(te), Some(raw)) = (ev.trace.as_ref(), s.raw.and_then(|r| p.raw.get(r as usize))) {
+        d["raw_buf"] = json!(raw);
+        let mut fields = Vec::new();
+        if let Ok(values) = te.format.decode(raw, false) {
+            for (k, v) in values {
+                use perfkit_trace::tracefs::Value as V;
+                let v = match v {
+                    V::Signed(x) => json!(x),
+                    V::Unsigned(x) => json!(x),
+                    V::Str(x) => json!(x),
+                    V::Array(x) => json!(x),
+                    V::Bytes(x) => json!(x),
+                    other => json!(other),
+                };
+                fields.push(json!([k, v]));
+            }
+        }
+        tp = json!({
+            "handler": ev.name.replacen(':', "__", 1),
+            "fields": Value::Array(fields),
+        });
+    }
+    json!(["sample", d, tp])
+}
