@@ -7,6 +7,7 @@
 //! error naming the first missing one; either way counting goes on (with perf's default
 //! events when nothing else is left).
 
+use super::perf_order::perf_order;
 use super::rows::{Row, State};
 use crate::{EventSpec, Result};
 use perfkit_events::metrics::{Expr, Metric, Metrics};
@@ -45,13 +46,15 @@ fn quoted(s: &str) -> String {
 /// Resolve `list` (comma separated) against `table`.
 pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
     let mut out = Resolved::default();
+    // perf 6.1: each name's metrics put at the head of the list, then the list sorted by
+    // the number of events, most first (stably).
     let mut chosen: Vec<&Metric> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         match table.resolve(name) {
             Some(ms) => {
                 for m in ms {
                     if !chosen.iter().any(|c| c.name == m.name) {
-                        chosen.push(m);
+                        chosen.insert(0, m);
                     }
                 }
             }
@@ -71,9 +74,10 @@ pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
             }
         }
     }
+    chosen.sort_by_key(|m| std::cmp::Reverse(m.events().len()));
     for m in chosen {
         let Ok(expr) = m.parsed() else { continue };
-        let events = expr.events();
+        let events = perf_order(&expr.events());
         let group = format!(
             "{{{}}}:W",
             events
@@ -100,6 +104,7 @@ pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
                 });
             }
             Err(_) => {
+                // perf's parser stops at the first event it cannot name.
                 let missing = events
                     .iter()
                     .find(|e| crate::parse(&[(*e).clone()]).is_err())
@@ -159,8 +164,8 @@ mod tests {
         if r.specs.is_empty() {
             assert_eq!(
                 r.notes[0],
-                "event syntax error: '{ex_ret_brn_misp/metric-id=ex_ret_brn_misp/,ex_ret_brn/m..'\n\
-                 \x20                    \\___ Cannot find PMU `ex_ret_brn_misp'. Missing kernel support?"
+                "event syntax error: '{ex_ret_brn/metric-id=ex_ret_brn/,ex_ret_brn_misp/metric..'\n\
+                 \x20                    \\___ Cannot find PMU `ex_ret_brn'. Missing kernel support?"
             );
         }
         assert!(quoted("short") == "short");
