@@ -102,11 +102,19 @@ fn every_metric_and_group_is_tried_as_perf_tries_it() {
         assert!(k.contains("<not supported>,,cycles"), "{k}");
     }
     // Names are matched ignoring case, and a name that is not there is said so.
-    for list in ["TLB", "tlb,l3_cache", "l2_cache,tlb"] {
-        let (_, _, p) = perf(&["stat", "-M", list, "-x,", "true"]);
-        let (_, _, k) = kit(&["stat", "-M", list, "-x,", "true"]);
-        let head = |t: &str| t.lines().take(2).map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(head(&k), head(&p), "-M {list}");
+    for list in [
+        "TLB",
+        "tlb,l3_cache",
+        "l2_cache,tlb",
+        "l2_cache",
+        "data_fabric",
+    ] {
+        for flag in ["--metric-no-merge", "--metric-no-group"] {
+            let (_, _, p) = perf(&["stat", "-M", list, flag, "-x,", "true"]);
+            let (_, _, k) = kit(&["stat", "-M", list, flag, "-x,", "true"]);
+            let head = |t: &str| t.lines().take(2).map(str::to_string).collect::<Vec<_>>();
+            assert_eq!(head(&k), head(&p), "-M {list} {flag}");
+        }
     }
     let (pc, _, p) = perf(&["stat", "-M", "nosuch", "-e", "task-clock", "-x,", "true"]);
     let (kc, _, k) = kit(&["stat", "-M", "nosuch", "-e", "task-clock", "-x,", "true"]);

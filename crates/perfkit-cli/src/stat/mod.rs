@@ -159,6 +159,13 @@ pub struct StatArgs {
     /// Metrics or metric groups (`-M IPC`): from the PMUs' metric tables.
     #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
     pub metrics: Option<String>,
+    /// Open the metrics' events ungrouped, each event once for all metrics.
+    #[arg(long = "metric-no-group")]
+    pub metric_no_group: bool,
+    /// Don't share events between metrics (perfkit opens each metric's events on their
+    /// own already: accepted for perf's scripts).
+    #[arg(long = "metric-no-merge")]
+    pub metric_no_merge: bool,
     /// Print only the metrics, one column each (no counts).
     #[arg(long = "metric-only")]
     pub metric_only: bool,
@@ -272,6 +279,7 @@ impl StatArgs {
             all_user: self.all_user,
             all_kernel: self.all_kernel,
             metrics: self.metrics.clone(),
+            metric_no_group: self.metric_no_group,
         })
     }
 
