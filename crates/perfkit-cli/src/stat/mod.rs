@@ -308,11 +308,6 @@ impl StatArgs {
         }
     }
 
-    /// The aggregation the flags chose (checked by [`StatArgs::config`] before).
-    fn config_aggr(&self) -> Aggr {
-        self.config().map(|c| c.aggr).unwrap_or_default()
-    }
-
     /// The -I period, if any (`-I 0` is none, as perf).
     fn interval_ms(&self) -> Option<u64> {
         self.interval.filter(|&ms| ms > 0)
@@ -459,7 +454,15 @@ pub fn run(args: StatArgs) -> Result<u8> {
     let final_rows = summarize(&plan, &all_runs, args.no_scale);
     if opts.interval.is_none() || args.summary {
         let title = args.title(&plan);
-        print_final(&args, &title, &all_runs, &final_rows, &mut *sink, big_num)?;
+        print_final(
+            &args,
+            &title,
+            plan.aggr,
+            &all_runs,
+            &final_rows,
+            &mut *sink,
+            big_num,
+        )?;
     }
     sink.flush()?;
     Ok(exit)
@@ -603,9 +606,11 @@ fn print_rows(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn print_final(
     args: &StatArgs,
     title: &str,
+    aggr: Aggr,
     runs: &[RunResult],
     rows: &[Row],
     sink: &mut dyn Write,
@@ -621,7 +626,7 @@ fn print_final(
         out.push_str(":\n\n");
     }
     if args.metric_only {
-        metric_only::headers(rows, args.config_aggr(), false, args.layout(), &mut out);
+        metric_only::headers(rows, aggr, false, args.layout(), &mut out);
     }
     sink.write_all(out.as_bytes())?;
     let prefix = if args.sep.is_some()
