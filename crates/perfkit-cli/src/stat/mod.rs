@@ -159,6 +159,13 @@ pub struct StatArgs {
     /// Metrics or metric groups (`-M IPC`): from the PMUs' metric tables.
     #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
     pub metrics: Option<String>,
+    /// Open the metrics' events ungrouped, each event once for all metrics.
+    #[arg(long = "metric-no-group")]
+    pub metric_no_group: bool,
+    /// Don't share events between metrics (perfkit opens each metric's events on their
+    /// own already: accepted for perf's scripts).
+    #[arg(long = "metric-no-merge")]
+    pub metric_no_merge: bool,
     /// Print only the metrics, one column each (no counts).
     #[arg(long = "metric-only")]
     pub metric_only: bool,
@@ -272,6 +279,7 @@ impl StatArgs {
             all_user: self.all_user,
             all_kernel: self.all_kernel,
             metrics: self.metrics.clone(),
+            metric_no_group: self.metric_no_group,
         })
     }
 
@@ -298,11 +306,6 @@ impl StatArgs {
             (Some(sep), _) => metric_only::Layout::Csv(sep),
             _ => metric_only::Layout::Text,
         }
-    }
-
-    /// The aggregation the flags chose (checked by [`StatArgs::config`] before).
-    fn config_aggr(&self) -> Aggr {
-        self.config().map(|c| c.aggr).unwrap_or_default()
     }
 
     /// The -I period, if any (`-I 0` is none, as perf).
@@ -451,7 +454,15 @@ pub fn run(args: StatArgs) -> Result<u8> {
     let final_rows = summarize(&plan, &all_runs, args.no_scale);
     if opts.interval.is_none() || args.summary {
         let title = args.title(&plan);
-        print_final(&args, &title, &all_runs, &final_rows, &mut *sink, big_num)?;
+        print_final(
+            &args,
+            &title,
+            plan.aggr,
+            &all_runs,
+            &final_rows,
+            &mut *sink,
+            big_num,
+        )?;
     }
     sink.flush()?;
     Ok(exit)
@@ -595,9 +606,11 @@ fn print_rows(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn print_final(
     args: &StatArgs,
     title: &str,
+    aggr: Aggr,
     runs: &[RunResult],
     rows: &[Row],
     sink: &mut dyn Write,
@@ -613,7 +626,7 @@ fn print_final(
         out.push_str(":\n\n");
     }
     if args.metric_only {
-        metric_only::headers(rows, args.config_aggr(), false, args.layout(), &mut out);
+        metric_only::headers(rows, aggr, false, args.layout(), &mut out);
     }
     sink.write_all(out.as_bytes())?;
     let prefix = if args.sep.is_some()

@@ -21,6 +21,7 @@
 
 mod cache;
 mod metrics;
+mod perf_order;
 mod plan;
 mod record;
 mod rows;

@@ -39,6 +39,8 @@ pub struct StatConfig {
     pub all_kernel: bool,
     /// `-M`: metrics and metric groups (comma separated) from the CPU's metric table.
     pub metrics: Option<String>,
+    /// `--metric-no-group`: the metrics' events ungrouped, each once.
+    pub metric_no_group: bool,
 }
 
 /// perf's `-d` levels: the events each adds after the default list.
@@ -207,7 +209,11 @@ impl Plan {
         let mut metrics = Vec::new();
         let mut metric_specs = Vec::new();
         if let Some(list) = &cfg.metrics {
-            let r = user_metrics::resolve(&perfkit_events::metrics::Metrics::system(), list)?;
+            let r = user_metrics::resolve(
+                &perfkit_events::metrics::Metrics::system(),
+                list,
+                cfg.metric_no_group,
+            )?;
             notes = r.notes;
             metrics = r.metrics;
             metric_specs = r.specs;

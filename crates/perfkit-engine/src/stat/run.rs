@@ -252,7 +252,9 @@ impl Runner {
         let mut intervals = 0u64;
         let mut stopped_early = false;
         loop {
-            let mut wait = opts.interval;
+            // What is left of the interval (a control command or a task poll may have woken
+            // the loop early).
+            let mut wait = opts.interval.map(|i| i.saturating_sub(last_t.elapsed()));
             if let Scope::Threads(_) = plan.scope {
                 // Attached tasks are polled so counting stops when they are all gone.
                 wait = Some(wait.map_or(TASK_POLL, |w| w.min(TASK_POLL)));

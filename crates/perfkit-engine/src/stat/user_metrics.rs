@@ -7,6 +7,7 @@
 //! error naming the first missing one; either way counting goes on (with perf's default
 //! events when nothing else is left).
 
+use super::perf_order::perf_order;
 use super::rows::{Row, State};
 use crate::{EventSpec, Result};
 use perfkit_events::metrics::{Expr, Metric, Metrics};
@@ -42,16 +43,19 @@ fn quoted(s: &str) -> String {
     format!("{}..", &s[..cut])
 }
 
-/// Resolve `list` (comma separated) against `table`.
-pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
+/// Resolve `list` (comma separated) against `table`; `no_group`: perf's
+/// `--metric-no-group`.
+pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Resolved> {
     let mut out = Resolved::default();
+    // perf 6.1: each name's metrics put at the head of the list, then the list sorted by
+    // the number of events, most first (stably).
     let mut chosen: Vec<&Metric> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         match table.resolve(name) {
             Some(ms) => {
                 for m in ms {
                     if !chosen.iter().any(|c| c.name == m.name) {
-                        chosen.push(m);
+                        chosen.insert(0, m);
                     }
                 }
             }
@@ -71,35 +75,58 @@ pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
             }
         }
     }
-    for m in chosen {
-        let Ok(expr) = m.parsed() else { continue };
-        let events = expr.events();
-        let group = format!(
-            "{{{}}}:W",
-            events
-                .iter()
-                .map(|e| format!("{e}/metric-id={e}/"))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let parsed = crate::parse(&[events.join(",")]);
-        match parsed {
+    chosen.sort_by_key(|m| std::cmp::Reverse(m.events().len()));
+    // Each metric's events as one group (`{...}:W`); with --metric-no-group, every
+    // metric's events in one list, ungrouped, each event once (perf's combined map).
+    let own: Vec<(&Metric, Expr, Vec<String>)> = chosen
+        .iter()
+        .filter_map(|m| {
+            let e = m.parsed().ok()?;
+            let ev = perf_order(&e.events());
+            Some((*m, e, ev))
+        })
+        .collect();
+    let sets: Vec<(Vec<usize>, Vec<String>)> = if no_group {
+        let all: Vec<String> = own.iter().flat_map(|o| o.2.clone()).collect();
+        vec![((0..own.len()).collect(), perf_order(&all))]
+    } else {
+        own.iter()
+            .enumerate()
+            .map(|(i, o)| (vec![i], o.2.clone()))
+            .collect()
+    };
+    for (members, events) in sets {
+        let list = events
+            .iter()
+            .map(|e| format!("{e}/metric-id={e}/"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let shown = if no_group {
+            list
+        } else {
+            format!("{{{list}}}:W")
+        };
+        match crate::parse(&[events.join(",")]) {
             Ok(mut specs) => {
                 let base = out.specs.last().map_or(0, |s| s.group + 1);
                 let n = specs.len();
                 for (i, s) in specs.iter_mut().enumerate() {
-                    s.group = base;
-                    s.leader = i == 0;
-                    s.grouped = n > 1;
+                    s.group = if no_group { base + i } else { base };
+                    s.leader = no_group || i == 0;
+                    s.grouped = !no_group && n > 1;
                 }
                 out.specs.extend(specs);
-                out.metrics.push(MetricUse {
-                    name: m.name.to_string(),
-                    expr,
-                    events,
-                });
+                for i in members {
+                    let (m, expr, events) = &own[i];
+                    out.metrics.push(MetricUse {
+                        name: m.name.to_string(),
+                        expr: expr.clone(),
+                        events: events.clone(),
+                    });
+                }
             }
             Err(_) => {
+                // perf's parser stops at the first event it cannot name.
                 let missing = events
                     .iter()
                     .find(|e| crate::parse(&[(*e).clone()]).is_err())
@@ -108,7 +135,7 @@ pub(super) fn resolve(table: &Metrics, list: &str) -> Result<Resolved> {
                 out.notes.push(format!(
                     "event syntax error: '{}'\n{:21}\\___ Cannot find PMU `{missing}'. Missing \
                      kernel support?",
-                    quoted(&group),
+                    quoted(&shown),
                     ""
                 ));
                 // perf gives up on the whole list at the first metric it cannot set up.
@@ -151,16 +178,16 @@ mod tests {
             family: 25,
             model: 17,
         });
-        let r = resolve(&zen, "nosuch").unwrap();
+        let r = resolve(&zen, "nosuch", false).unwrap();
         assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);
         assert!(r.specs.is_empty());
         // No `cpu` PMU on the test machines: the first event is missing.
-        let r = resolve(&zen, "branch_misprediction_ratio").unwrap();
+        let r = resolve(&zen, "branch_misprediction_ratio", false).unwrap();
         if r.specs.is_empty() {
             assert_eq!(
                 r.notes[0],
-                "event syntax error: '{ex_ret_brn_misp/metric-id=ex_ret_brn_misp/,ex_ret_brn/m..'\n\
-                 \x20                    \\___ Cannot find PMU `ex_ret_brn_misp'. Missing kernel support?"
+                "event syntax error: '{ex_ret_brn/metric-id=ex_ret_brn/,ex_ret_brn_misp/metric..'\n\
+                 \x20                    \\___ Cannot find PMU `ex_ret_brn'. Missing kernel support?"
             );
         }
         assert!(quoted("short") == "short");
