@@ -111,6 +111,13 @@ pub struct ReportArgs {
     /// Where to write an export (default: standard output).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// With --format flamegraph: an icicle graph (roots at the top, stacks growing down).
+    #[arg(long)]
+    pub inverted: bool,
+    /// With --format flamegraph: boxes drawn per stack at most (deeper stacks keep their
+    /// roots and leaf, the frames between become one `… N frames` box); 0: no bound.
+    #[arg(long, value_name = "N", default_value_t = export::flamegraph::DEFAULT_MAX_DEPTH)]
+    pub max_depth: usize,
     /// Kernel symbols from this file instead of /proc/kallsyms.
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
@@ -416,24 +423,31 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
+    if args.inverted
+        && args
+            .format
+            .as_deref()
+            .is_none_or(|f| f != "flamegraph" && f != "svg")
+    {
+        bail!("--inverted draws an icicle graph: give it with --format flamegraph");
+    }
     if let Some(fmt) = &args.format {
-        let title = format!(
-            "perfkit: {}",
-            profile
-                .events
-                .first()
-                .map_or("samples", |e| e.name.as_str())
-        );
+        let title = export::flamegraph::default_title(&profile);
         match fmt.as_str() {
             "folded" => write_out(&args.output, |w| export::folded::write(&profile, w))?,
-            "flamegraph" | "svg" => write_out(&args.output, |w| {
-                export::flamegraph::write(&profile, &title, w)
-            })?,
+            "flamegraph" | "svg" => {
+                let mut opts = export::flamegraph::Options::default();
+                opts.inverted = args.inverted;
+                opts.max_depth = args.max_depth;
+                write_out(&args.output, |w| {
+                    export::flamegraph::write_with(&profile, &opts, w)
+                })?
+            }
             "firefox" => write_out(&args.output, |w| {
                 export::firefox::write(&profile, "perfkit", diag.interval_ns, w)
             })?,
             "speedscope" => write_out(&args.output, |w| {
-                export::speedscope::write(&profile, &title, w)
+                export::speedscope::write_with_interval(&profile, &title, diag.interval_ns, w)
             })?,
             "pprof" => write_out(&args.output, |w| export::pprof::write(&profile, w))?,
             other => bail!(

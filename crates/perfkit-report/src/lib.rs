@@ -26,6 +26,7 @@ pub mod dump;
 mod error;
 pub mod export;
 pub mod header;
+mod image;
 pub mod load;
 mod model;
 mod origin;
@@ -37,6 +38,7 @@ pub mod timespec;
 pub mod trace_info;
 
 pub use error::LoadError;
+pub use image::{Image, ImageId, Mark, MarkKind};
 pub use load::{Diagnostics, LoadOptions, Loader, load};
 
 pub use model::*;

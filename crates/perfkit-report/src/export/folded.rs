@@ -1,27 +1,88 @@
 //! Folded stacks: `comm;outermost;...;leaf count`, one line per distinct stack, the input
 //! of `flamegraph.pl`, inferno and most flamegraph tools.
 
-use crate::Profile;
+use crate::{Frame, Func, Profile};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+/// How to fold stacks.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct FoldOptions {
+    /// Suffix frames with the annotations flamegraph tools colour by (FlameGraph's and
+    /// inferno's `--color=java`): `_[k]` kernel, `_[j]` JIT-compiled or interpreted code,
+    /// `_[i]` inlined. The tools strip them from the names they draw.
+    pub annotate: bool,
+    /// Cut stacks deeper than this many boxes (the comm included): the root side is kept
+    /// and the leaf, and the frames between them become one `… N frames` box. 0: no limit.
+    pub max_depth: usize,
+}
+
+/// The name of the box that stands for `n` frames cut out of a deep stack.
+pub fn elided(n: usize) -> String {
+    format!("\u{2026} {n} frames")
+}
+
+/// Whether a function is JIT-compiled or interpreted code: named through a JIT's perf map
+/// (`/tmp/perf-PID.map`), an injected `jitted-*.so`, or unnamed in anonymous memory.
+pub fn is_jit(f: &Func) -> bool {
+    f.dso.starts_with("[JIT]")
+        || f.dso.starts_with("//anon")
+        || (f.dso.starts_with("/tmp/perf-") && f.dso.ends_with(".map"))
+        || f.dso
+            .rsplit('/')
+            .next()
+            .is_some_and(|n| n.starts_with("jitted-"))
+}
+
+fn annotated(f: &Func, fr: &Frame, annotate: bool) -> String {
+    let name = f.name.replace(';', ":");
+    if !annotate {
+        return name;
+    }
+    let tag = if f.kernel {
+        "_[k]"
+    } else if fr.inlined {
+        "_[i]"
+    } else if is_jit(f) {
+        "_[j]"
+    } else {
+        ""
+    };
+    name + tag
+}
+
 /// The folded lines, sorted, with sample counts.
 pub fn lines(p: &Profile) -> Vec<String> {
+    lines_with(p, &FoldOptions::default())
+}
+
+/// The folded lines with options, sorted, with sample counts.
+pub fn lines_with(p: &Profile, opts: &FoldOptions) -> Vec<String> {
     let mut counts: HashMap<(u32, Option<u32>), u64> = HashMap::new();
     for s in &p.samples {
         *counts.entry((s.thread, s.stack)).or_default() += 1;
     }
     let mut folded: HashMap<String, u64> = HashMap::new();
-    let mut frames = Vec::new();
+    let mut frames: Vec<String> = Vec::new();
     for ((thread, stack), n) in counts {
         frames.clear();
-        frames.extend(p.stack_frames(stack).map(|f| p.func_of(f).name.as_str()));
-        let mut line = p.threads[thread as usize].name().replace(';', ":");
-        for name in frames.iter().rev() {
-            line.push(';');
-            line.push_str(&name.replace(';', ":"));
+        frames.push(p.threads[thread as usize].name().replace(';', ":"));
+        let mut leaf_first: Vec<String> = p
+            .stack_frames(stack)
+            .map(|f| annotated(p.func_of(f), &p.frames[f as usize], opts.annotate))
+            .collect();
+        leaf_first.reverse();
+        frames.extend(leaf_first);
+        if opts.max_depth >= 3 && frames.len() > opts.max_depth {
+            let keep = opts.max_depth - 2;
+            let cut = frames.len() - keep - 1;
+            let leaf = frames.pop().unwrap_or_default();
+            frames.truncate(keep);
+            frames.push(elided(cut));
+            frames.push(leaf);
         }
-        *folded.entry(line).or_default() += n;
+        *folded.entry(frames.join(";")).or_default() += n;
     }
     let mut out: Vec<String> = folded
         .into_iter()
@@ -53,6 +114,28 @@ mod tests {
                 "app;main;work;do_syscall_64 10",
                 "app;main;work;hot_loop 70",
             ]
+        );
+    }
+
+    #[test]
+    fn annotations_and_depth_bound() {
+        let mut o = super::FoldOptions {
+            annotate: true,
+            ..super::FoldOptions::default()
+        };
+        let lines = super::lines_with(&sample_profile(), &o);
+        assert!(lines.contains(&"app;main;work;do_syscall_64_[k] 10".to_string()));
+        assert!(lines.contains(&"app;main;work;hot_loop 70".to_string()));
+        // Depth 3: comm, then the cut box, then the leaf.
+        o.max_depth = 3;
+        let lines = super::lines_with(&sample_profile(), &o);
+        assert!(
+            lines.contains(&"app;\u{2026} 2 frames;hot_loop 70".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"app-worker;main;idle 20".to_string()),
+            "{lines:?}"
         );
     }
 }
