@@ -1,15 +1,24 @@
 //! Firefox Profiler processed-profile JSON, built with `fxprof-processed-profile`: one
-//! process per pid, one thread per tid, samples with their stacks, and an interval marker
-//! for every time a thread was switched out.
+//! process per pid, one track per thread named `comm (tid)`, samples with their stacks and
+//! (for clock events) the CPU time each stands for, and markers: an interval for every
+//! time a thread was switched out, lost records, throttling.
+//!
+//! Frames in a mapped file are given as addresses relative to that library, which carries
+//! its build id (`codeId`, and the `breakpadId` derived from it): the profiler shows the
+//! names perfkit found (a symbol table per library, built from the profile's functions)
+//! and can symbolize the addresses perfkit could not. Frames elsewhere (JIT code, inlined
+//! functions) are labels.
 
-use crate::Profile;
+use crate::{Image, MarkKind, Profile};
 use fxprof_processed_profile::{
-    CategoryColor, CategoryHandle, CpuDelta, FrameFlags, FrameInfo, MarkerTiming, Profile as Fx,
+    CategoryColor, CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, LibraryHandle,
+    LibraryInfo, MarkerFieldFlags, MarkerFieldFormat, MarkerTiming, Profile as Fx,
     ReferenceTimestamp, SamplingInterval, StaticSchemaMarker, StaticSchemaMarkerField,
-    StringHandle, Timestamp,
+    StringHandle, Symbol, SymbolTable, Timestamp, debugid::DebugId,
 };
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 struct OffCpu {
     name: StringHandle,
@@ -36,6 +45,117 @@ impl StaticSchemaMarker for OffCpu {
     }
 }
 
+/// Lost records (`PERF_RECORD_LOST`) or a throttled stretch of the recording.
+struct DataGap {
+    name: StringHandle,
+    count: u64,
+}
+
+impl StaticSchemaMarker for DataGap {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "PerfDataGap";
+    const DESCRIPTION: Option<&'static str> =
+        Some("Samples missing here: records lost from a full ring, or the event throttled");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.name} {marker.data.count}");
+    const TABLE_LABEL: Option<&'static str> = Some("{marker.name} {marker.data.count}");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[StaticSchemaMarkerField {
+        key: "count",
+        label: "Records lost",
+        format: MarkerFieldFormat::Integer,
+        flags: MarkerFieldFlags::empty(),
+    }];
+
+    fn name(&self, _: &mut Fx) -> StringHandle {
+        self.name
+    }
+    fn category(&self, _: &mut Fx) -> CategoryHandle {
+        CategoryHandle::OTHER
+    }
+    fn string_field_value(&self, _: u32) -> StringHandle {
+        self.name
+    }
+    fn number_field_value(&self, _: u32) -> f64 {
+        self.count as f64
+    }
+}
+
+/// The profiler's debug id of a GNU build id: its first 16 bytes as a GUID, age 0 (the
+/// `breakpadId` symbol servers know Linux files by).
+pub fn debug_id(build_id: &[u8]) -> Option<DebugId> {
+    let mut guid = [0u8; 16];
+    let n = build_id.len().min(16);
+    guid[..n].copy_from_slice(&build_id[..n]);
+    DebugId::from_guid_age(&guid, 0).ok()
+}
+
+/// The libraries of the profile's images: one per file (build id and path), with a symbol
+/// table of the functions perfkit named in it; the address of each frame relative to its
+/// library.
+struct Libs {
+    /// Image -> (library, relative address of the image's start).
+    of_image: HashMap<u32, (LibraryHandle, u64)>,
+}
+
+impl Libs {
+    fn new(p: &Profile, fx: &mut Fx) -> Libs {
+        // Symbols per library key (path, build id): relative start -> (name, size).
+        type Key = (String, Option<Vec<u8>>);
+        let mut symbols: HashMap<Key, HashMap<u64, (String, u64)>> = HashMap::new();
+        let rel = |im: &Image, addr: u64| -> u64 {
+            let base = if im.is_kernel() { 0 } else { im.pgoff };
+            addr.wrapping_sub(im.start).wrapping_add(base)
+        };
+        for (&frame, &image) in &p.frame_images {
+            let fr = &p.frames[frame as usize];
+            let im = &p.images[image as usize];
+            let func = &p.funcs[fr.func as usize];
+            let (Some(off), false) = (fr.sym_offset, func.name.starts_with('[')) else {
+                continue;
+            };
+            let at = rel(im, fr.addr);
+            let start = at.wrapping_sub(off);
+            let e = symbols
+                .entry((im.path.clone(), im.build_id.clone()))
+                .or_default()
+                .entry(start)
+                .or_insert_with(|| (func.name.clone(), 1));
+            e.1 = e.1.max(off + 1);
+        }
+        let mut libs: HashMap<Key, LibraryHandle> = HashMap::new();
+        let mut of_image = HashMap::new();
+        for (i, im) in p.images.iter().enumerate() {
+            let key = (im.path.clone(), im.build_id.clone());
+            let lib = *libs.entry(key.clone()).or_insert_with(|| {
+                let table = symbols.remove(&key).unwrap_or_default();
+                let table: Vec<Symbol> = table
+                    .into_iter()
+                    .filter(|(a, _)| *a <= u64::from(u32::MAX))
+                    .map(|(address, (name, size))| Symbol {
+                        address: address as u32,
+                        size: Some(size.min(u64::from(u32::MAX)) as u32),
+                        name,
+                    })
+                    .collect();
+                fx.add_lib(LibraryInfo {
+                    name: im.name().to_string(),
+                    debug_name: im.name().to_string(),
+                    path: im.path.clone(),
+                    debug_path: im.path.clone(),
+                    debug_id: im
+                        .build_id
+                        .as_deref()
+                        .and_then(debug_id)
+                        .unwrap_or_default(),
+                    code_id: im.build_id_hex(),
+                    arch: Some(std::env::consts::ARCH.to_string()),
+                    symbol_table: Some(Arc::new(SymbolTable::new(table))),
+                })
+            });
+            of_image.insert(i as u32, (lib, rel(im, im.start)));
+        }
+        Libs { of_image }
+    }
+}
+
 /// Build the Firefox profile. `interval_ns` is the nominal sampling interval.
 pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
     let start = p.samples.iter().map(|s| s.time).min().unwrap_or(0);
@@ -46,9 +166,19 @@ pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
     );
     let user = fx.add_category("User", CategoryColor::Yellow);
     let kernel = fx.add_category("Kernel", CategoryColor::Orange);
+    let jit = fx.add_category("JIT", CategoryColor::Green);
     let ts = |t: u64| Timestamp::from_nanos_since_reference(t.saturating_sub(start));
+    let clock = p
+        .events
+        .first()
+        .is_some_and(|e| super::pprof::is_clock(&e.name));
+    let libs = Libs::new(p, &mut fx);
     let mut processes = HashMap::new();
     let mut threads = HashMap::new();
+    let mut weight: HashMap<u32, usize> = HashMap::new();
+    for s in &p.samples {
+        *weight.entry(s.thread).or_default() += 1;
+    }
     for (ti, t) in p.threads.iter().enumerate() {
         let first = p
             .samples
@@ -56,18 +186,38 @@ pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
             .find(|s| s.thread as usize == ti)
             .map_or(start, |s| s.time);
         let process = *processes.entry(t.pid).or_insert_with(|| {
+            // The main thread's track takes the process's name: `comm (pid)`, its tid.
             let name = p
                 .threads
                 .iter()
                 .find(|m| m.pid == t.pid && m.tid == t.pid)
                 .unwrap_or(t)
-                .name()
-                .to_string();
-            fx.add_process(&name, t.pid as u32, ts(first))
+                .name();
+            fx.add_process(&format!("{name} ({})", t.pid), t.pid as u32, ts(first))
         });
         let th = fx.add_thread(process, t.tid as u32, ts(first), t.tid == t.pid);
-        fx.set_thread_name(th, t.name());
+        fx.set_thread_name(th, &format!("{} ({})", t.name(), t.tid));
         threads.insert(ti as u32, th);
+    }
+    for (i, im) in p.images.iter().enumerate() {
+        let Some(&(lib, rel_start)) = libs.of_image.get(&(i as u32)) else {
+            continue;
+        };
+        let Ok(rel_start) = u32::try_from(rel_start) else {
+            continue;
+        };
+        if im.is_kernel() {
+            fx.add_kernel_lib_mapping(lib, im.start, im.end, rel_start);
+        } else if let Some(&process) = processes.get(&im.pid) {
+            fx.add_lib_mapping(process, lib, im.start, im.end, rel_start);
+        }
+    }
+    // The heaviest thread first among the visible ones.
+    if let Some((&t, _)) = weight
+        .iter()
+        .max_by_key(|&(t, n)| (*n, std::cmp::Reverse(*t)))
+    {
+        fx.add_initial_selected_thread(threads[&t]);
     }
     // Stacks are interned per thread: memoize (thread, stack id) -> handle.
     let mut stacks = HashMap::new();
@@ -82,21 +232,52 @@ pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
                 .iter()
                 .map(|&f| {
                     let func = p.func_of(f);
-                    let label = if func.name == "[unknown]" {
-                        format!("{:#x} ({})", p.frames[f as usize].addr, func.dso)
+                    let fr = &p.frames[f as usize];
+                    let category = if func.kernel {
+                        kernel
+                    } else if super::folded::is_jit(func) {
+                        jit
                     } else {
-                        func.name.clone()
+                        user
+                    };
+                    let in_lib = p
+                        .frame_images
+                        .get(&f)
+                        .and_then(|i| Some((i, libs.of_image.get(i)?)))
+                        .filter(|_| !fr.inlined);
+                    let frame = match in_lib {
+                        Some((&i, &(lib, rel_start))) => {
+                            let im = &p.images[i as usize];
+                            let rel = fr.addr.wrapping_sub(im.start).wrapping_add(rel_start);
+                            match u32::try_from(rel) {
+                                Ok(rel) => Frame::RelativeAddressFromInstructionPointer(lib, rel),
+                                Err(_) => Frame::Label(fx.intern_string(&func.name)),
+                            }
+                        }
+                        None => {
+                            let label = if func.name == "[unknown]" {
+                                format!("{:#x} ({})", fr.addr, func.dso)
+                            } else {
+                                func.name.clone()
+                            };
+                            Frame::Label(fx.intern_string(&label))
+                        }
                     };
                     FrameInfo {
-                        frame: fxprof_processed_profile::Frame::Label(fx.intern_string(&label)),
-                        category_pair: if func.kernel { kernel } else { user }.into(),
+                        frame,
+                        category_pair: category.into(),
                         flags: FrameFlags::empty(),
                     }
                 })
                 .collect();
             fx.intern_stack_frames(th, infos.into_iter())
         });
-        fx.add_sample(th, ts(s.time), handle, CpuDelta::ZERO, 1);
+        let cpu = if clock {
+            CpuDelta::from_nanos(s.period)
+        } else {
+            CpuDelta::ZERO
+        };
+        fx.add_sample(th, ts(s.time), handle, cpu, 1);
     }
     let off_cpu = fx.intern_string("Off CPU");
     let mut out_since: HashMap<u32, u64> = HashMap::new();
@@ -112,6 +293,41 @@ pub fn build(p: &Profile, product: &str, interval_ns: u64) -> Fx {
                 MarkerTiming::Interval(ts(t0), ts(sw.time)),
                 OffCpu { name: off_cpu },
             );
+        }
+    }
+    // Lost records and throttling concern the recording, not one thread: they go on the
+    // thread of the mark when known, else on the heaviest thread.
+    let heaviest = weight
+        .iter()
+        .max_by_key(|&(t, n)| (*n, std::cmp::Reverse(*t)))
+        .map(|(t, _)| threads[t]);
+    let lost = fx.intern_string("Lost records");
+    let throttled = fx.intern_string("Throttled");
+    let mut throttle_since = None;
+    for m in &p.marks {
+        let Some(th) = m.thread.and_then(|t| threads.get(&t).copied()).or(heaviest) else {
+            continue;
+        };
+        match m.kind {
+            MarkKind::Lost(count) => {
+                fx.add_marker(
+                    th,
+                    MarkerTiming::Instant(ts(m.time)),
+                    DataGap { name: lost, count },
+                );
+            }
+            MarkKind::Throttle => throttle_since = Some(m.time),
+            MarkKind::Unthrottle => {
+                let t0 = throttle_since.take().unwrap_or(m.time);
+                fx.add_marker(
+                    th,
+                    MarkerTiming::Interval(ts(t0), ts(m.time)),
+                    DataGap {
+                        name: throttled,
+                        count: 0,
+                    },
+                );
+            }
         }
     }
     fx
@@ -133,7 +349,8 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let threads = v["threads"].as_array().unwrap();
         assert_eq!(threads.len(), 2);
-        assert_eq!(threads[0]["name"], "app");
+        assert_eq!(threads[0]["name"], "app (10)");
+        assert_eq!(threads[1]["name"], "app-worker (11)");
         let samples = &threads[0]["samples"];
         assert_eq!(samples["length"], 80);
         let strings = threads[0]["stringArray"].as_array().unwrap();
