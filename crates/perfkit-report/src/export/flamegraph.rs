@@ -10,7 +10,8 @@
 
 use super::folded::{FoldOptions, lines_with};
 use crate::Profile;
-use inferno::flamegraph::{Direction, Palette, color::MultiPalette};
+use inferno::flamegraph::color::{Color, MultiPalette, PaletteMap};
+use inferno::flamegraph::{Direction, Palette};
 use std::io::{self, Write};
 
 /// The default bound on drawn depth: the picture is then at most 51 × 16 + 94 = 910 pixels
@@ -70,7 +71,20 @@ pub fn write_with(p: &Profile, opts: &Options, w: impl Write) -> io::Result<()> 
             "the profile has no samples to draw",
         ));
     }
+    // User code in FlameGraph's warm "hot" colours, by name (the Java palette would call a
+    // versioned `memcpy@@GLIBC_2.14` Java for its dot); annotated frames get the palette's
+    // kernel, JIT and inline colours.
+    let mut palette = PaletteMap::default();
+    for line in &lines {
+        let stack = line.rsplit_once(' ').map_or(line.as_str(), |(s, _)| s);
+        for name in stack.split(';') {
+            if !is_annotated(name) && palette.get(name).is_none() {
+                palette.insert(name, warm(name));
+            }
+        }
+    }
     let mut fo = inferno::flamegraph::Options::default();
+    fo.palette_map = Some(&mut palette);
     fo.title = opts.title.clone().unwrap_or_else(|| default_title(p));
     fo.subtitle = opts.subtitle.clone().or_else(|| {
         p.meta
@@ -88,6 +102,24 @@ pub fn write_with(p: &Profile, opts: &Options, w: impl Write) -> io::Result<()> 
     fo.image_width = opts.width;
     inferno::flamegraph::from_lines(&mut fo, lines.iter().map(String::as_str), w)
         .map_err(io::Error::other)
+}
+
+fn is_annotated(name: &str) -> bool {
+    ["_[k]", "_[j]", "_[i]"].iter().any(|a| name.ends_with(a))
+}
+
+/// A warm colour (red to yellow) that depends only on the name.
+fn warm(name: &str) -> Color {
+    // FNV-1a, then three fractions of the hash.
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let frac = |shift: u32| ((h >> shift) & 0xff) as f32 / 255.0;
+    Color {
+        r: 205 + (50.0 * frac(0)) as u8,
+        g: (230.0 * frac(8)) as u8,
+        b: (55.0 * frac(16)) as u8,
+    }
 }
 
 /// Write the flamegraph of `p` as SVG, titled `title`, with the default [`Options`].
