@@ -51,10 +51,6 @@ try {
   // The toolbar names the loaded profile; the flame chart is drawn on a canvas.
   await page.waitForSelector("canvas", { timeout: 60000 });
   await page.waitForFunction(() => document.title.includes("speedscope") && document.body.innerText.includes("("), null, { timeout: 60000 });
-  // Left Heavy: the hottest stacks merged and drawn from the left, for the picture.
-  await page.keyboard.press("2");
-  await page.waitForTimeout(1500);
-  await page.screenshot({ path: shot });
   const toolbar = await page.evaluate(() => document.body.innerText.split("\n").slice(0, 12).join(" | "));
   // Sandwich: a table of functions by self time, in the DOM.
   await page.keyboard.press("3");
@@ -63,6 +59,18 @@ try {
     const text = document.body.innerText.split("\n").map((s) => s.trim()).filter(Boolean);
     return text.slice(0, 80);
   });
+  // The picture: the sandwich table with its top row selected, whose callers and callees
+  // speedscope then draws beside it.
+  const top = rows[rows.findIndex((l) => l.includes("Symbol Name")) + 3];
+  if (top) {
+    try {
+      await page.getByText(top, { exact: true }).first().click({ timeout: 5000 });
+      await page.waitForTimeout(1500);
+    } catch (e) {
+      errors.push("selecting " + top + ": " + e);
+    }
+  }
+  await page.screenshot({ path: shot });
   out = { ...out, toolbar, rows, errors };
 } finally {
   await browser.close();

@@ -358,4 +358,48 @@ mod tests {
         assert_eq!(threads[1]["markers"]["length"], 1);
         assert!(v["meta"]["categories"].as_array().unwrap().len() >= 3);
     }
+
+    #[test]
+    fn libraries_carry_build_ids_and_symbol_tables_and_gaps_are_marked() {
+        let mut p = sample_profile();
+        p.images.push(crate::Image {
+            pid: 10,
+            start: 0,
+            end: 0x10_0000,
+            pgoff: 0,
+            path: "/usr/bin/app".into(),
+            build_id: Some((1..=20).collect()),
+            main: true,
+        });
+        for f in 0..p.frames.len() as u32 {
+            if !p.func_of(f).kernel {
+                p.frame_images.insert(f, 0);
+            }
+        }
+        p.marks.push(crate::Mark {
+            time: 2_000_000,
+            thread: None,
+            kind: crate::MarkKind::Lost(7),
+        });
+        let mut out = Vec::new();
+        super::write(&p, "perfkit", 250_000, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let lib = &v["libs"][0];
+        assert_eq!(lib["name"], "app");
+        assert_eq!(lib["codeId"], "0102030405060708090a0b0c0d0e0f1011121314");
+        // The GUID of the first 16 bytes, little-endian fields, age 0.
+        assert_eq!(lib["breakpadId"], "0403020106050807090A0B0C0D0E0F100");
+        let t = &v["threads"][0];
+        // The frames are addresses in the library, named from its symbol table.
+        let strings = t["stringArray"].as_array().unwrap();
+        assert!(strings.iter().any(|s| s == "hot_loop"));
+        let addrs = t["frameTable"]["address"].as_array().unwrap();
+        assert!(addrs.iter().any(|a| a == 0x3004));
+        // CPU time per sample: cpu-clock periods, in microseconds.
+        assert_eq!(t["samples"]["threadCPUDelta"][1], 250);
+        // The lost records are a marker on the busiest thread.
+        assert_eq!(t["markers"]["length"], 1);
+        let data = &t["markers"]["data"][0];
+        assert_eq!(data["count"].as_f64(), Some(7.0));
+    }
 }

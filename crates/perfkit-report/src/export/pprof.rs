@@ -576,4 +576,96 @@ mod tests {
         assert_eq!(s(func.name), "hot_loop");
         assert_eq!(top.location_id.len(), 3);
     }
+
+    /// The sample profile with its frames in images: ld.so (seen first), the app (its main
+    /// executable) and the kernel.
+    fn with_images() -> crate::Profile {
+        let mut p = sample_profile();
+        let image = |path: &str, pid: i32, start: u64, main: bool| crate::Image {
+            pid,
+            start,
+            end: start + 0x10_0000,
+            pgoff: 0x1000,
+            path: path.into(),
+            build_id: Some([vec![0xab; 20], vec![0; 4]].concat()),
+            main,
+        };
+        p.images
+            .push(image("/lib64/ld-linux-x86-64.so.2", 10, 0x7f00_0000, false));
+        p.images.push(image("/usr/bin/app", 10, 0, true));
+        p.images
+            .push(image("[kernel.kallsyms]", -1, 0xffff_0000, false));
+        for f in 0..p.frames.len() as u32 {
+            let image = if p.func_of(f).kernel { 2 } else { 1 };
+            p.frame_images.insert(f, image);
+        }
+        p
+    }
+
+    #[test]
+    fn main_executable_first_with_build_ids_and_labels() {
+        let p = with_images();
+        let prof = PprofBuilder::new(&p)
+            .label("host", "db-1")
+            .sample_labels(|_, s| {
+                vec![(
+                    "cpu".to_string(),
+                    LabelValue::Num(i64::from(s.cpu.unwrap_or(0)), String::new()),
+                )]
+            })
+            .comment("fleet")
+            .build();
+        let s = |i: i64| prof.string_table[i as usize].as_str();
+        let m = &prof.mapping[0];
+        assert_eq!(s(m.filename), "/usr/bin/app");
+        assert_eq!(s(m.build_id), "ab".repeat(20));
+        assert_eq!(
+            (m.memory_start, m.memory_limit, m.file_offset),
+            (0, 0x10_0000, 0x1000)
+        );
+        assert!(m.has_functions && m.has_filenames);
+        // Then the other images of the busiest process (ld.so: no frames, no functions),
+        // then the kernel's.
+        assert_eq!(s(prof.mapping[1].filename), "/lib64/ld-linux-x86-64.so.2");
+        assert!(!prof.mapping[1].has_functions);
+        assert_eq!(s(prof.mapping[2].filename), "[kernel.kallsyms]");
+        assert_eq!(prof.mapping[2].file_offset, 0);
+        assert!(prof.mapping[2].has_functions);
+        assert_eq!(
+            (s(prof.period_type.as_ref().unwrap().r#type), prof.period),
+            ("cpu", 250_000)
+        );
+        assert_eq!(s(prof.comment[0]), "fleet");
+        // Per thread and cpu: 4 groups of the hot stack, each labelled.
+        let top = &prof.sample[0];
+        let labels: Vec<(String, String, i64)> = top
+            .label
+            .iter()
+            .map(|l| (s(l.key).to_string(), s(l.str).to_string(), l.num))
+            .collect();
+        assert_eq!(labels[0], ("comm".into(), "app".into(), 0));
+        assert_eq!(labels[1], ("pid".into(), String::new(), 10));
+        assert_eq!(labels[2], ("tid".into(), String::new(), 10));
+        assert_eq!(labels[3], ("host".into(), "db-1".into(), 0));
+        assert_eq!(labels[4].0, "cpu");
+        let total: i64 = prof.sample.iter().map(|x| x.value[0]).sum();
+        assert_eq!(total, 100);
+        let hot: i64 = prof
+            .sample
+            .iter()
+            .filter(|x| {
+                x.location_id.len() == 3 && {
+                    let leaf = &prof.location[x.location_id[0] as usize - 1];
+                    s(prof.function[leaf.line[0].function_id as usize - 1].name) == "hot_loop"
+                }
+            })
+            .map(|x| x.value[0])
+            .sum();
+        assert_eq!(hot, 70);
+        // Without symbols: addresses and build ids only.
+        let bare = PprofBuilder::new(&p).without_symbols().build();
+        assert!(bare.function.is_empty());
+        assert!(bare.location.iter().all(|l| l.line.is_empty()));
+        assert!(!bare.mapping[0].has_functions);
+    }
 }
