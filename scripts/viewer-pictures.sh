@@ -14,25 +14,25 @@ modules=${PERFKIT_VIEWERS:-$HOME/.cache/perfkit-viewers}/node_modules
 shots=$root/crates/perfkit-cli/tests/viewers
 mkdir -p "$out"
 cargo build -q --release -p perfkit-cli --manifest-path "$root/Cargo.toml"
-perfkit=$root/target/release/perfkit
+export PATH=$root/target/release:$PATH
 
 work=$(mktemp -d)
 trap 'kill "${pprof_pid:-}" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work"
 cc -O1 -fno-omit-frame-pointer -pthread -o workload "$root/crates/perfkit-cli/tests/fixtures/workload.c"
-"$perfkit" record -q -g -o perf.data -- sh -c './workload threads 1 400 & ./workload deep 1 400; wait'
+perfkit record -q -g -o perf.data -- sh -c './workload threads 1 400 & ./workload deep 1 400; wait'
 
-"$perfkit" report -q --format flamegraph -o flame.svg
+perfkit report -q --format flamegraph -o flame.svg
 node "$shots/svg_first_screen.mjs" "$modules" flame.svg spin "$out/flamegraph.png" >/dev/null
 
-"$perfkit" report -q --format speedscope -o speedscope.json
+perfkit report -q --format speedscope -o speedscope.json
 node "$shots/speedscope.mjs" "$modules" speedscope.json "$out/speedscope.png" >/dev/null
 
-"$perfkit" report -q --format pprof -o profile.pb.gz
+perfkit report -q --format pprof -o profile.pb.gz
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 go tool pprof -http="127.0.0.1:$port" -no_browser profile.pb.gz >pprof.log 2>&1 &
 pprof_pid=$!
-for _ in $(seq 50); do grep -q "Serving web UI" pprof.log && break; sleep 0.2; done
+for _ in $(seq 50); do grep -qs "Serving web UI" pprof.log && break; sleep 0.2; done
 node "$shots/screenshot.mjs" "$modules" "http://127.0.0.1:$port/ui/top" "$out/pprof.png" 1500 >/dev/null
 
 ls -l "$out"

@@ -353,6 +353,17 @@ fn open_rewindable(path: &Path) -> Result<perfkit_data::PerfData> {
 
 /// Run `perfkit report`.
 pub fn run_report(args: ReportArgs) -> Result<u8> {
+    if args.inverted
+        && args
+            .format
+            .as_deref()
+            .is_none_or(|f| f != "flamegraph" && f != "svg")
+    {
+        bail!(
+            "--inverted draws an icicle graph: give it with --format flamegraph \
+             (perf's inverted, caller-based call graph is not supported yet)"
+        );
+    }
     let input = report_input(&args.input);
     check_owner(&input, args.force)?;
     if args.stats || args.tasks || args.mmaps || args.header_only {
@@ -422,14 +433,6 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let time = time_ranges(args.only.time.as_deref(), &profile)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
-    }
-    if args.inverted
-        && args
-            .format
-            .as_deref()
-            .is_none_or(|f| f != "flamegraph" && f != "svg")
-    {
-        bail!("--inverted draws an icicle graph: give it with --format flamegraph");
     }
     if let Some(fmt) = &args.format {
         let title = export::flamegraph::default_title(&profile);

@@ -427,3 +427,67 @@ fn flamegraph_hot_function_on_the_first_screen() {
         keep_screenshot(&png, name);
     }
 }
+
+#[test]
+fn inverted_needs_the_flamegraph_format() {
+    let out = perfkit()
+        .args(["report", "--inverted", "-i", "/nonexistent/perf.data"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--format flamegraph"), "{err}");
+}
+
+/// The Firefox Profiler has no offline build to open files in here: the export is checked by
+/// what the profiler reads from it, on the same recording.
+#[test]
+fn firefox_export_has_thread_tracks_cpu_time_and_build_ids() {
+    let Some(r) = record() else { return };
+    let json = export(&r, "firefox", &[]);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let script = stdout_ok(
+        perfkit()
+            .args(["script", "-q", "-F", "tid", "-i"])
+            .arg(&r.data),
+    );
+    let mut per_tid = std::collections::BTreeMap::<String, u64>::new();
+    for l in script.lines().filter(|l| !l.trim().is_empty()) {
+        *per_tid.entry(l.trim().to_string()).or_default() += 1;
+    }
+    let threads = v["threads"].as_array().unwrap();
+    for (tid, n) in &per_tid {
+        let t = threads
+            .iter()
+            .find(|t| t["tid"].to_string().trim_matches('"') == tid.as_str())
+            .unwrap_or_else(|| panic!("no track for tid {tid}"));
+        assert_eq!(t["name"], format!("workload ({tid})"));
+        assert_eq!(t["samples"]["length"].as_u64(), Some(*n));
+        // cpu-clock: each sample stands for its period of CPU time (µs in the file).
+        let cpu: f64 = t["samples"]["threadCPUDelta"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x.as_f64())
+            .sum();
+        assert!(
+            cpu > 0.0 && cpu <= *n as f64 * 1e6,
+            "tid {tid}: {cpu} µs for {n} samples"
+        );
+    }
+    let ids = stdout_ok(perfkit().args(["buildid-list", "-i"]).arg(&r.data));
+    let id = ids
+        .lines()
+        .find(|l| l.ends_with(&*r.bin.to_string_lossy()))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{ids}"));
+    let lib = v["libs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "workload")
+        .unwrap_or_else(|| panic!("no library for the workload: {}", v["libs"]));
+    assert_eq!(lib["codeId"].as_str(), Some(id));
+    assert_eq!(lib["path"].as_str(), Some(&*r.bin.to_string_lossy()));
+    assert!(lib["breakpadId"].as_str().unwrap().len() == 33);
+}
