@@ -491,3 +491,60 @@ fn firefox_export_has_thread_tracks_cpu_time_and_build_ids() {
     assert_eq!(lib["path"].as_str(), Some(&*r.bin.to_string_lossy()));
     assert!(lib["breakpadId"].as_str().unwrap().len() == 33);
 }
+
+/// With context-switch records (perf's `--switch-events`), speedscope gets the time a thread
+/// was switched out as `[off-CPU]` samples, and Firefox Profiler off-CPU markers.
+#[test]
+fn off_cpu_time_from_switch_events() {
+    if !common::have_perf() {
+        return skip("no perf (.ci/run installs linux-perf)");
+    }
+    let Some(mut r) = record() else { return };
+    // 50 sleeps of 1 ms: at least 50 ms off CPU, 50 switches out.
+    r.data = r.dir.path().join("switch.data");
+    let out = Command::new("perf")
+        .args(["record", "-q", "-g", "--switch-events", "-o"])
+        .arg(&r.data)
+        .arg("--")
+        .arg(&r.bin)
+        .args(["sleep", "50"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = export(&r, "speedscope", &[]);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let frames = v["shared"]["frames"].as_array().unwrap();
+    let off = frames
+        .iter()
+        .position(|f| f["name"] == "[off-CPU]")
+        .expect("an [off-CPU] frame");
+    let (mut off_ns, mut n) = (0u64, 0);
+    for p in v["profiles"].as_array().unwrap() {
+        assert_eq!(p["unit"], "nanoseconds");
+        let weights = p["weights"].as_array().unwrap();
+        for (s, w) in p["samples"].as_array().unwrap().iter().zip(weights) {
+            if s.as_array().unwrap().last().and_then(|x| x.as_u64()) == Some(off as u64) {
+                off_ns += w.as_u64().unwrap();
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 50, "{n} off-CPU stretches for 50 sleeps");
+    assert!(
+        off_ns >= 50_000_000,
+        "{off_ns} ns off CPU for 50 sleeps of 1 ms"
+    );
+    let json = export(&r, "firefox", &[]);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let markers: u64 = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["markers"]["length"].as_u64().unwrap())
+        .sum();
+    assert!(markers >= 50, "{markers} off-CPU markers for 50 sleeps");
+}
