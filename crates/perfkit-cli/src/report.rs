@@ -364,6 +364,13 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
              (perf's inverted, caller-based call graph is not supported yet)"
         );
     }
+    if (1..3).contains(&args.max_depth) {
+        bail!(
+            "--max-depth {}: a stack needs 3 boxes at least (the comm, `… N frames`, the leaf); \
+             0 draws every frame",
+            args.max_depth
+        );
+    }
     let input = report_input(&args.input);
     check_owner(&input, args.force)?;
     if args.stats || args.tasks || args.mmaps || args.header_only {

@@ -437,6 +437,21 @@ fn inverted_needs_the_flamegraph_format() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--format flamegraph"), "{err}");
+    let out = perfkit()
+        .args([
+            "report",
+            "--format",
+            "flamegraph",
+            "--max-depth",
+            "2",
+            "-i",
+            "/nonexistent",
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("3 boxes at least"), "{err}");
 }
 
 /// The Firefox Profiler has no offline build to open files in here: the export is checked by
