@@ -112,6 +112,10 @@ pub struct ReportArgs {
     /// Where to write an export (default: standard output).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// With --format flamegraph: boxes drawn per stack at most (deeper stacks keep their
+    /// roots and leaf, the frames between become one `… N frames` box); 0: no bound.
+    #[arg(long, value_name = "N", default_value_t = export::flamegraph::DEFAULT_MAX_DEPTH)]
+    pub max_depth: usize,
     /// Kernel symbols from this file instead of /proc/kallsyms.
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
@@ -131,7 +135,8 @@ pub struct ReportArgs {
     /// Use at most this many callchain entries, leaf first (perf's default 127).
     #[arg(long = "max-stack", default_value_t = 127)]
     pub max_stack: usize,
-    /// Callers first in call graphs (perf's inverted call graph).
+    /// Callers first in call graphs (perf's inverted call graph); with --format flamegraph,
+    /// an icicle graph (roots at the top, stacks growing down).
     #[arg(short = 'G', long = "inverted")]
     pub inverted: bool,
     /// A sample whose chain passes a function matching this regex counts for that
@@ -433,6 +438,25 @@ fn open_rewindable(path: &Path) -> Result<perfkit_data::PerfData> {
 
 /// Run `perfkit report`.
 pub fn run_report(args: ReportArgs) -> Result<u8> {
+    // -G/--inverted is perf's caller-first call graph in the text report and an icicle graph
+    // in the flamegraph; the other exports have no such picture.
+    if let Some(fmt) = args
+        .format
+        .as_deref()
+        .filter(|f| args.inverted && *f != "flamegraph" && *f != "svg")
+    {
+        bail!(
+            "--inverted with --format {fmt}: only --format flamegraph draws inverted (an icicle \
+             graph); leave --inverted out, or export a flamegraph"
+        );
+    }
+    if (1..3).contains(&args.max_depth) {
+        bail!(
+            "--max-depth {}: a stack needs 3 boxes at least (the comm, `… N frames`, the leaf); \
+             0 draws every frame",
+            args.max_depth
+        );
+    }
     let input = report_input(&args.input);
     check_owner(&input, args.force)?;
     if args.stats || args.tasks || args.mmaps || args.header_only {
@@ -540,23 +564,22 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         eprintln!("perfkit: {d}");
     }
     if let Some(fmt) = &args.format {
-        let title = format!(
-            "perfkit: {}",
-            profile
-                .events
-                .first()
-                .map_or("samples", |e| e.name.as_str())
-        );
+        let title = export::flamegraph::default_title(&profile);
         match fmt.as_str() {
             "folded" => write_out(&args.output, |w| export::folded::write(&profile, w))?,
-            "flamegraph" | "svg" => write_out(&args.output, |w| {
-                export::flamegraph::write(&profile, &title, w)
-            })?,
+            "flamegraph" | "svg" => {
+                let mut opts = export::flamegraph::Options::default();
+                opts.inverted = args.inverted;
+                opts.max_depth = args.max_depth;
+                write_out(&args.output, |w| {
+                    export::flamegraph::write_with(&profile, &opts, w)
+                })?
+            }
             "firefox" => write_out(&args.output, |w| {
                 export::firefox::write(&profile, "perfkit", diag.interval_ns, w)
             })?,
             "speedscope" => write_out(&args.output, |w| {
-                export::speedscope::write(&profile, &title, w)
+                export::speedscope::write_with_interval(&profile, &title, diag.interval_ns, w)
             })?,
             "pprof" => write_out(&args.output, |w| export::pprof::write(&profile, w))?,
             other => bail!(

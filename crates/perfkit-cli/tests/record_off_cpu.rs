@@ -182,15 +182,32 @@ fn off_cpu_time_leads_with_the_sleeping_function() {
             .arg("-i")
             .arg(&data),
     );
+    // speedscope: a profile per thread in nanoseconds; each off-CPU sample is its stack with
+    // an `[off-CPU]` frame on top, weighing its time (the switch records are not counted
+    // again), under the sleeping function.
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&ss).unwrap()).unwrap();
-    let prof = doc["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"].as_str().unwrap().ends_with("offcpu-time"))
-        .expect("an off-CPU profile");
-    assert_eq!(prof["unit"], "nanoseconds");
-    assert_eq!(prof["endValue"].as_u64(), Some(total));
+    let frames = doc["shared"]["frames"].as_array().unwrap();
+    let name = |i: &serde_json::Value| frames[i.as_u64().unwrap() as usize]["name"].as_str();
+    let (mut off_ns, mut under_sleeper) = (0u64, false);
+    for prof in doc["profiles"].as_array().unwrap() {
+        assert_eq!(prof["unit"], "nanoseconds", "{}", prof["name"]);
+        let samples = prof["samples"].as_array().unwrap();
+        let weights = prof["weights"].as_array().unwrap();
+        for (stack, w) in samples.iter().zip(weights) {
+            let stack = stack.as_array().unwrap();
+            if stack.last().and_then(name) == Some("[off-CPU]") {
+                off_ns += w.as_u64().unwrap();
+                under_sleeper |= stack
+                    .iter()
+                    .any(|f| name(f) == Some("sleep_in_known_function"));
+            }
+        }
+    }
+    assert_eq!(off_ns, total, "speedscope's off-CPU time");
+    assert!(
+        under_sleeper,
+        "no off-CPU sample under the sleeping function"
+    );
     let ff = dir.path().join("p.firefox.json");
     run_ok(
         perfkit()

@@ -97,6 +97,14 @@ pub enum Input<'a> {
         /// How many.
         count: u64,
     },
+    /// `PERF_RECORD_THROTTLE` / `UNTHROTTLE`: the kernel stopped (or resumed) sampling an
+    /// event that fired too often.
+    Throttle {
+        /// When.
+        time: u64,
+        /// Throttled (true) or unthrottled.
+        on: bool,
+    },
     /// `PERF_RECORD_LOST_SAMPLES`: the kernel's own count of one event's lost samples
     /// (`PERF_FORMAT_LOST`), written at the end of a recording; what perf reports as
     /// "Total Lost Samples".
@@ -135,6 +143,12 @@ pub struct Builder {
     pending_kernel: Vec<u32>,
     pending_func: Option<u32>,
     unwinder: Option<perfkit_symbols::unwind::Unwinder>,
+    /// Interned [`crate::Image`]s.
+    image_ids: HashMap<crate::Image, crate::ImageId>,
+    /// Each process's main executable (the first file it mapped since its exec).
+    main_exe: HashMap<i32, String>,
+    /// The recording kernel's build id, for the kernel's image.
+    kernel_build_id: Option<Vec<u8>>,
 }
 
 impl Builder {
@@ -154,7 +168,44 @@ impl Builder {
             pending_kernel: Vec::new(),
             pending_func: None,
             unwinder: None,
+            image_ids: HashMap::default(),
+            main_exe: HashMap::default(),
+            kernel_build_id: None,
         }
+    }
+
+    /// The recording kernel's build id (the file header's), carried on the kernel's image.
+    pub fn kernel_build_id(&mut self, id: Option<Vec<u8>>) {
+        self.kernel_build_id = id;
+    }
+
+    /// Intern the image of `m` in process `pid` (-1: the kernel).
+    fn image(&mut self, pid: i32, m: &Mapping) -> crate::ImageId {
+        let kernel = pid == -1;
+        let image = crate::Image {
+            pid,
+            start: m.start,
+            end: m.end,
+            pgoff: m.pgoff,
+            path: if kernel && m.path.starts_with("[kernel.kallsyms]") {
+                "[kernel.kallsyms]".to_string()
+            } else {
+                m.path.clone()
+            },
+            build_id: if kernel && m.build_id.is_none() {
+                self.kernel_build_id.clone()
+            } else {
+                m.build_id.clone()
+            },
+            main: !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path),
+        };
+        if let Some(&id) = self.image_ids.get(&image) {
+            return id;
+        }
+        let id = self.profile.images.len() as crate::ImageId;
+        self.profile.images.push(image.clone());
+        self.image_ids.insert(image, id);
+        id
     }
 
     /// Start loading kernel symbols in the background (when the file has kernel samples).
@@ -165,6 +216,11 @@ impl Builder {
     /// Add header facts (`--header`).
     pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.profile.meta.push((key.into(), value.into()));
+    }
+
+    /// Add a timeline event (a lost-records record with its time).
+    pub fn mark(&mut self, mark: crate::Mark) {
+        self.profile.marks.push(mark);
     }
 
     fn thread(&mut self, pid: i32, tid: i32, time: u64) -> ThreadId {
@@ -193,6 +249,11 @@ impl Builder {
                 if pid == -1 || mapping.is_kernel() {
                     self.kernel_maps.insert(mapping);
                 } else {
+                    if !mapping.is_anonymous() && !mapping.path.starts_with('[') {
+                        self.main_exe
+                            .entry(pid)
+                            .or_insert_with(|| mapping.path.clone());
+                    }
                     self.maps.entry(pid).or_default().insert(mapping);
                 }
             }
@@ -206,6 +267,7 @@ impl Builder {
                 if exec {
                     // The old address space is gone.
                     self.maps.remove(&pid);
+                    self.main_exe.remove(&pid);
                 }
                 let id = self.thread(pid, tid, time);
                 let t = &mut self.profile.threads[id as usize];
@@ -228,6 +290,9 @@ impl Builder {
                     && let Some(m) = self.maps.get(&ppid).cloned()
                 {
                     self.maps.insert(pid, m);
+                    if let Some(exe) = self.main_exe.get(&ppid).cloned() {
+                        self.main_exe.insert(pid, exe);
+                    }
                 }
                 let id = self.thread(pid, tid, time);
                 let t = &mut self.profile.threads[id as usize];
@@ -249,6 +314,15 @@ impl Builder {
                 self.profile.switches.push(Switch { thread, time, out });
             }
             Input::Lost { count } => self.profile.lost_records += count,
+            Input::Throttle { time, on } => self.profile.marks.push(crate::Mark {
+                time,
+                thread: None,
+                kind: if on {
+                    crate::MarkKind::Throttle
+                } else {
+                    crate::MarkKind::Unthrottle
+                },
+            }),
             Input::LostSamples { count } => self.profile.lost += count,
             Input::Sample {
                 event,
@@ -384,19 +458,24 @@ impl Builder {
                 inlined: false,
             });
             self.pending_kernel.push(frame);
+            if let Some(m) = self.kernel_maps.find(addr).cloned() {
+                let image = self.image(-1, &m);
+                self.profile.frame_images.entry(frame).or_insert(image);
+            }
             self.memo.insert(key, frame);
             return frame;
         }
-        let (sym, map_offset) = {
+        let (sym, map_offset, mapping) = {
             let empty = ProcessMaps::new();
             let maps = self.maps.get(&pid).unwrap_or(&empty);
-            let map_offset = maps
+            let mapping = maps
                 .find(addr)
                 .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
-                .map(|m| m.file_offset(addr));
+                .cloned();
             (
                 self.symbolizer.symbolize(pid.max(0) as u32, maps, addr),
-                map_offset,
+                mapping.as_ref().map(|m| m.file_offset(addr)),
+                mapping,
             )
         };
         if let Some(r) = sym.unknown_reason
@@ -418,6 +497,10 @@ impl Builder {
             srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
             inlined: false,
         });
+        if let Some(m) = &mapping {
+            let image = self.image(pid, m);
+            self.profile.frame_images.entry(frame).or_insert(image);
+        }
         if !sym.inlined.is_empty() {
             let inl: Vec<FrameId> = sym
                 .inlined

@@ -13,12 +13,20 @@
 //! where one exists:
 //!
 //! * [`export::folded`]: `comm;caller;...;callee count` lines, the input of flamegraph tools;
-//! * [`export::flamegraph`]: an interactive SVG (click to zoom, search) through `inferno`;
+//! * [`export::flamegraph`]: an interactive SVG (click to zoom, search) through `inferno`,
+//!   bounded in depth for its first screen, coloured by kind, optionally inverted;
 //! * [`export::firefox`]: Firefox Profiler JSON through `fxprof-processed-profile`
-//!   (threads, samples, stacks, context-switch markers);
-//! * [`export::speedscope`]: speedscope's file format (sampled profiles per thread);
+//!   (a track per thread, CPU time, libraries with build ids, off-CPU, lost and throttle
+//!   markers);
+//! * [`export::speedscope`]: speedscope's file format (a sampled profile per thread, in
+//!   nanoseconds, with off-CPU time);
 //! * [`export::pprof`]: gzipped protobuf `perftools.profiles.Profile` (Pyroscope, Parca,
-//!   `go tool pprof`), with the message types declared here for `prost` (no build script).
+//!   `go tool pprof`), with the message types declared here for `prost` (no build script)
+//!   and a builder for labels.
+//!
+//! A profile keeps the mapped files its frames were sampled in ([`Image`]: build id, file
+//! offset, main executable) and the recording's gaps ([`Mark`]: lost records, throttling)
+//! for these exports.
 #![forbid(unsafe_code)]
 
 pub mod build;
@@ -29,6 +37,7 @@ mod error;
 pub mod export;
 pub mod header;
 pub mod hierarchy;
+mod image;
 pub mod load;
 mod model;
 mod origin;
@@ -44,6 +53,7 @@ pub mod timespec;
 pub mod trace_info;
 
 pub use error::LoadError;
+pub use image::{Image, ImageId, Mark, MarkKind};
 pub use load::{Diagnostics, LoadOptions, Loader, load};
 
 pub use model::*;

@@ -237,6 +237,7 @@ impl Loader {
             }
         }
         let mut me = Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols);
+        me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
@@ -411,7 +412,22 @@ impl Loader {
                 time,
                 out: s.out,
             }),
-            Record::Lost(l) => b.push(Input::Lost { count: l.lost }),
+            Record::Lost(l) => {
+                b.push(Input::Lost { count: l.lost });
+                b.mark(crate::Mark {
+                    time,
+                    thread: None,
+                    kind: crate::MarkKind::Lost(l.lost),
+                });
+            }
+            Record::Throttle(t) => b.push(Input::Throttle {
+                time: t.time,
+                on: true,
+            }),
+            Record::Unthrottle(t) => b.push(Input::Throttle {
+                time: t.time,
+                on: false,
+            }),
             Record::LostSamples(l) => b.push(Input::LostSamples { count: l.lost }),
             _ => {}
         }

@@ -253,6 +253,13 @@ pub struct Profile {
     pub raw: RawStore,
     /// Context switches.
     pub switches: Vec<Switch>,
+    /// The mapped files frames were sampled in (per process), for exports that carry
+    /// build ids and file offsets.
+    pub images: Vec<crate::Image>,
+    /// The image each frame's address is in, when known ([`Profile::image_of`]).
+    pub frame_images: HashMap<FrameId, crate::ImageId>,
+    /// Lost records and throttling, in time order, for timeline markers.
+    pub marks: Vec<crate::Mark>,
     /// Samples the kernel lost, by its own count (PERF_RECORD_LOST_SAMPLES): perf's
     /// "Total Lost Samples".
     pub lost: u64,
@@ -355,6 +362,30 @@ impl Profile {
     pub fn func_of(&self, frame: FrameId) -> &Func {
         &self.funcs[self.frames[frame as usize].func as usize]
     }
+
+    /// The mapped file a frame's address is in, when the recording said.
+    pub fn image_of(&self, frame: FrameId) -> Option<&crate::Image> {
+        let i = *self.frame_images.get(&frame)?;
+        self.images.get(i as usize)
+    }
+
+    /// The command the profile is mostly of: the name of the process with the most
+    /// samples (its main thread's name), or `None` without samples.
+    pub fn main_command(&self) -> Option<&str> {
+        let mut per_pid: HashMap<i32, usize> = HashMap::default();
+        for s in &self.samples {
+            *per_pid
+                .entry(self.threads[s.thread as usize].pid)
+                .or_default() += 1;
+        }
+        let (&pid, _) = per_pid.iter().max_by_key(|&(pid, n)| (*n, -*pid))?;
+        let t = self
+            .threads
+            .iter()
+            .find(|t| t.pid == pid && t.tid == pid)
+            .or_else(|| self.threads.iter().find(|t| t.pid == pid))?;
+        Some(t.name())
+    }
 }
 
 /// Iterator over a stack's frames, leaf first.
@@ -442,6 +473,24 @@ pub(crate) mod testing {
             time: 6_000_000,
             out: false,
         });
+        p
+    }
+
+    /// [`sample_profile`] with off-CPU time as `record --off-cpu` writes it: an
+    /// `offcpu-time` event with one sample, the worker's 5 ms off the CPU in `idle`,
+    /// stamped after the last sample.
+    pub fn off_cpu_profile() -> Profile {
+        let mut p = sample_profile();
+        p.events.push(EventDesc {
+            name: "offcpu-time".into(),
+            callchain: true,
+            trace: None,
+        });
+        let mut s = p.samples[7];
+        s.event = 1;
+        s.period = 5_000_000;
+        s.time = p.samples.last().map_or(0, |l| l.time) + 1;
+        p.samples.push(s);
         p
     }
 }

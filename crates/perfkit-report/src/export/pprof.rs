@@ -208,126 +208,355 @@ impl Strings {
     }
 }
 
-/// Build the pprof message: values are `[samples/count, <event>/<unit>...]`, one summed
-/// period per event (`cpu/nanoseconds` for clock events, `offcpu-time/nanoseconds` for
-/// off-CPU time).
-pub fn build(p: &Profile) -> PprofProfile {
-    let mut st = Strings::new();
-    let mut sample_type = vec![ValueType {
-        r#type: st.id("samples"),
-        unit: st.id("count"),
-    }];
-    let names: Vec<&str> = if p.events.is_empty() {
-        vec!["samples"]
-    } else {
-        p.events.iter().map(|e| e.name.as_str()).collect()
-    };
-    for event in names {
-        let clock = event.starts_with("cpu-clock") || event.starts_with("task-clock");
-        let nanos = clock || event == super::weight::OFFCPU_EVENT;
-        sample_type.push(ValueType {
-            r#type: st.id(if clock { "cpu" } else { event }),
-            unit: st.id(if nanos { "nanoseconds" } else { "count" }),
-        });
+/// A label a [`PprofBuilder`] puts on samples: a string (`comm`, `host`) or a number with
+/// an optional unit (`pid`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LabelValue {
+    /// A string label.
+    Str(String),
+    /// A numeric label and its unit (`""` for none).
+    Num(i64, String),
+}
+
+type SampleLabels<'a> = Box<dyn Fn(&Profile, &crate::Sample) -> Vec<(String, LabelValue)> + 'a>;
+
+/// Builds the pprof message of a [`Profile`], with options: labels put on every sample
+/// (`host`, `service`), per-sample labels from a function (`cgroup`), comments, and whether
+/// function names are included (`without_symbols` leaves names to the profile store, which
+/// symbolizes by build id and address).
+///
+/// Every sample carries the labels `comm` (its thread's name), `pid` and `tid`; its values
+/// are `samples/count`, then the summed period of each of the profile's events:
+/// `cpu/nanoseconds` for clock events (`cpu-clock`, `task-clock`), `offcpu-time/nanoseconds`
+/// for off-CPU time (`record --off-cpu`), `EVENT/count` for others. The first mapping is
+/// the main executable of the process with the most samples, as `go tool pprof` expects.
+///
+/// ```
+/// use perfkit_report::export::pprof::PprofBuilder;
+/// let profile = perfkit_report::Profile::default();
+/// let message = PprofBuilder::new(&profile).label("host", "db-1").build();
+/// assert_eq!(message.sample.len(), 0);
+/// ```
+pub struct PprofBuilder<'a> {
+    profile: &'a Profile,
+    labels: Vec<(String, LabelValue)>,
+    sample_labels: Option<SampleLabels<'a>>,
+    comments: Vec<String>,
+    symbols: bool,
+}
+
+impl<'a> PprofBuilder<'a> {
+    /// A builder for `profile` with the default options.
+    pub fn new(profile: &'a Profile) -> Self {
+        PprofBuilder {
+            profile,
+            labels: Vec::new(),
+            sample_labels: None,
+            comments: Vec::new(),
+            symbols: true,
+        }
     }
-    let n_values = sample_type.len();
-    let mut mappings: Vec<Mapping> = Vec::new();
-    let mut mapping_of: HashMap<String, u64> = HashMap::new();
-    let mut functions: Vec<Function> = Vec::new();
-    let mut locations: Vec<Location> = Vec::with_capacity(p.frames.len());
-    let mut func_id: HashMap<u32, u64> = HashMap::new();
-    for (i, fr) in p.frames.iter().enumerate() {
-        let f = &p.funcs[fr.func as usize];
-        let mapping_id = *mapping_of.entry(f.dso.clone()).or_insert_with(|| {
-            let id = mappings.len() as u64 + 1;
-            mappings.push(Mapping {
-                id,
-                filename: st.id(&f.dso),
-                has_functions: true,
-                ..Mapping::default()
+
+    /// Put a string label on every sample.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels
+            .push((key.into(), LabelValue::Str(value.into())));
+        self
+    }
+
+    /// Put a numeric label (with a unit, `""` for none) on every sample.
+    pub fn num_label(
+        mut self,
+        key: impl Into<String>,
+        value: i64,
+        unit: impl Into<String>,
+    ) -> Self {
+        self.labels
+            .push((key.into(), LabelValue::Num(value, unit.into())));
+        self
+    }
+
+    /// Labels computed per sample (a cgroup, a container). Samples are merged only when
+    /// their stack, thread and these labels are equal.
+    pub fn sample_labels(
+        mut self,
+        f: impl Fn(&Profile, &crate::Sample) -> Vec<(String, LabelValue)> + 'a,
+    ) -> Self {
+        self.sample_labels = Some(Box::new(f));
+        self
+    }
+
+    /// Add a comment (shown by `go tool pprof -comments`).
+    pub fn comment(mut self, text: impl Into<String>) -> Self {
+        self.comments.push(text.into());
+        self
+    }
+
+    /// Leave function names out: locations carry only addresses and mappings their build
+    /// ids, for a profile store that symbolizes itself.
+    pub fn without_symbols(mut self) -> Self {
+        self.symbols = false;
+        self
+    }
+
+    /// The message.
+    pub fn build(&self) -> PprofProfile {
+        let p = self.profile;
+        let mut st = Strings::new();
+        // A value column per event, after the sample count.
+        let names: Vec<&str> = if p.events.is_empty() {
+            vec!["samples"]
+        } else {
+            p.events.iter().map(|e| e.name.as_str()).collect()
+        };
+        let mut sample_type = vec![ValueType {
+            r#type: st.id("samples"),
+            unit: st.id("count"),
+        }];
+        for event in names {
+            let clock = is_clock(event);
+            let nanos = clock || event == super::weight::OFFCPU_EVENT;
+            sample_type.push(ValueType {
+                r#type: st.id(if clock { "cpu" } else { event }),
+                unit: st.id(if nanos { "nanoseconds" } else { "count" }),
             });
-            id
-        });
-        let function_id = *func_id.entry(fr.func).or_insert_with(|| {
-            let id = functions.len() as u64 + 1;
-            functions.push(Function {
-                id,
-                name: st.id(&f.name),
-                system_name: st.id(&f.name),
-                filename: fr.srcline.as_ref().map_or(0, |(file, _)| st.id(file)),
-                start_line: 0,
+        }
+        let n_values = sample_type.len();
+        let value_type = sample_type[1].clone();
+        let (mappings, mapping_of) = self.mappings(&mut st);
+        let mut functions: Vec<Function> = Vec::new();
+        let mut locations: Vec<Location> = Vec::with_capacity(p.frames.len());
+        let mut func_id: HashMap<u32, u64> = HashMap::new();
+        for (i, fr) in p.frames.iter().enumerate() {
+            let f = &p.funcs[fr.func as usize];
+            let mapping_id = mapping_of[i];
+            let line = if self.symbols {
+                let function_id = *func_id.entry(fr.func).or_insert_with(|| {
+                    let id = functions.len() as u64 + 1;
+                    functions.push(Function {
+                        id,
+                        name: st.id(&f.name),
+                        system_name: st.id(&f.name),
+                        filename: fr.srcline.as_ref().map_or(0, |(file, _)| st.id(file)),
+                        start_line: 0,
+                    });
+                    id
+                });
+                vec![Line {
+                    function_id,
+                    line: fr.srcline.as_ref().map_or(0, |(_, l)| i64::from(*l)),
+                    column: 0,
+                }]
+            } else {
+                Vec::new()
+            };
+            locations.push(Location {
+                id: i as u64 + 1,
+                mapping_id,
+                address: fr.addr,
+                line,
+                is_folded: false,
             });
-            id
-        });
-        locations.push(Location {
-            id: i as u64 + 1,
-            mapping_id,
-            address: fr.addr,
-            line: vec![Line {
-                function_id,
-                line: fr.srcline.as_ref().map_or(0, |(_, l)| i64::from(*l)),
-                column: 0,
-            }],
-            is_folded: false,
-        });
-    }
-    let thread_key = st.id("thread");
-    let pid_key = st.id("pid");
-    let mut agg: HashMap<(u32, Option<u32>), Vec<i64>> = HashMap::new();
-    for s in &p.samples {
-        let e = agg
-            .entry((s.thread, s.stack))
-            .or_insert_with(|| vec![0; n_values]);
-        e[0] += 1;
-        let col = (1 + s.event as usize).min(n_values - 1);
-        e[col] += s.period as i64;
-    }
-    let mut samples: Vec<PprofSample> = agg
-        .into_iter()
-        .map(|((thread, stack), value)| {
-            let t = &p.threads[thread as usize];
-            PprofSample {
-                location_id: p.stack_frames(stack).map(|f| u64::from(f) + 1).collect(),
-                value,
-                label: vec![
+        }
+        let keys = [st.id("comm"), st.id("pid"), st.id("tid")];
+        let fixed: Vec<Label> = self
+            .labels
+            .iter()
+            .map(|(k, v)| label(&mut st, k, v))
+            .collect();
+        // Labels as (key, str, num, unit) tuples while merging (prost messages do not hash).
+        type Key = (u32, Option<u32>, Vec<(i64, i64, i64, i64)>);
+        let mut agg: HashMap<Key, Vec<i64>> = HashMap::new();
+        for s in &p.samples {
+            let extra = self.sample_labels.as_ref().map_or_else(Vec::new, |f| {
+                f(p, s)
+                    .iter()
+                    .map(|(k, v)| {
+                        let l = label(&mut st, k, v);
+                        (l.key, l.str, l.num, l.num_unit)
+                    })
+                    .collect()
+            });
+            let e = agg
+                .entry((s.thread, s.stack, extra))
+                .or_insert_with(|| vec![0; n_values]);
+            e[0] += 1;
+            let col = (1 + s.event as usize).min(n_values - 1);
+            e[col] += s.period as i64;
+        }
+        let mut samples: Vec<PprofSample> = agg
+            .into_iter()
+            .map(|((thread, stack, extra), value)| {
+                let t = &p.threads[thread as usize];
+                let mut label = vec![
                     Label {
-                        key: thread_key,
+                        key: keys[0],
                         str: st.id(t.name()),
                         ..Label::default()
                     },
                     Label {
-                        key: pid_key,
+                        key: keys[1],
                         num: i64::from(t.pid),
                         ..Label::default()
                     },
-                ],
+                    Label {
+                        key: keys[2],
+                        num: i64::from(t.tid),
+                        ..Label::default()
+                    },
+                ];
+                label.extend(fixed.iter().cloned());
+                label.extend(extra.into_iter().map(|(key, str, num, num_unit)| Label {
+                    key,
+                    str,
+                    num,
+                    num_unit,
+                }));
+                PprofSample {
+                    location_id: p.stack_frames(stack).map(|f| u64::from(f) + 1).collect(),
+                    value,
+                    label,
+                }
+            })
+            .collect();
+        // Heaviest first; ties in a stable order so that the output is reproducible.
+        samples.sort_by(|a, b| {
+            b.value[0]
+                .cmp(&a.value[0])
+                .then_with(|| a.location_id.cmp(&b.location_id))
+                .then_with(|| a.label[2].num.cmp(&b.label[2].num))
+        });
+        let (t0, t1) = (
+            p.samples.first().map_or(0, |s| s.time),
+            p.samples.last().map_or(0, |s| s.time),
+        );
+        // The period of the first event (the sampling one; off-CPU time comes after it).
+        let (n, total) = p
+            .samples
+            .iter()
+            .filter(|s| s.event == 0)
+            .fold((0u64, 0u64), |(n, t), s| (n + 1, t + s.period));
+        let period = total.checked_div(n).unwrap_or(0) as i64;
+        let mut comment: Vec<i64> = self.comments.iter().map(|c| st.id(c)).collect();
+        if let Some((_, cmd)) = p.meta.iter().find(|(k, _)| k == "cmdline") {
+            comment.push(st.id(&format!("recorded with: {cmd}")));
+        }
+        PprofProfile {
+            sample_type,
+            sample: samples,
+            mapping: mappings,
+            location: locations,
+            function: functions,
+            string_table: st.table,
+            duration_nanos: t1.saturating_sub(t0) as i64,
+            period_type: Some(value_type),
+            period,
+            comment,
+            default_sample_type: 1,
+            ..PprofProfile::default()
+        }
+    }
+
+    /// The mappings (main executable first) and each frame's mapping id.
+    fn mappings(&self, st: &mut Strings) -> (Vec<Mapping>, Vec<u64>) {
+        let p = self.profile;
+        // The main executable of the process with the most samples leads.
+        let mut per_pid: HashMap<i32, usize> = HashMap::new();
+        for s in &p.samples {
+            *per_pid.entry(p.threads[s.thread as usize].pid).or_default() += 1;
+        }
+        let mut order: Vec<usize> = (0..p.images.len()).collect();
+        order.sort_by_key(|&i| {
+            let im = &p.images[i];
+            let weight = per_pid.get(&im.pid).copied().unwrap_or(0);
+            (!im.main, std::cmp::Reverse(weight), i)
+        });
+        let mut id_of_image = vec![0u64; p.images.len()];
+        let mut mappings: Vec<Mapping> = Vec::new();
+        for i in order {
+            let im = &p.images[i];
+            mappings.push(Mapping {
+                id: mappings.len() as u64 + 1,
+                memory_start: im.start,
+                memory_limit: im.end,
+                file_offset: if im.is_kernel() { 0 } else { im.pgoff },
+                filename: st.id(&im.path),
+                build_id: im.build_id_hex().map_or(0, |b| st.id(&b)),
+                ..Mapping::default()
+            });
+            id_of_image[i] = mappings.len() as u64;
+        }
+        // Frames outside any recorded image (JIT code, unknown addresses) get one mapping per
+        // name, without addresses.
+        let mut by_name: HashMap<&str, u64> = HashMap::new();
+        let mut mapping_of = Vec::with_capacity(p.frames.len());
+        for (i, fr) in p.frames.iter().enumerate() {
+            let id = match p.frame_images.get(&(i as u32)) {
+                Some(&im) => id_of_image[im as usize],
+                None => {
+                    let dso = p.funcs[fr.func as usize].dso.as_str();
+                    *by_name.entry(dso).or_insert_with(|| {
+                        mappings.push(Mapping {
+                            id: mappings.len() as u64 + 1,
+                            filename: st.id(dso),
+                            ..Mapping::default()
+                        });
+                        mappings.len() as u64
+                    })
+                }
+            };
+            let m = &mut mappings[id as usize - 1];
+            let f = &p.funcs[fr.func as usize];
+            m.has_filenames = true;
+            if self.symbols {
+                m.has_functions |= !f.name.starts_with('[');
+                m.has_line_numbers |= fr.srcline.is_some();
+                m.has_inline_frames |= fr.inlined;
             }
-        })
-        .collect();
-    samples.sort_by(|a, b| b.value[0].cmp(&a.value[0]));
-    let (t0, t1) = (
-        p.samples.first().map_or(0, |s| s.time),
-        p.samples.last().map_or(0, |s| s.time),
-    );
-    PprofProfile {
-        sample_type,
-        sample: samples,
-        mapping: mappings,
-        location: locations,
-        function: functions,
-        string_table: st.table,
-        duration_nanos: t1.saturating_sub(t0) as i64,
-        ..PprofProfile::default()
+            mapping_of.push(id);
+        }
+        (mappings, mapping_of)
+    }
+
+    /// Write the gzipped protobuf.
+    pub fn write(&self, w: impl Write) -> io::Result<()> {
+        let bytes = self.build().encode_to_vec();
+        let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+        gz.write_all(&bytes)?;
+        gz.finish()?;
+        Ok(())
     }
 }
 
-/// Write the gzipped protobuf.
+fn label(st: &mut Strings, key: &str, v: &LabelValue) -> Label {
+    match v {
+        LabelValue::Str(s) => Label {
+            key: st.id(key),
+            str: st.id(s),
+            ..Label::default()
+        },
+        LabelValue::Num(n, unit) => Label {
+            key: st.id(key),
+            num: *n,
+            num_unit: st.id(unit),
+            ..Label::default()
+        },
+    }
+}
+
+/// Whether an event's period counts nanoseconds of CPU time.
+pub(crate) fn is_clock(event: &str) -> bool {
+    event.starts_with("cpu-clock") || event.starts_with("task-clock")
+}
+
+/// Build the pprof message with the default options ([`PprofBuilder`]).
+pub fn build(p: &Profile) -> PprofProfile {
+    PprofBuilder::new(p).build()
+}
+
+/// Write the gzipped protobuf with the default options ([`PprofBuilder`]).
 pub fn write(p: &Profile, w: impl Write) -> io::Result<()> {
-    let bytes = build(p).encode_to_vec();
-    let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
-    gz.write_all(&bytes)?;
-    gz.finish()?;
-    Ok(())
+    PprofBuilder::new(p).write(w)
 }
 
 #[cfg(test)]
@@ -358,5 +587,129 @@ mod tests {
         let func = &prof.function[leaf.line[0].function_id as usize - 1];
         assert_eq!(s(func.name), "hot_loop");
         assert_eq!(top.location_id.len(), 3);
+    }
+
+    /// The sample profile with its frames in images: ld.so (seen first), the app (its main
+    /// executable) and the kernel.
+    fn with_images() -> crate::Profile {
+        let mut p = sample_profile();
+        let image = |path: &str, pid: i32, start: u64, main: bool| crate::Image {
+            pid,
+            start,
+            end: start + 0x10_0000,
+            pgoff: 0x1000,
+            path: path.into(),
+            build_id: Some([vec![0xab; 20], vec![0; 4]].concat()),
+            main,
+        };
+        p.images
+            .push(image("/lib64/ld-linux-x86-64.so.2", 10, 0x7f00_0000, false));
+        p.images.push(image("/usr/bin/app", 10, 0, true));
+        p.images
+            .push(image("[kernel.kallsyms]", -1, 0xffff_0000, false));
+        for f in 0..p.frames.len() as u32 {
+            let image = if p.func_of(f).kernel { 2 } else { 1 };
+            p.frame_images.insert(f, image);
+        }
+        p
+    }
+
+    #[test]
+    fn main_executable_first_with_build_ids_and_labels() {
+        let p = with_images();
+        let prof = PprofBuilder::new(&p)
+            .label("host", "db-1")
+            .sample_labels(|_, s| {
+                vec![(
+                    "cpu".to_string(),
+                    LabelValue::Num(i64::from(s.cpu.unwrap_or(0)), String::new()),
+                )]
+            })
+            .comment("fleet")
+            .build();
+        let s = |i: i64| prof.string_table[i as usize].as_str();
+        let m = &prof.mapping[0];
+        assert_eq!(s(m.filename), "/usr/bin/app");
+        assert_eq!(s(m.build_id), "ab".repeat(20));
+        assert_eq!(
+            (m.memory_start, m.memory_limit, m.file_offset),
+            (0, 0x10_0000, 0x1000)
+        );
+        assert!(m.has_functions && m.has_filenames);
+        // Then the other images of the busiest process (ld.so: no frames, no functions),
+        // then the kernel's.
+        assert_eq!(s(prof.mapping[1].filename), "/lib64/ld-linux-x86-64.so.2");
+        assert!(!prof.mapping[1].has_functions);
+        assert_eq!(s(prof.mapping[2].filename), "[kernel.kallsyms]");
+        assert_eq!(prof.mapping[2].file_offset, 0);
+        assert!(prof.mapping[2].has_functions);
+        assert_eq!(
+            (s(prof.period_type.as_ref().unwrap().r#type), prof.period),
+            ("cpu", 250_000)
+        );
+        assert_eq!(s(prof.comment[0]), "fleet");
+        // Per thread and cpu: 4 groups of the hot stack, each labelled.
+        let top = &prof.sample[0];
+        let labels: Vec<(String, String, i64)> = top
+            .label
+            .iter()
+            .map(|l| (s(l.key).to_string(), s(l.str).to_string(), l.num))
+            .collect();
+        assert_eq!(labels[0], ("comm".into(), "app".into(), 0));
+        assert_eq!(labels[1], ("pid".into(), String::new(), 10));
+        assert_eq!(labels[2], ("tid".into(), String::new(), 10));
+        assert_eq!(labels[3], ("host".into(), "db-1".into(), 0));
+        assert_eq!(labels[4].0, "cpu");
+        let total: i64 = prof.sample.iter().map(|x| x.value[0]).sum();
+        assert_eq!(total, 100);
+        let hot: i64 = prof
+            .sample
+            .iter()
+            .filter(|x| {
+                x.location_id.len() == 3 && {
+                    let leaf = &prof.location[x.location_id[0] as usize - 1];
+                    s(prof.function[leaf.line[0].function_id as usize - 1].name) == "hot_loop"
+                }
+            })
+            .map(|x| x.value[0])
+            .sum();
+        assert_eq!(hot, 70);
+        // Without symbols: addresses and build ids only.
+        let bare = PprofBuilder::new(&p).without_symbols().build();
+        assert!(bare.function.is_empty());
+        assert!(bare.location.iter().all(|l| l.line.is_empty()));
+        assert!(!bare.mapping[0].has_functions);
+    }
+
+    #[test]
+    fn off_cpu_time_is_a_column_of_its_own() {
+        let p = crate::model::testing::off_cpu_profile();
+        let prof = build(&p);
+        let s = |i: i64| prof.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = prof
+            .sample_type
+            .iter()
+            .map(|v| (s(v.r#type), s(v.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("samples", "count"),
+                ("cpu", "nanoseconds"),
+                ("offcpu-time", "nanoseconds")
+            ]
+        );
+        assert!(prof.sample.iter().all(|x| x.value.len() == 3));
+        let column = |c: usize| -> i64 { prof.sample.iter().map(|x| x.value[c]).sum() };
+        assert_eq!(column(0), 101);
+        assert_eq!(column(1), 100 * 250_000);
+        assert_eq!(column(2), 5_000_000);
+        // The worker's off-CPU time shares its stack's sample with the worker's cpu-clock
+        // samples there, in its own column.
+        let off = prof.sample.iter().find(|x| x.value[2] > 0).unwrap();
+        assert_eq!(off.value, [21, 20 * 250_000, 5_000_000]);
+        assert_eq!(off.label[2].num, 11);
+        // The period is the sampling event's, not mixed with the off-CPU time.
+        assert_eq!(prof.period, 250_000);
     }
 }
