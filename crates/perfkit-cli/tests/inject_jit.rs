@@ -12,7 +12,7 @@ use std::process::Command;
 /// Writes `DIR/jit-PID.dump` per the jitdump specification, maps it with PROT_EXEC (the
 /// marker perf looks for), generates two x86-64 loops, announces each with a
 /// JIT_CODE_LOAD record and runs them: `jitted_hot_loop` 10 times longer than
-/// `jitted_cold_loop`.
+/// `jitted_cold_loop`. The hot loop's JIT_CODE_DEBUG_INFO puts its loop at `/jit/app.js:11`.
 const JIT: &str = r#"#define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
@@ -54,6 +54,19 @@ int main(int argc, char **argv) {
     uint32_t big = 200000000, small = 20000000;
     memcpy(mem, body, sizeof(body)); memcpy(mem + 1, &big, 4);
     memcpy(mem + 64, body, sizeof(body)); memcpy(mem + 65, &small, 4);
+    /* Source lines of the hot loop: line 10 for its setup, 11 for the loop (JIT_CODE_DEBUG_INFO, before its load). */
+    {
+        const char *src = "/jit/app.js";
+        uint64_t n = 2;
+        struct rec d = { 2, 0, mono() };
+        size_t esz = 16 + strlen(src) + 1;
+        d.total_size = sizeof(d) + 16 + 2 * esz;
+        uint64_t addr = (uint64_t)mem;
+        write(fd, &d, sizeof(d)); write(fd, &addr, 8); write(fd, &n, 8);
+        uint64_t a0 = addr, a1 = addr + 5; uint32_t l0 = 10, l1 = 11, disc = 0;
+        write(fd, &a0, 8); write(fd, &l0, 4); write(fd, &disc, 4); write(fd, src, strlen(src) + 1);
+        write(fd, &a1, 8); write(fd, &l1, 4); write(fd, &disc, 4); write(fd, src, strlen(src) + 1);
+    }
     emit_load("jitted_hot_loop", mem, sizeof(body), 0);
     emit_load("jitted_cold_loop", mem + 64, sizeof(body), 1);
     ((void (*)(void))mem)();
@@ -162,6 +175,27 @@ fn jitted_functions_are_named_as_perf_inject_names_them() {
             .find(|r| r.1.ends_with("jitted_cold_loop"))
             .expect("the cold loop is named too");
         assert!(hot.0 > 3.0 * cold.0, "{kit_rows:?}");
+        // Source lines from JIT_CODE_DEBUG_INFO: perfkit's ELF files carry them as DWARF,
+        // which perf's report and perfkit's resolve (perf 6.1's own files here resolve
+        // to `??:0`, so this is not compared with perf's injection).
+        let srclines = perf_ok(&["report", "--stdio", "--sort", "sym,srcline"], &ours);
+        assert!(
+            srclines
+                .lines()
+                .any(|l| l.contains("jitted_hot_loop") && l.contains("app.js:11")),
+            "{srclines}"
+        );
+        let ours_src = stdout_ok(
+            perfkit()
+                .args(["report", "--stdio", "--sort", "sym,srcline", "-i"])
+                .arg(&ours),
+        );
+        assert!(
+            ours_src
+                .lines()
+                .any(|l| l.contains("jitted_hot_loop") && l.contains("/jit/app.js:11")),
+            "{ours_src}"
+        );
         // The jitdump's own mapping is gone; the ELF files are next to it.
         let mmaps = perf_ok(&["script", "--show-mmap-events", "-F", "comm"], &ours);
         assert!(!mmaps.contains(".dump"), "{mmaps}");

@@ -5,8 +5,12 @@
 //! names samples in it. The injected MMAP2 maps the code's address to file offset
 //! [`TEXT_OFFSET`], as perf's (`GEN_ELF_TEXT_OFFSET`).
 //!
+//! With the JIT's line table (`JIT_CODE_DEBUG_INFO`) the file also gets a minimal DWARF 4
+//! `.debug_line` (one sequence over `.text`) and the `.debug_info`/`.debug_abbrev` of one
+//! compilation unit covering it, so source lines (`--sort srcline`, `addr2line`) resolve.
+//!
 //! Written here, not with a general ELF writer: the layout is fixed and small (header,
-//! one segment, five sections), and perf's readers only need these parts.
+//! one segment, five to eight sections), and perf's readers only need these parts.
 
 /// File offset and address of `.text`: the ELF and program headers rounded up to 16, as
 /// perf's `GEN_ELF_TEXT_OFFSET`.
@@ -69,9 +73,124 @@ struct Shdr {
     entsize: u64,
 }
 
+/// One row of a jitted function's line table: offset in its code, line, source file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineRow {
+    /// Offset from the start of the code.
+    pub offset: u64,
+    /// Line number.
+    pub line: u32,
+    /// Source file name.
+    pub file: String,
+}
+
+fn uleb(v: &mut Vec<u8>, mut x: u64) {
+    loop {
+        let b = (x & 0x7f) as u8;
+        x >>= 7;
+        if x == 0 {
+            v.push(b);
+            return;
+        }
+        v.push(b | 0x80);
+    }
+}
+
+fn sleb(v: &mut Vec<u8>, mut x: i64) {
+    loop {
+        let b = (x & 0x7f) as u8;
+        x >>= 7;
+        let done = (x == 0 && b & 0x40 == 0) || (x == -1 && b & 0x40 != 0);
+        v.push(if done { b } else { b | 0x80 });
+        if done {
+            return;
+        }
+    }
+}
+
+/// `.debug_line`, `.debug_abbrev` and `.debug_info` of one unit named `name` over
+/// `.text` (`size` bytes at [`TEXT_OFFSET`]) with line table `rows`.
+fn dwarf_sections(name: &str, size: u64, rows: &[LineRow]) -> [(&'static str, Vec<u8>); 3] {
+    // .debug_line, DWARF 4: header, then one sequence.
+    let mut files: Vec<&str> = Vec::new();
+    for r in rows {
+        if !files.contains(&r.file.as_str()) {
+            files.push(&r.file);
+        }
+    }
+    let mut hdr = vec![1, 1, 1, (-5i8) as u8, 14, 13];
+    hdr.extend_from_slice(&[0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1]);
+    hdr.push(0); // no include directories
+    for f in &files {
+        hdr.extend_from_slice(f.as_bytes());
+        hdr.extend_from_slice(&[0, 0, 0, 0]); // NUL, dir, mtime, length
+    }
+    hdr.push(0);
+    let set_address = |p: &mut Vec<u8>, a: u64| {
+        p.extend_from_slice(&[0, 9, 2]);
+        w64(p, a);
+    };
+    let mut prog = Vec::new();
+    let mut line = 1i64;
+    let mut file = 1u64;
+    for r in rows {
+        let f = files.iter().position(|&x| x == r.file).unwrap_or(0) as u64 + 1;
+        if f != file {
+            prog.push(4);
+            uleb(&mut prog, f);
+            file = f;
+        }
+        set_address(&mut prog, TEXT_OFFSET + r.offset.min(size));
+        prog.push(3);
+        sleb(&mut prog, i64::from(r.line) - line);
+        line = i64::from(r.line);
+        prog.push(1); // DW_LNS_copy
+    }
+    set_address(&mut prog, TEXT_OFFSET + size);
+    prog.extend_from_slice(&[0, 1, 1]); // DW_LNE_end_sequence
+    let mut line_sec = Vec::new();
+    w32(&mut line_sec, (2 + 4 + hdr.len() + prog.len()) as u32);
+    w16(&mut line_sec, 4);
+    w32(&mut line_sec, hdr.len() as u32);
+    line_sec.extend_from_slice(&hdr);
+    line_sec.extend_from_slice(&prog);
+    // One compile unit: name, stmt_list, low_pc, high_pc (as a length).
+    let abbrev = vec![
+        1, 0x11, 0, // abbrev 1: DW_TAG_compile_unit, no children
+        0x03, 0x08, // DW_AT_name, DW_FORM_string
+        0x10, 0x17, // DW_AT_stmt_list, DW_FORM_sec_offset
+        0x11, 0x01, // DW_AT_low_pc, DW_FORM_addr
+        0x12, 0x07, // DW_AT_high_pc, DW_FORM_data8
+        0, 0, 0,
+    ];
+    let mut die = vec![1];
+    die.extend_from_slice(files.first().copied().unwrap_or(name).as_bytes());
+    die.push(0);
+    w32(&mut die, 0);
+    w64(&mut die, TEXT_OFFSET);
+    w64(&mut die, size);
+    let mut info = Vec::new();
+    w32(&mut info, (2 + 4 + 1 + die.len()) as u32);
+    w16(&mut info, 4);
+    w32(&mut info, 0);
+    info.push(8);
+    info.extend_from_slice(&die);
+    [
+        (".debug_line", line_sec),
+        (".debug_abbrev", abbrev),
+        (".debug_info", info),
+    ]
+}
+
 /// The ELF image of function `name` with machine code `code` for `e_machine` `machine`
 /// (0: this machine's), in this machine's byte order.
 pub fn image(name: &str, code: &[u8], machine: u16) -> Vec<u8> {
+    image_with_lines(name, code, machine, &[])
+}
+
+/// [`image`] with the function's line table (`.debug_line` and one DWARF unit when
+/// `rows` is not empty).
+pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow]) -> Vec<u8> {
     let machine = if machine == 0 {
         native_machine()
     } else {
@@ -105,14 +224,29 @@ pub fn image(name: &str, code: &[u8], machine: u16) -> Vec<u8> {
     v.extend_from_slice(name.as_bytes());
     v.push(0);
     let strtab_size = v.len() as u64 - strtab_at;
+    // DWARF, with the line table.
+    let dwarf = if rows.is_empty() {
+        Vec::new()
+    } else {
+        dwarf_sections(name, code.len() as u64, rows).to_vec()
+    };
+    let mut dwarf_at = Vec::new();
+    for (_, bytes) in &dwarf {
+        dwarf_at.push(v.len() as u64);
+        v.extend_from_slice(bytes);
+    }
     // .shstrtab
-    let names = "\0.text\0.note.gnu.build-id\0.symtab\0.strtab\0.shstrtab\0";
+    let mut names = String::from("\0.text\0.note.gnu.build-id\0.symtab\0.strtab\0.shstrtab\0");
+    for (n, _) in &dwarf {
+        names.push_str(n);
+        names.push('\0');
+    }
     let off = |n: &str| names.find(&format!("\0{n}\0")).map_or(0, |i| i + 1) as u32;
     let shstr_at = v.len() as u64;
     v.extend_from_slice(names.as_bytes());
     pad_to(&mut v, 8);
     let shoff = v.len() as u64;
-    let sections = [
+    let mut sections = vec![
         Shdr {
             name: 0,
             type_: 0,
@@ -186,6 +320,20 @@ pub fn image(name: &str, code: &[u8], machine: u16) -> Vec<u8> {
             entsize: 0,
         },
     ];
+    for ((n, bytes), at) in dwarf.iter().zip(&dwarf_at) {
+        sections.push(Shdr {
+            name: off(n),
+            type_: 1,
+            flags: 0,
+            addr: 0,
+            offset: *at,
+            size: bytes.len() as u64,
+            link: 0,
+            info: 0,
+            align: 1,
+            entsize: 0,
+        });
+    }
     for s in &sections {
         w32(&mut v, s.name);
         w32(&mut v, s.type_);
@@ -246,5 +394,41 @@ mod tests {
         assert!(img.windows(20).any(|w| w == id));
         assert_ne!(id, build_id("other", &code));
         assert!(img.windows(10).any(|w| w == b"jitted_fn\0"));
+    }
+
+    #[test]
+    fn line_rows_resolve_through_dwarf() {
+        use object::{Object, ObjectSection};
+        let code = [0x90u8; 32];
+        let rows = [
+            LineRow {
+                offset: 0,
+                line: 10,
+                file: "app.js".into(),
+            },
+            LineRow {
+                offset: 16,
+                line: 12,
+                file: "app.js".into(),
+            },
+        ];
+        let img = image_with_lines("f", &code, 0, &rows);
+        let obj = object::File::parse(&*img).unwrap();
+        let load =
+            |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, ()> {
+                let data = obj
+                    .section_by_name(id.name())
+                    .and_then(|s| s.data().ok())
+                    .unwrap_or(&[]);
+                Ok(gimli::EndianSlice::new(data, gimli::RunTimeEndian::Little))
+            };
+        let dwarf = gimli::Dwarf::load(load).unwrap();
+        let ctx = addr2line::Context::from_dwarf(dwarf).unwrap();
+        let at = |a: u64| {
+            let l = ctx.find_location(a).unwrap().unwrap();
+            (l.file.unwrap().to_string(), l.line.unwrap())
+        };
+        assert_eq!(at(TEXT_OFFSET + 4), ("app.js".to_string(), 10));
+        assert_eq!(at(TEXT_OFFSET + 20), ("app.js".to_string(), 12));
     }
 }

@@ -115,6 +115,8 @@ impl JitInjector {
         }
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut out = Vec::new();
+        // JIT_CODE_DEBUG_INFO comes before the load of its code.
+        let mut pending_lines: Option<(u64, Vec<jit_elf::LineRow>)> = None;
         for rec in dump.records() {
             // A dump cut short (the JIT still ran) is used up to its last whole record.
             let Ok(rec) = rec else { break };
@@ -130,12 +132,29 @@ impl JitInjector {
                     ..
                 } => {
                     let file = dir.join(format!("jitted-{pid}-{code_index}.so"));
-                    let image = jit_elf::image(name, code, dump.header.elf_mach as u16);
+                    let rows = match pending_lines.take() {
+                        Some((addr, rows)) if addr == code_addr => rows,
+                        _ => Vec::new(),
+                    };
+                    let image =
+                        jit_elf::image_with_lines(name, code, dump.header.elf_mach as u16, &rows);
                     std::fs::write(&file, image)
                         .map_err(|e| format!("writing {}: {e}", file.display()))?;
                     self.written += 1;
                     out.push(self.mmap2(pid, tid, code_addr, code.len() as u64, timestamp, &file));
                     self.files.insert((pid, code_index), file);
+                }
+                JitRecord::DebugInfo { code_addr, entries } => {
+                    let rows = entries
+                        .into_iter()
+                        .filter(|e| e.addr >= code_addr)
+                        .map(|e| jit_elf::LineRow {
+                            offset: e.addr - code_addr,
+                            line: e.line,
+                            file: e.file,
+                        })
+                        .collect();
+                    pending_lines = Some((code_addr, rows));
                 }
                 JitRecord::Move {
                     timestamp,
