@@ -5,6 +5,7 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod annotate;
 mod archive;
 mod buildid;
 mod data;
@@ -43,6 +44,9 @@ enum Cmd {
     Record(record_args::RecordArgs),
     /// Show a recorded profile (like `perf report --stdio`), or export it.
     Report(report::ReportArgs),
+    /// Show sampled functions' instructions and source lines with the share of samples on
+    /// each (like `perf annotate --stdio`).
+    Annotate(annotate::AnnotateArgs),
     /// Print every sample of a recorded profile (like `perf script`).
     Script(report::ScriptArgs),
     /// List the events this machine can name, and whether each opens here (like `perf list`).
@@ -130,6 +134,7 @@ fn main() -> ExitCode {
         Cmd::Record(args) => record::run(args),
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
+        Cmd::Annotate(args) => annotate::run(args),
         Cmd::List(args) => list::run(args),
         Cmd::BuildIdList(args) => buildid::run_list(args),
         Cmd::BuildIdCache(args) => buildid::run_cache(args),

@@ -185,6 +185,13 @@ impl Builder {
     pub fn push(&mut self, input: Input<'_>) {
         match input {
             Input::Mmap { pid, mapping } => {
+                if let Some(id) = &mapping.build_id
+                    && !self.profile.dso_build_ids.contains_key(&mapping.path)
+                {
+                    self.profile
+                        .dso_build_ids
+                        .insert(mapping.path.clone(), id.clone());
+                }
                 if pid == -1 || mapping.is_kernel() {
                     self.kernel_maps.insert(mapping);
                 } else {

@@ -19,8 +19,12 @@
 //! * [`export::speedscope`]: speedscope's file format (sampled profiles per thread);
 //! * [`export::pprof`]: gzipped protobuf `perftools.profiles.Profile` (Pyroscope, Parca,
 //!   `go tool pprof`), with the message types declared here for `prost` (no build script).
+//!
+//! Analyses over the model: [`annotate`] (instructions and source lines of hot functions,
+//! disassembled in process by `perfkit-disasm`).
 #![forbid(unsafe_code)]
 
+pub mod annotate;
 pub mod build;
 pub mod dump;
 mod error;
