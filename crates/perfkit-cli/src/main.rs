@@ -9,6 +9,7 @@ mod annotate;
 mod archive;
 mod buildid;
 mod data;
+mod diff;
 mod evlist;
 mod inject;
 mod list;
@@ -47,6 +48,9 @@ enum Cmd {
     /// Show sampled functions' instructions and source lines with the share of samples on
     /// each (like `perf annotate --stdio`).
     Annotate(annotate::AnnotateArgs),
+    /// Compare profiles: baseline share and delta, ratio or weighted diff per symbol (like
+    /// `perf diff`), or a differential flamegraph.
+    Diff(diff::DiffArgs),
     /// Print every sample of a recorded profile (like `perf script`).
     Script(report::ScriptArgs),
     /// List the events this machine can name, and whether each opens here (like `perf list`).
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
         Cmd::Annotate(args) => annotate::run(args),
+        Cmd::Diff(args) => diff::run(args),
         Cmd::List(args) => list::run(args),
         Cmd::BuildIdList(args) => buildid::run_list(args),
         Cmd::BuildIdCache(args) => buildid::run_cache(args),

@@ -50,7 +50,7 @@ fn compare_with_perf(file: &Path) {
     );
     let (p, k) = (insn_percents(&theirs), insn_percents(&ours));
     assert!(
-        ours.contains("Source code & Disassembly of hotloop-O2 for "),
+        ours.contains("Source code & Disassembly of hotloop for "),
         "{ours}"
     );
     // Same instructions (perf's objdump and our disassembler agree on every address).
@@ -211,7 +211,7 @@ fn annotate_json_sources_percent_types_and_errors() {
     // report --annotate SYMBOL is the same view.
     let via_report = stdout_ok(
         perfkit()
-            .args(["report", "--annotate", "hot", "--no-source", "-i"])
+            .args(["report", "--annotate", "hot", "-i"])
             .arg(&data),
     );
     assert_eq!(insn_percents(&via_report), insn_percents(&plain));

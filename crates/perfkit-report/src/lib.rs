@@ -21,11 +21,13 @@
 //!   `go tool pprof`), with the message types declared here for `prost` (no build script).
 //!
 //! Analyses over the model: [`annotate`] (instructions and source lines of hot functions,
-//! disassembled in process by `perfkit-disasm`).
+//! disassembled in process by `perfkit-disasm`) and [`diff`] (perf diff's comparison of
+//! profiles, with a differential flamegraph).
 #![forbid(unsafe_code)]
 
 pub mod annotate;
 pub mod build;
+pub mod diff;
 pub mod dump;
 mod error;
 pub mod export;

@@ -30,12 +30,14 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Build the workload into `dir` as `hotloop-O<level>`; `None` (after `skip`) without a C
-/// compiler.
+/// Build the workload as `dir/<opt>/hotloop` (the same file name for every build, so
+/// profiles of two builds match by name); `None` (after `skip`) without a C compiler.
 pub fn build(dir: &Path, opt: &str) -> Option<PathBuf> {
-    let src = dir.join("hotloop.c");
+    let sub = dir.join(opt.trim_start_matches('-'));
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let src = sub.join("hotloop.c");
     std::fs::write(&src, SOURCE).expect("write source");
-    let bin = dir.join(format!("hotloop{opt}"));
+    let bin = sub.join("hotloop");
     match Command::new("cc")
         .arg(opt)
         .arg("-g")
