@@ -19,6 +19,8 @@ mod record;
 mod record_args;
 mod report;
 mod stat;
+mod top;
+mod top_tui;
 mod usage;
 mod version;
 mod workloads;
@@ -53,6 +55,9 @@ enum Cmd {
     Diff(diff::DiffArgs),
     /// Print every sample of a recorded profile (like `perf script`).
     Script(report::ScriptArgs),
+    /// A live profile of the system, processes or a command (like `perf top`; `--stdio`
+    /// for plain text).
+    Top(top::TopArgs),
     /// List the events this machine can name, and whether each opens here (like `perf list`).
     List(list::ListArgs),
     /// List the build ids a perf.data file names (like `perf buildid-list`).
@@ -140,6 +145,7 @@ fn main() -> ExitCode {
         Cmd::Script(args) => report::run_script(args),
         Cmd::Annotate(args) => annotate::run(args),
         Cmd::Diff(args) => diff::run(args),
+        Cmd::Top(args) => top::run(args),
         Cmd::List(args) => list::run(args),
         Cmd::BuildIdList(args) => buildid::run_list(args),
         Cmd::BuildIdCache(args) => buildid::run_cache(args),

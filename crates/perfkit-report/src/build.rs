@@ -472,9 +472,10 @@ impl Builder {
         self.symbolizer.diagnostics()
     }
 
-    /// The profile.
-    pub fn finish(mut self) -> Profile {
-        for &f in &self.pending_kernel {
+    /// Name the kernel frames seen so far (kernel symbols load in the background and are
+    /// looked up in one pass): a live view calls this before each look at the profile.
+    pub fn resolve_kernel_frames(&mut self) {
+        for f in std::mem::take(&mut self.pending_kernel) {
             let addr = self.profile.frames[f as usize].addr;
             let sym = self.symbolizer.symbolize_kernel(addr);
             if let Some(r) = sym.unknown_reason
@@ -492,6 +493,22 @@ impl Builder {
             frame.sym_offset = sym.symbol.as_ref().map(|s| s.offset);
             frame.srcline = sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line));
         }
+    }
+
+    /// The profile as built so far (kernel frames named by
+    /// [`resolve_kernel_frames`](Self::resolve_kernel_frames)).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Forget the samples (not the threads, maps and symbols): `top -z`.
+    pub fn clear_samples(&mut self) {
+        self.profile.samples.clear();
+    }
+
+    /// The profile.
+    pub fn finish(mut self) -> Profile {
+        self.resolve_kernel_frames();
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self
             .unknown

@@ -40,6 +40,7 @@ pub mod script;
 pub mod stats;
 pub mod tasks;
 pub mod timespec;
+pub mod top;
 pub mod trace_info;
 
 pub use error::LoadError;
