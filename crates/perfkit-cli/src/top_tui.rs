@@ -304,9 +304,11 @@ fn draw(f: &mut ratatui::Frame, s: &mut Session, ui: &mut Ui) {
             let mut items = Vec::new();
             let chains: Vec<Vec<(f64, Vec<String>)>> = if ui.expanded {
                 let profile = s.loader.profile();
+                // Only the rows a screen can hold: each is a pass over the samples.
                 ui.view
                     .rows
                     .iter()
+                    .take(usize::from(body.height))
                     .map(|r| {
                         r.symbol(&s.view.sort)
                             .map(|sym| top::callers(profile, sym, 4, 3))

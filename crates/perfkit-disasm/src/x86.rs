@@ -23,6 +23,7 @@ pub(crate) fn disassemble(code: &[u8], start: u64, syntax: Syntax) -> Vec<Insn> 
     o.set_rip_relative_addresses(false);
     o.set_small_hex_numbers_in_decimal(false);
     o.set_show_zero_displacements(true);
+    o.set_always_show_scale(true);
     let mut out = Vec::new();
     let mut insn = Instruction::default();
     while decoder.can_decode() {
@@ -107,6 +108,14 @@ mod tests {
         assert_eq!(v[5].target, Some(0x11d0));
         assert_eq!(v[5].addr, 0x11e1);
         assert!(!v[5].call);
+        // objdump's padding forms: scale 1 and a zero displacement are printed.
+        let nop = disassemble(
+            Arch::X86_64,
+            Syntax::Att,
+            &[0x66, 0x0f, 0x1f, 0x44, 0, 0],
+            0,
+        );
+        assert_eq!(nop[0].text(), "nopw   0x0(%rax,%rax,1)");
         let intel = disassemble(Arch::X86_64, Syntax::Intel, &code, 0x11d0);
         assert_eq!(intel[0].text(), "mov    rcx,rdx");
     }
