@@ -13,7 +13,7 @@ use perfkit_report::report::SortKey;
 use perfkit_report::top::{self, Status, ViewOptions};
 use perfkit_report::trace_info::TraceInfo;
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 /// Flags of `perfkit top`, named as perf names them.
@@ -72,7 +72,8 @@ pub struct TopArgs {
     /// Hide rows below this percentage.
     #[arg(long = "percent-limit", default_value_t = 0.0)]
     pub percent_limit: f64,
-    /// Plain refreshing text instead of the terminal UI (for logs and CI).
+    /// Plain refreshing text instead of the terminal UI (for logs and CI; the default when
+    /// standard output is not a terminal).
     #[arg(long)]
     pub stdio: bool,
     /// Stop after this many refreshes (perfkit's; perf top runs until interrupted).
@@ -309,7 +310,8 @@ pub fn run(args: TopArgs) -> Result<u8> {
             stop.stop();
         }
     });
-    let result = if args.stdio {
+    // Without a terminal (a pipe, a log), the plain text screens, as perf top does.
+    let result = if args.stdio || !std::io::stdout().is_terminal() {
         run_stdio(&mut s, &args)
     } else {
         crate::top_tui::run(&mut s, &args)
