@@ -6,7 +6,7 @@ Runs a CPU-bound workload on every CPU, then, one after the other in one run, `p
 SECONDS each, output thrown away, and prints the CPU time each used (user + system, from
 wait4) as a percentage of one CPU, and their ratio. Goal: perfkit <= 2% of one CPU on 2 CPUs.
 
-Usage: scripts/bench-top.py [--seconds S] [--delay D]
+Usage: scripts/bench-top.py [--seconds S] [--delay D] [--no-build]
 """
 import os, signal, subprocess, sys, time
 
@@ -15,7 +15,9 @@ arg = lambda name, default: float(sys.argv[sys.argv.index(name) + 1]) if name in
 SECONDS = arg("--seconds", 20)
 DELAY = arg("--delay", 2)
 
-subprocess.run(["cargo", "build", "--release", "-q", "-p", "perfkit-cli"], cwd=ROOT, check=True)
+if "--no-build" not in sys.argv:
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "perfkit-cli"], cwd=ROOT,
+                   check=True)
 PERFKIT = os.path.join(ROOT, "target", "release", "perfkit")
 ncpu = os.cpu_count() or 1
 # One spinning process per CPU: every sample lands in a user function.

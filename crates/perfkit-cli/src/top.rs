@@ -63,7 +63,7 @@ pub struct TopArgs {
     /// Seconds between refreshes (default 2).
     #[arg(short = 'd', long = "delay", default_value_t = 2.0)]
     pub delay: f64,
-    /// Zero the history at each refresh.
+    /// Zero the history at each refresh (else it decays: 7/8 of its weight stays).
     #[arg(short = 'z', long = "zero")]
     pub zero: bool,
     /// At most this many rows.
@@ -143,6 +143,9 @@ impl Session {
         let v = top::view(self.loader.profile(), &self.view);
         if self.zero {
             self.loader.clear_samples();
+        } else {
+            // perf top's decay: older samples weigh 7/8 less at each refresh.
+            self.loader.decay_samples(7, 8);
         }
         v
     }

@@ -506,6 +506,39 @@ impl Builder {
         self.profile.samples.clear();
     }
 
+    /// Age the samples as perf top does between refreshes: samples of one thread, stack,
+    /// CPU and event merge into one (the latest time) whose period is scaled by
+    /// `num / den`; those that reach zero go. The view then weighs recent samples most,
+    /// and its cost stays bounded by the distinct stacks, not the time top has run.
+    pub fn decay_samples(&mut self, num: u64, den: u64) {
+        let mut merged: rustc_hash::FxHashMap<(u32, Option<u32>, Option<u32>, u32), usize> =
+            rustc_hash::FxHashMap::default();
+        let mut out: Vec<Sample> = Vec::new();
+        for s in self.profile.samples.drain(..) {
+            if s.raw.is_some() {
+                out.push(s);
+                continue;
+            }
+            match merged.entry((s.thread, s.stack, s.cpu, s.event)) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let m = &mut out[*e.get()];
+                    m.period += s.period;
+                    m.time = m.time.max(s.time);
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(out.len());
+                    out.push(s);
+                }
+            }
+        }
+        for s in &mut out {
+            s.period = (u128::from(s.period) * u128::from(num) / u128::from(den.max(1))) as u64;
+        }
+        out.retain(|s| s.period > 0);
+        out.sort_by_key(|s| s.time);
+        self.profile.samples = out;
+    }
+
     /// The profile.
     pub fn finish(mut self) -> Profile {
         self.resolve_kernel_frames();
@@ -529,6 +562,31 @@ impl Builder {
             self.profile.meta.push(("note".into(), d.clone()));
         }
         self.profile
+    }
+}
+
+#[cfg(test)]
+mod decay {
+    use super::*;
+
+    #[test]
+    fn decay_merges_like_samples_and_scales_their_period() {
+        let mut b = Builder::new(Vec::new(), Options::default());
+        b.profile = crate::model::testing::sample_profile();
+        let before: u64 = b.profile.samples.iter().map(|s| s.period).sum();
+        b.decay_samples(7, 8);
+        let after: u64 = b.profile.samples.iter().map(|s| s.period).sum();
+        assert_eq!(after, before / 8 * 7, "every period scaled by 7/8");
+        // 100 samples of 3 stacks on 2 CPUs, split over 2 threads: at most 6 entries left.
+        assert!(b.profile.samples.len() <= 6, "{}", b.profile.samples.len());
+        assert!(b.profile.samples.windows(2).all(|w| w[0].time <= w[1].time));
+        for _ in 0..200 {
+            b.decay_samples(7, 8);
+        }
+        assert!(
+            b.profile.samples.is_empty(),
+            "old samples fade out entirely"
+        );
     }
 }
 

@@ -441,6 +441,12 @@ impl Loader {
         self.builder.clear_samples();
     }
 
+    /// Merge and age the samples so far by `num / den` (perf top's decay between refreshes;
+    /// see [`Builder::decay_samples`](crate::build::Builder::decay_samples)).
+    pub fn decay_samples(&mut self, num: u64, den: u64) {
+        self.builder.decay_samples(num, den);
+    }
+
     /// The symbolized profile, and what was noticed on the way.
     pub fn finish(mut self) -> (Profile, Diagnostics) {
         for (t, n) in std::mem::take(&mut self.skipped) {

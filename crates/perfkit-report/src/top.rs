@@ -92,7 +92,7 @@ pub struct View {
     pub event: String,
     /// Samples in the profile (after the zoom).
     pub samples: u64,
-    /// Share of those samples in the kernel, in percent.
+    /// Share of the period in the kernel, in percent.
     pub kernel_pct: f64,
     /// Frames that could not be named.
     pub unresolved: u64,
@@ -153,15 +153,16 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
     if let Some(n) = opts.entries {
         rows.truncate(n);
     }
-    let kernel_samples = p
-        .samples
-        .iter()
-        .filter(|s| {
-            p.stack_frames(s.stack)
-                .next()
-                .is_some_and(|f| p.func_of(f).kernel)
-        })
-        .count() as u64;
+    let (mut kernel_period, mut all_period) = (0u64, 0u64);
+    for s in &p.samples {
+        all_period += s.period;
+        if p.stack_frames(s.stack)
+            .next()
+            .is_some_and(|f| p.func_of(f).kernel)
+        {
+            kernel_period += s.period;
+        }
+    }
     let unresolved = p
         .frames
         .iter()
@@ -170,10 +171,10 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
     View {
         event,
         samples,
-        kernel_pct: if p.samples.is_empty() {
+        kernel_pct: if all_period == 0 {
             0.0
         } else {
-            100.0 * kernel_samples as f64 / p.samples.len() as f64
+            100.0 * kernel_period as f64 / all_period as f64
         },
         unresolved,
         rows,
