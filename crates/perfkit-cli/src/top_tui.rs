@@ -1,5 +1,9 @@
 //! The terminal UI of `perfkit top` (ratatui): a status line, the rows of the live view
 //! with a selection, perf top's keys, and the annotation of the selected symbol in place.
+//!
+//! Dependency: `ratatui` (with its crossterm backend), the maintained Rust TUI library:
+//! layout, diffed redraws and terminal restore on panic, none of which is this project's
+//! subject.
 
 use anyhow::Result;
 use perfkit_report::annotate::{self, StdioOptions};
