@@ -5,9 +5,11 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod annotate;
 mod archive;
 mod buildid;
 mod data;
+mod diff;
 mod evlist;
 mod inject;
 mod list;
@@ -17,6 +19,8 @@ mod record;
 mod record_args;
 mod report;
 mod stat;
+mod top;
+mod top_tui;
 mod usage;
 mod version;
 mod workloads;
@@ -43,8 +47,17 @@ enum Cmd {
     Record(record_args::RecordArgs),
     /// Show a recorded profile (like `perf report --stdio`), or export it.
     Report(report::ReportArgs),
+    /// Show sampled functions' instructions and source lines with the share of samples on
+    /// each (like `perf annotate --stdio`).
+    Annotate(annotate::AnnotateArgs),
+    /// Compare profiles: baseline share and delta, ratio or weighted diff per symbol (like
+    /// `perf diff`), or a differential flamegraph.
+    Diff(diff::DiffArgs),
     /// Print every sample of a recorded profile (like `perf script`).
     Script(report::ScriptArgs),
+    /// A live profile of the system, processes or a command (like `perf top`; `--stdio`
+    /// for plain text).
+    Top(top::TopArgs),
     /// List the events this machine can name, and whether each opens here (like `perf list`).
     List(list::ListArgs),
     /// List the build ids a perf.data file names (like `perf buildid-list`).
@@ -130,6 +143,9 @@ fn main() -> ExitCode {
         Cmd::Record(args) => record::run(args),
         Cmd::Report(args) => report::run_report(args),
         Cmd::Script(args) => report::run_script(args),
+        Cmd::Annotate(args) => annotate::run(args),
+        Cmd::Diff(args) => diff::run(args),
+        Cmd::Top(args) => top::run(args),
         Cmd::List(args) => list::run(args),
         Cmd::BuildIdList(args) => buildid::run_list(args),
         Cmd::BuildIdCache(args) => buildid::run_cache(args),

@@ -169,6 +169,9 @@ pub struct ReportArgs {
     /// Only entries whose symbol name contains this string.
     #[arg(long = "symbol-filter", value_name = "STR")]
     pub symbol_filter: Option<String>,
+    /// Annotate this symbol instead of the report (as `perfkit annotate -s SYMBOL`).
+    #[arg(long, value_name = "SYMBOL")]
+    pub annotate: Option<String>,
 }
 
 /// Flags of `perfkit script`.
@@ -300,7 +303,7 @@ fn parse_graph(s: &str) -> Result<(GraphMode, Option<f64>, Option<bool>)> {
     Ok((mode, threshold, order))
 }
 
-fn write_out(
+pub(crate) fn write_out(
     path: &Option<PathBuf>,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
@@ -335,7 +338,11 @@ fn require_input(path: &Path) -> Result<()> {
 
 /// Open `path` and build its profile, with a progress bar on a terminal for large files
 /// (unless `quiet`).
-fn load_profile(path: &Path, opts: &LoadOptions, quiet: bool) -> Result<(Profile, Diagnostics)> {
+pub(crate) fn load_profile(
+    path: &Path,
+    opts: &LoadOptions,
+    quiet: bool,
+) -> Result<(Profile, Diagnostics)> {
     require_input(path)?;
     let file = open(path)?;
     load_file(&file, path, opts, quiet)
@@ -390,7 +397,7 @@ fn attr_fields(attr: &perfkit::sys::perf_event_attr) -> Vec<(String, String)> {
 
 /// The input of report: `-i`, else standard input when it is a pipe (as perf), else
 /// perf.data.
-fn report_input(input: &Option<PathBuf>) -> PathBuf {
+pub(crate) fn report_input(input: &Option<PathBuf>) -> PathBuf {
     match input {
         Some(p) => p.clone(),
         None => {
@@ -459,6 +466,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     }
     let input = report_input(&args.input);
     check_owner(&input, args.force)?;
+    if let Some(symbol) = &args.annotate {
+        let mut a = crate::annotate::AnnotateArgs::for_symbol(input, symbol.clone());
+        a.only = args.only.clone();
+        a.dso = args.dso.clone();
+        return crate::annotate::run(a);
+    }
     if args.stats || args.tasks || args.mmaps || args.header_only {
         require_input(&input)?;
         let file = open_rewindable(&input)?;
@@ -661,7 +674,7 @@ fn header_text(file: &perfkit_data::PerfData, path: &Path, pipe_features: bool) 
 }
 
 /// The `--time` ranges of `spec` in `profile` (none: every sample).
-fn time_ranges(spec: Option<&str>, profile: &Profile) -> Result<Vec<(u64, u64)>> {
+pub(crate) fn time_ranges(spec: Option<&str>, profile: &Profile) -> Result<Vec<(u64, u64)>> {
     let Some(spec) = spec else {
         return Ok(Vec::new());
     };
@@ -870,7 +883,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
 }
 
 /// A `--cpu` filter list (`0,2-3`): any CPU numbers, the file may come from a bigger machine.
-fn cpu_list(list: &str) -> Result<Vec<u32>> {
+pub(crate) fn cpu_list(list: &str) -> Result<Vec<u32>> {
     let any: Vec<u32> = (0..=u32::from(u16::MAX)).collect();
     Ok(perfkit::cpus::parse_list(list, &any)?)
 }

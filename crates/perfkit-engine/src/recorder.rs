@@ -11,7 +11,7 @@
 use crate::offcpu::OffCpu;
 use crate::open::Opened;
 use crate::{Error, Result};
-use perfkit::records::{Endian, MultiParser};
+use perfkit::records::{Endian, MultiParser, ParsedRecord};
 use perfkit::sys;
 use perfkit::{Poller, Ready, RingBuffer, RingSize, Stopper};
 use perfkit_data::{FileEvent, PerfDataWriter, synth};
@@ -241,12 +241,30 @@ impl Recorder {
     /// Wait until a ring has data, the stop handle is used or `timeout` passes, then drain
     /// every ring into `w`.
     pub fn poll(&mut self, w: &mut PerfDataWriter, timeout: Duration) -> Result<Poll> {
-        let outcome = match self.poller.wait(Some(timeout)) {
+        let outcome = self.wait(timeout)?;
+        self.drain(w)?;
+        Ok(outcome)
+    }
+
+    /// [`poll`](Self::poll) for a live consumer (`top`): each record, parsed, goes to `f`
+    /// with the index of its event instead of to a file.
+    pub fn poll_parsed(
+        &mut self,
+        timeout: Duration,
+        f: impl FnMut(usize, &ParsedRecord<'_>),
+    ) -> Result<Poll> {
+        let outcome = self.wait(timeout)?;
+        self.drain_parsed(f)?;
+        Ok(outcome)
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Result<Poll> {
+        Ok(match self.poller.wait(Some(timeout)) {
             Ok(Ready::Stopped) => Poll::Stopped,
             Ok(Ready::Events(evs)) => {
                 self.stats.wakeups += 1;
                 // A ring whose task exited hangs up, and epoll repeats that forever: stop
-                // watching it (what it holds is drained below), as perf does.
+                // watching it (what it holds is drained next), as perf does.
                 for (token, ev) in evs {
                     if !ev.hangup {
                         continue;
@@ -266,9 +284,64 @@ impl Recorder {
             }
             Ok(Ready::Timeout) => Poll::Continue,
             Err(e) => return Err(Error::io("epoll_wait", e)),
+        })
+    }
+
+    /// Drain every ring, handing each record (parsed, with its event's index) to `f`;
+    /// records that do not parse are counted and skipped.
+    pub fn drain_parsed(&mut self, mut f: impl FnMut(usize, &ParsedRecord<'_>)) -> Result<u64> {
+        let mut n = 0u64;
+        let Recorder {
+            rings,
+            parser,
+            stats,
+            lost_records,
+            scratch,
+            ..
+        } = self;
+        for r in rings.iter_mut() {
+            r.drain(|rec| {
+                n += 1;
+                match rec.type_ {
+                    sys::PERF_RECORD_SAMPLE => stats.samples += 1,
+                    sys::PERF_RECORD_LOST => {
+                        *lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                        stats.lost_chunks += 1;
+                    }
+                    sys::PERF_RECORD_THROTTLE => stats.throttled += 1,
+                    _ => {}
+                }
+                let body = rec.data.contiguous(scratch);
+                if let Ok((i, p)) = parser.parse(rec.type_, rec.misc, body) {
+                    f(i, &p);
+                }
+            })
+            .map_err(Error::Ring)?;
+        }
+        stats.records += n;
+        stats.lost = stats.lost.max(*lost_records);
+        Ok(n)
+    }
+
+    /// The side-band records a file would start with (kernel and module maps, COMM/MMAP of
+    /// the existing tasks `pids`), parsed and handed to `f` as the rings' records are: what
+    /// a live consumer needs to name the code of tasks that started before it.
+    pub fn preamble_parsed(&self, pids: &[i32], mut f: impl FnMut(usize, &ParsedRecord<'_>)) {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        let (Some(attr), Some(id)) = (attr, first_id) else {
+            return;
         };
-        self.drain(w)?;
-        Ok(outcome)
+        for rec in crate::sideband::preamble_records(&attr, id, pids) {
+            let (Some(h), Some(body)) = (rec.get(..8), rec.get(8..)) else {
+                continue;
+            };
+            let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+            let misc = u16::from_ne_bytes([h[4], h[5]]);
+            if let Ok((i, p)) = self.parser.parse(type_, misc, body) {
+                f(i, &p);
+            }
+        }
     }
 
     /// Drain every ring into `w` and end the round.

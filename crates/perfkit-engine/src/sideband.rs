@@ -14,21 +14,28 @@ pub fn write_preamble(
     id: u64,
     pids: &[i32],
 ) -> std::io::Result<()> {
+    for r in preamble_records(attr, id, pids) {
+        w.write_record(&[&r])?;
+    }
+    Ok(())
+}
+
+/// The records [`write_preamble`] writes, each a whole record (header and body): for a
+/// live consumer that feeds them to its profile instead of a file.
+pub fn preamble_records(attr: &sys::perf_event_attr, id: u64, pids: &[i32]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
     if let Some(k) = synth::kernel_mmap(attr, id) {
-        w.write_record(&[&k])?;
+        out.push(k);
     }
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let release = release.trim();
     let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
     let dep =
         std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).unwrap_or_default();
-    for m in module_mmaps(&modules, &dep, release, attr, id) {
-        w.write_record(&[&m])?;
-    }
-    for r in synth::tasks(attr, id, pids) {
-        w.write_record(&[&r])?;
-    }
-    w.write_record(&[&synth::finished_init()])
+    out.extend(module_mmaps(&modules, &dep, release, attr, id));
+    out.extend(synth::tasks(attr, id, pids));
+    out.push(synth::finished_init());
+    out
 }
 
 /// Every process id in /proc (what a system-wide recording synthesizes).

@@ -246,6 +246,13 @@ impl Builder {
     pub fn push(&mut self, input: Input<'_>) {
         match input {
             Input::Mmap { pid, mapping } => {
+                if let Some(id) = &mapping.build_id
+                    && !self.profile.dso_build_ids.contains_key(&mapping.path)
+                {
+                    self.profile
+                        .dso_build_ids
+                        .insert(mapping.path.clone(), id.clone());
+                }
                 if pid == -1 || mapping.is_kernel() {
                     self.kernel_maps.insert(mapping);
                 } else {
@@ -553,9 +560,10 @@ impl Builder {
         self.symbolizer.diagnostics()
     }
 
-    /// The profile.
-    pub fn finish(mut self) -> Profile {
-        for &f in &self.pending_kernel {
+    /// Name the kernel frames seen so far (kernel symbols load in the background and are
+    /// looked up in one pass): a live view calls this before each look at the profile.
+    pub fn resolve_kernel_frames(&mut self) {
+        for f in std::mem::take(&mut self.pending_kernel) {
             let addr = self.profile.frames[f as usize].addr;
             let sym = self.symbolizer.symbolize_kernel(addr);
             if let Some(r) = sym.unknown_reason
@@ -573,6 +581,55 @@ impl Builder {
             frame.sym_offset = sym.symbol.as_ref().map(|s| s.offset);
             frame.srcline = sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line));
         }
+    }
+
+    /// The profile as built so far (kernel frames named by
+    /// [`resolve_kernel_frames`](Self::resolve_kernel_frames)).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Forget the samples (not the threads, maps and symbols): `top -z`.
+    pub fn clear_samples(&mut self) {
+        self.profile.samples.clear();
+    }
+
+    /// Age the samples as perf top does between refreshes: samples of one thread, stack,
+    /// CPU and event merge into one (the latest time) whose period is scaled by
+    /// `num / den`; those that reach zero go. The view then weighs recent samples most,
+    /// and its cost stays bounded by the distinct stacks, not the time top has run.
+    pub fn decay_samples(&mut self, num: u64, den: u64) {
+        let mut merged: rustc_hash::FxHashMap<(u32, Option<u32>, Option<u32>, u32), usize> =
+            rustc_hash::FxHashMap::default();
+        let mut out: Vec<Sample> = Vec::new();
+        for s in self.profile.samples.drain(..) {
+            if s.raw.is_some() {
+                out.push(s);
+                continue;
+            }
+            match merged.entry((s.thread, s.stack, s.cpu, s.event)) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let m = &mut out[*e.get()];
+                    m.period += s.period;
+                    m.time = m.time.max(s.time);
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(out.len());
+                    out.push(s);
+                }
+            }
+        }
+        for s in &mut out {
+            s.period = (u128::from(s.period) * u128::from(num) / u128::from(den.max(1))) as u64;
+        }
+        out.retain(|s| s.period > 0);
+        out.sort_by_key(|s| s.time);
+        self.profile.samples = out;
+    }
+
+    /// The profile.
+    pub fn finish(mut self) -> Profile {
+        self.resolve_kernel_frames();
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self
             .unknown
@@ -593,6 +650,31 @@ impl Builder {
             self.profile.meta.push(("note".into(), d.clone()));
         }
         self.profile
+    }
+}
+
+#[cfg(test)]
+mod decay {
+    use super::*;
+
+    #[test]
+    fn decay_merges_like_samples_and_scales_their_period() {
+        let mut b = Builder::new(Vec::new(), Options::default());
+        b.profile = crate::model::testing::sample_profile();
+        let before: u64 = b.profile.samples.iter().map(|s| s.period).sum();
+        b.decay_samples(7, 8);
+        let after: u64 = b.profile.samples.iter().map(|s| s.period).sum();
+        assert_eq!(after, before / 8 * 7, "every period scaled by 7/8");
+        // 100 samples of 3 stacks on 2 CPUs, split over 2 threads: at most 6 entries left.
+        assert!(b.profile.samples.len() <= 6, "{}", b.profile.samples.len());
+        assert!(b.profile.samples.windows(2).all(|w| w[0].time <= w[1].time));
+        for _ in 0..200 {
+            b.decay_samples(7, 8);
+        }
+        assert!(
+            b.profile.samples.is_empty(),
+            "old samples fade out entirely"
+        );
     }
 }
 

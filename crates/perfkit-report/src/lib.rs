@@ -27,10 +27,16 @@
 //! A profile keeps the mapped files its frames were sampled in ([`Image`]: build id, file
 //! offset, main executable) and the recording's gaps ([`Mark`]: lost records, throttling)
 //! for these exports.
+//!
+//! Analyses over the model: [`annotate`] (instructions and source lines of hot functions,
+//! disassembled in process by `perfkit-disasm`) and [`diff`] (perf diff's comparison of
+//! profiles, with a differential flamegraph).
 #![forbid(unsafe_code)]
 
+pub mod annotate;
 pub mod build;
 pub mod data_src;
+pub mod diff;
 pub mod dump;
 pub mod elide;
 mod error;
@@ -50,6 +56,7 @@ pub mod stats;
 pub mod tasks;
 pub mod thread_values;
 pub mod timespec;
+pub mod top;
 pub mod trace_info;
 
 pub use error::LoadError;

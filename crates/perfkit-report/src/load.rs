@@ -457,6 +457,24 @@ impl Loader {
         }
     }
 
+    /// The profile so far, every frame named: a live view (`top`) looks at it between
+    /// batches of records.
+    pub fn profile(&mut self) -> &Profile {
+        self.builder.resolve_kernel_frames();
+        self.builder.profile()
+    }
+
+    /// Forget the samples so far, keeping threads, maps and symbols (`top -z`).
+    pub fn clear_samples(&mut self) {
+        self.builder.clear_samples();
+    }
+
+    /// Merge and age the samples so far by `num / den` (perf top's decay between refreshes;
+    /// see [`Builder::decay_samples`](crate::build::Builder::decay_samples)).
+    pub fn decay_samples(&mut self, num: u64, den: u64) {
+        self.builder.decay_samples(num, den);
+    }
+
     /// The symbolized profile, and what was noticed on the way.
     pub fn finish(mut self) -> (Profile, Diagnostics) {
         for (t, n) in std::mem::take(&mut self.skipped) {

@@ -274,6 +274,9 @@ pub struct Profile {
     pub meta: Vec<(String, String)>,
     /// What tracepoint formats need of the traced kernel (symbols, printk strings).
     pub trace_kernel: TraceKernel,
+    /// The build id each mapped file was recorded with (MMAP2 or HEADER_BUILD_ID), by path:
+    /// what `annotate` needs to read the same file the samples came from.
+    pub dso_build_ids: HashMap<String, Vec<u8>>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,

@@ -96,6 +96,7 @@
 //! ELF/DWARF stack for unwinding anyway. `object` + `addr2line` + `framehop` share one.
 
 pub mod buildid_cache;
+mod code;
 mod demangle;
 mod elf;
 mod error;
@@ -111,6 +112,7 @@ mod types;
 pub mod unwind;
 pub mod uprobe_events;
 
+pub use code::{FunctionCode, Machine};
 pub use demangle::demangle;
 pub use elf::build_id_hex;
 pub use error::{Error, ParseError};

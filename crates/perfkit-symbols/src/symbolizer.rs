@@ -95,7 +95,7 @@ struct Resolved {
     reason: Option<UnknownReason>,
 }
 
-enum DwarfState {
+pub(crate) enum DwarfState {
     NotLoaded,
     Missing,
     Loaded(Box<addr2line::Context<DwarfReader>>),
@@ -105,8 +105,8 @@ enum DwarfState {
 pub(crate) struct Dso {
     pub(crate) binary: ElfFile,
     pub(crate) debug: Option<ElfFile>,
-    symbols: Option<SymbolTable>,
-    dwarf: DwarfState,
+    pub(crate) symbols: Option<SymbolTable>,
+    pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
 }
 
@@ -462,6 +462,20 @@ impl Symbolizer {
     pub(crate) fn dso_for(&mut self, m: &Mapping) -> Option<&Dso> {
         let i = self.slot_for(m);
         self.slots[i].dso.as_deref().ok()
+    }
+
+    /// The loaded file of a mapping, to change (its DWARF loaded on demand), and where to
+    /// look for debug files; or why there is none.
+    pub(crate) fn dso_mut(
+        &mut self,
+        m: &Mapping,
+    ) -> (Result<&mut Dso, UnknownReason>, &SearchPaths) {
+        let i = self.slot_for(m);
+        let dso = match &mut self.slots[i].dso {
+            Ok(d) => Ok(&mut **d),
+            Err(r) => Err(*r),
+        };
+        (dso, &self.search)
     }
 
     /// How many distinct files have been loaded (or tried).

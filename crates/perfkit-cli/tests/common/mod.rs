@@ -53,3 +53,4 @@ pub fn perf_ok(args: &[&str], file: &Path) -> String {
     cmd.args(args).arg("-i").arg(file);
     stdout_ok(&mut cmd)
 }
+pub mod hotloop;
