@@ -148,6 +148,9 @@ pub struct ReportArgs {
     /// Show the kernel (sys) and user (usr) shares of each entry's overhead.
     #[arg(long = "show-cpu-utilization", alias = "showcpuutilization")]
     pub cpu_util: bool,
+    /// More detail: shared objects by their path (perf's `-v`).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Symbol names as the symbol tables spell them (C++ and Rust names mangled).
     #[arg(long = "no-demangle", overrides_with = "demangle")]
     pub no_demangle: bool,
@@ -559,6 +562,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         cpu_util: args.cpu_util,
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
+        long_dso: args.verbose > 0,
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,

@@ -524,3 +524,24 @@ fn no_demangle_symfs_objdump() {
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);
 }
+
+/// `-v`: shared objects by their path, as perf prints them (perf's extra address and
+/// symbol-origin prefix in the symbol column is not printed).
+#[test]
+fn verbose_names_shared_objects_by_path() {
+    let Some(f) = ready() else { return };
+    let columns = |bin: &str| -> Vec<String> {
+        let o = report(bin, &f.mixed, &["--no-children", "-v"]);
+        assert!(o.status.success());
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let header = text.lines().find(|l| l.starts_with("# Overhead")).unwrap();
+        let cut = header.find("Symbol").unwrap();
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains('%') && named(l))
+            .map(|l| l[..cut.min(l.len())].trim_end().to_string())
+            .collect()
+    };
+    let ours = columns("perfkit");
+    assert_eq!(ours, columns("perf"));
+    assert!(ours.iter().any(|l| l.contains("/libc.so.6")), "{ours:?}");
+}

@@ -164,6 +164,8 @@ pub struct ReportOptions {
     pub symbol_filter: Option<String>,
     /// `-x`/`--exclude-other`: only entries with a parent (`--parent`).
     pub exclude_other: bool,
+    /// DSOs named by their path (perf's `-v`), not their file name.
+    pub long_dso: bool,
 }
 
 impl Default for ReportOptions {
@@ -188,6 +190,7 @@ impl Default for ReportOptions {
             cpu_util: false,
             symbol_filter: None,
             exclude_other: false,
+            long_dso: false,
         }
     }
 }
@@ -460,6 +463,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                         let at = Place {
                             frame: seed.frame,
                             sampled,
+                            long_dso: opts.long_dso,
                         };
                         if *k == SortKey::Trace {
                             return ids.texts[seed.text as usize].clone();
@@ -803,6 +807,8 @@ pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> st
 struct Place {
     frame: Option<FrameId>,
     sampled: bool,
+    /// DSOs by their path (`-v`), not their short name.
+    long_dso: bool,
 }
 
 /// An unnamed address as perf prints it (`%#.16llx`: zero has no `0x`): sampled ones
@@ -839,7 +845,11 @@ fn format_key(
         SortKey::Pid => format!("{pid}:{comm}"),
         SortKey::Tid => format!("{tid}:{comm}"),
         SortKey::Dso => func.map_or("[unknown]".into(), |f| {
-            perfkit_symbols::dso_short_name(&f.dso).into_owned()
+            if at.long_dso {
+                f.dso.clone()
+            } else {
+                perfkit_symbols::dso_short_name(&f.dso).into_owned()
+            }
         }),
         SortKey::Sym => match (frame, func) {
             (Some(fr), Some(f)) if f.name == "[unknown]" => {
