@@ -93,7 +93,8 @@ pub struct ReportArgs {
     /// Print the file's header (perf's lines) before the report.
     #[arg(long)]
     pub header: bool,
-    /// With --header: the full header (accepted; topology details are not printed yet).
+    /// With --header/--header-only: the topology sections in full (CPUs, NUMA nodes,
+    /// caches, memory blocks), as perf's -I.
     #[arg(short = 'I', long = "show-info")]
     pub show_info: bool,
     /// Print only the file's header.
@@ -402,7 +403,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         let file = open_rewindable(&input)?;
         let mut text = String::new();
         if args.header || args.header_only {
-            text.push_str(&header_text(&file, &input, args.header_only));
+            text.push_str(&header_text(
+                &file,
+                &input,
+                args.header_only,
+                args.show_info,
+            ));
         }
         if args.header_only {
         } else if args.stats {
@@ -485,7 +491,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
         if args.header {
-            print!("{}", header_text(&file, &input, true));
+            print!("{}", header_text(&file, &input, true, args.show_info));
         }
         if args.threads {
             threads = Some(
@@ -586,17 +592,23 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
 }
 
 /// perf's header lines for `file` read from `path`.
-fn header_text(file: &perfkit_data::PerfData, path: &Path, pipe_features: bool) -> String {
+fn header_text(
+    file: &perfkit_data::PerfData,
+    path: &Path,
+    pipe_features: bool,
+    show_info: bool,
+) -> String {
     let meta = if path.as_os_str() == "-" {
         std::fs::metadata("/dev/stdin")
     } else {
         std::fs::metadata(path)
     };
-    perfkit_report::header::render(
+    perfkit_report::header::render_info(
         file,
         meta.and_then(|m| m.modified()).ok(),
         &attr_fields,
         pipe_features,
+        show_info,
     )
 }
 
@@ -631,7 +643,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     load.kallsyms = args.kallsyms.clone();
     let (profile, diag) = if args.header {
         let file = open_rewindable(&args.input)?;
-        print!("{}", header_text(&file, &args.input, true));
+        print!("{}", header_text(&file, &args.input, true, false));
         load_file(&file, &args.input, &load, args.quiet)?
     } else {
         load_profile(&args.input, &load, args.quiet)?

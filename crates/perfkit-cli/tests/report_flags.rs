@@ -545,3 +545,32 @@ fn verbose_names_shared_objects_by_path() {
     assert_eq!(ours, columns("perf"));
     assert!(ours.iter().any(|l| l.contains("/libc.so.6")), "{ours:?}");
 }
+
+/// `--header-only -I`: the topology sections in full (sibling lists, CPU ids, NUMA nodes,
+/// caches, memory blocks), byte for byte as perf prints them, for perf's file and perfkit's.
+#[test]
+fn show_info_prints_the_topology() {
+    let Some(f) = ready() else { return };
+    let pk = f.dir.join("pk.data");
+    let rec = perfkit()
+        .args(["record", "-q", "-o"])
+        .arg(&pk)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(rec.status.success());
+    for file in [&f.mixed, &pk] {
+        let args = ["report", "--header-only", "-I", "-i"];
+        let theirs = Command::new("perf").args(args).arg(file).output().unwrap();
+        let ours = perfkit().args(args).arg(file).output().unwrap();
+        let text = String::from_utf8_lossy(&ours.stdout).into_owned();
+        assert_eq!(
+            text,
+            String::from_utf8_lossy(&theirs.stdout),
+            "{}",
+            file.display()
+        );
+        assert!(text.contains("# sibling threads : "), "{text}");
+        assert!(!text.contains("use -I to display"), "{text}");
+    }
+}

@@ -27,6 +27,7 @@ pub mod elide;
 mod error;
 pub mod export;
 pub mod header;
+pub mod header_info;
 pub mod hierarchy;
 pub mod load;
 mod model;
