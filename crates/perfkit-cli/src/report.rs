@@ -453,6 +453,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     if keys.is_empty() && args.fields.is_empty() {
         keys = vec!["comm".into(), "dso".into(), "sym".into()];
     }
+    // perf shows the IPC column with symbol sizes.
+    if keys.iter().any(|k| k.trim() == "symbol_size")
+        && !keys.iter().any(|k| k.trim() == "ipc_null")
+    {
+        keys.push("ipc_null".into());
+    }
     if args.parent.is_some() && !keys.iter().any(|k| k.trim() == "parent") {
         keys.push("parent".into());
     }

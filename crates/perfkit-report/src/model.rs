@@ -267,6 +267,8 @@ pub struct Profile {
     pub meta: Vec<(String, String)>,
     /// What tracepoint formats need of the traced kernel (symbols, printk strings).
     pub trace_kernel: TraceKernel,
+    /// Each named function's symbol size in bytes (`--sort symbol_size`).
+    pub sym_sizes: HashMap<FuncId, u64>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,

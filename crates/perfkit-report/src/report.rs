@@ -38,6 +38,11 @@ pub enum SortKey {
     Srcfile,
     /// The sample's cgroup (`N/A`: perfkit does not record cgroup ids in samples).
     Cgroup,
+    /// The size of the symbol (`unknown` without one).
+    SymbolSize,
+    /// perf's `ipc_null`: the IPC column of a file without branch cycles (`-      -`);
+    /// perf adds it after `symbol_size`.
+    IpcNull,
 }
 
 impl SortKey {
@@ -56,12 +61,14 @@ impl SortKey {
             "trace" => SortKey::Trace,
             "srcfile" => SortKey::Srcfile,
             "cgroup" => SortKey::Cgroup,
+            "symbol_size" => SortKey::SymbolSize,
+            "ipc_null" => SortKey::IpcNull,
             _ => return None,
         })
     }
     /// Every key name, for error messages.
-    pub const NAMES: &'static str =
-        "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup";
+    pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup, \
+         symbol_size, ipc_null";
 
     /// perf's keys of branch-stack reports (`record -b`/`-j`): without branch stacks in
     /// the file perf refuses them.
@@ -95,6 +102,8 @@ impl SortKey {
             SortKey::Trace => "Trace output",
             SortKey::Srcfile => "Source File",
             SortKey::Cgroup => "Cgroup",
+            SortKey::SymbolSize => "Symbol size",
+            SortKey::IpcNull => "IPC   [IPC Coverage]",
         }
     }
 }
@@ -768,7 +777,16 @@ impl<'p> Ids<'p> {
                     }
                     None => u64::MAX,
                 },
-                SortKey::Cgroup => 0,
+                SortKey::Cgroup | SortKey::IpcNull => 0,
+                // perf keeps symbols of one size apart (its entries still carry their
+                // symbol): one row per symbol, as `sym`.
+                SortKey::SymbolSize => match (frame, func) {
+                    (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
+                        (1 << 63) | p.frames[fr as usize].addr
+                    }
+                    (_, Some(f)) => u64::from(f),
+                    _ => u64::MAX,
+                },
             };
         }
         key
@@ -791,6 +809,11 @@ pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> st
                     (unnamed, n.to_string())
                 };
                 name(x).cmp(&name(y))
+            }
+            // Sizes by number, a symbol without one as size 0.
+            SortKey::SymbolSize => {
+                let n = |s: &str| s.parse::<u64>().unwrap_or(0);
+                n(x).cmp(&n(y))
             }
             // No map: after every DSO, as perf's cmp_null puts it.
             SortKey::Dso => (x == "[unknown]", x).cmp(&(y == "[unknown]", y)),
@@ -888,6 +911,10 @@ fn format_key(
             .and_then(|f| p.frames[f as usize].srcline.as_ref())
             .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
         SortKey::Trace | SortKey::Cgroup => "N/A".into(),
+        SortKey::SymbolSize => frame
+            .and_then(|f| p.sym_sizes.get(&p.frames[f as usize].func))
+            .map_or("unknown".into(), u64::to_string),
+        SortKey::IpcNull => "-      -".into(),
     }
 }
 
@@ -1170,8 +1197,12 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.show_period {
                 let _ = write!(l, " {:>12} ", r.self_);
             }
-            for (k, w) in r.keys.iter().zip(&widths) {
-                let _ = write!(l, " {k:<w$} ");
+            for ((k, w), key) in r.keys.iter().zip(&widths).zip(&opts.sort) {
+                if *key == SortKey::SymbolSize {
+                    let _ = write!(l, " {k:>w$} ");
+                } else {
+                    let _ = write!(l, " {k:<w$} ");
+                }
             }
             // A symbol in the last column is not padded (perf's symbol entry prints its
             // name as it is); other last columns are.
