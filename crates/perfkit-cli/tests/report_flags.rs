@@ -426,6 +426,16 @@ fn sort_keys_trace_srcfile_cgroup_overhead_and_branch_keys() {
     let Some(f) = ready() else { return };
     same_as_perf(&f.mixed, &["--sort", "trace"]);
     same_as_perf(&f.mixed, &["--sort", "cgroup"]);
+    // A file with cgroup ids: refused with the reason rather than shown as N/A.
+    let cg = f.dir.join("cgroup.data");
+    perf_record(&["--all-cgroups", "-o", cg.to_str().unwrap(), "true"]);
+    let out = perfkit()
+        .args(["report", "--stdio", "--sort", "cgroup", "-i"])
+        .arg(&cg)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot name them yet"));
     same_as_perf(&f.mixed, &["--sort", "overhead,sym"]);
     // Symbol sizes, right-aligned, with perf's IPC column after them.
     let l = same_as_perf(&f.mixed, &["--no-children", "--sort", "symbol_size,sym"]);
