@@ -570,7 +570,9 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         cpus,
         time,
     };
-    let (sort, notes) = perfkit_report::elide::elide(&sort, &filter);
+    // (--hierarchy keeps every level, with the notes all the same.)
+    let (elided, notes) = perfkit_report::elide::elide(&sort, &filter);
+    let sort = if args.hierarchy { sort } else { elided };
     // perf's default order (callers first with the children column) is decided before
     // --hierarchy turns that column off.
     let order = if args.inverted { Some(true) } else { order };

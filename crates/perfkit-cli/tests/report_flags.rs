@@ -216,6 +216,23 @@ fn hierarchy_is_perfs() {
     // Entries under the limit are hidden level by level, with perf's "no entry" line.
     let l = same_as_perf(&f.mixed, &["--hierarchy", "--percent-limit", "2"]);
     assert!(l.iter().any(|l| l.contains("no entry >= 2.00%")), "{l:?}");
+    same_as_perf(
+        &f.mixed,
+        &[
+            "--hierarchy",
+            "--show-cpu-utilization",
+            "-n",
+            "--percent-limit",
+            "1",
+        ],
+    );
+    // A one-value filter keeps its level (the note is printed all the same).
+    let l = same_as_perf(&f.mixed, &["--hierarchy", "--comm", "wl"]);
+    assert!(l.iter().any(|l| l == "# comm: wl"));
+    assert!(
+        l.iter()
+            .any(|l| l.contains("Command / Shared Object / Symbol"))
+    );
     // Call graphs under the last level: the row's own graph (perf's --no-children one).
     let graph_of_leaf = |args: &[&str]| -> String {
         let o = report("perfkit", &f.deep, args);
