@@ -332,6 +332,28 @@ fn filters_keep_percentages_of_the_whole_unless_relative() {
     same_as_perf(&f.mixed, &["--pid", "1"]);
     same_as_perf(&f.mixed, &["--symbols", "no_such_symbol"]);
     same_as_perf(&f.mixed, &["--tid", "1", "--percentage", "relative"]);
+    // Graphs print shares of every sample, relative or not; their threshold is of the
+    // report's total.
+    let g = f.dir.join("mixed-g.data");
+    let script = format!(
+        "{} deep 1 200; ls -R /usr/lib >/dev/null",
+        f.dir.join("wl").display()
+    );
+    perf_record(&["-g", "-o", g.to_str().unwrap(), "sh", "-c", &script]);
+    for pct in ["absolute", "relative"] {
+        for comm in ["ls", "wl"] {
+            let args = [
+                "--no-children",
+                "--comm",
+                comm,
+                "--percentage",
+                pct,
+                "-g",
+                "graph,5",
+            ];
+            same_as_perf(&g, &args);
+        }
+    }
 }
 
 #[test]

@@ -514,6 +514,18 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
         }
         if opts.graph != GraphMode::None && p.stacks.iter().any(|s| s.parent.is_some()) {
+            // perf prints graph percentages of every sample, relative or not, but its
+            // threshold is of the report's total: the same threshold over every sample.
+            let scaled;
+            let gopts = if total != all_total && all_total > 0 {
+                scaled = ReportOptions {
+                    graph_threshold: opts.graph_threshold * total as f64 / all_total as f64,
+                    ..opts.clone()
+                };
+                &scaled
+            } else {
+                opts
+            };
             section.graphs = section
                 .rows
                 .iter()
@@ -521,7 +533,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     if section_pct(total, weight(r)) < opts.graph_threshold {
                         String::new()
                     } else {
-                        call_graph(p, opts, &agg, r, total)
+                        call_graph(p, gopts, &agg, r, all_total)
                     }
                 })
                 .collect();
