@@ -94,7 +94,8 @@ pub struct ReportArgs {
     /// Print the file's header (perf's lines) before the report.
     #[arg(long)]
     pub header: bool,
-    /// With --header: the full header (accepted; topology details are not printed yet).
+    /// With --header/--header-only: the topology sections in full (CPUs, NUMA nodes,
+    /// caches, memory blocks), as perf's -I.
     #[arg(short = 'I', long = "show-info")]
     pub show_info: bool,
     /// Print only the file's header.
@@ -154,6 +155,9 @@ pub struct ReportArgs {
     /// Show the kernel (sys) and user (usr) shares of each entry's overhead.
     #[arg(long = "show-cpu-utilization", alias = "showcpuutilization")]
     pub cpu_util: bool,
+    /// More detail: shared objects by their path (perf's `-v`).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Symbol names as the symbol tables spell them (C++ and Rust names mangled).
     #[arg(long = "no-demangle", overrides_with = "demangle")]
     pub no_demangle: bool,
@@ -477,7 +481,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         let file = open_rewindable(&input)?;
         let mut text = String::new();
         if args.header || args.header_only {
-            text.push_str(&header_text(&file, &input, args.header_only));
+            text.push_str(&header_text(
+                &file,
+                &input,
+                args.header_only,
+                args.show_info,
+            ));
         }
         if args.header_only {
         } else if args.stats {
@@ -522,6 +531,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     if keys.is_empty() && args.fields.is_empty() {
         keys = vec!["comm".into(), "dso".into(), "sym".into()];
     }
+    // perf shows the IPC column with symbol sizes.
+    if keys.iter().any(|k| k.trim() == "symbol_size")
+        && !keys.iter().any(|k| k.trim() == "ipc_null")
+    {
+        keys.push("ipc_null".into());
+    }
     if args.parent.is_some() && !keys.iter().any(|k| k.trim() == "parent") {
         keys.push("parent".into());
     }
@@ -556,11 +571,23 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
     let mut threads = None;
-    let (profile, diag) = if args.header || args.threads {
+    let cgroup = sort.contains(&SortKey::Cgroup);
+    let (profile, diag) = if args.header || args.threads || cgroup {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
+        if cgroup
+            && file
+                .attrs
+                .iter()
+                .any(|a| a.attr.sample_type & perfkit::sys::PERF_SAMPLE_CGROUP != 0)
+        {
+            bail!(
+                "--sort cgroup: this file records cgroup ids (record --all-cgroups) and \
+                 perfkit cannot name them yet; `perf report --sort cgroup` can"
+            );
+        }
         if args.header {
-            print!("{}", header_text(&file, &input, true));
+            print!("{}", header_text(&file, &input, true, args.show_info));
         }
         if args.threads {
             threads = Some(
@@ -620,7 +647,9 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         cpus,
         time,
     };
-    let (sort, notes) = perfkit_report::elide::elide(&sort, &filter);
+    // (--hierarchy keeps every level, with the notes all the same.)
+    let (elided, notes) = perfkit_report::elide::elide(&sort, &filter);
+    let sort = if args.hierarchy { sort } else { elided };
     // perf's default order (callers first with the children column) is decided before
     // --hierarchy turns that column off.
     let order = if args.inverted { Some(true) } else { order };
@@ -636,6 +665,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         cpu_util: args.cpu_util,
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
+        long_dso: args.verbose > 0,
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         caller_order: order,
@@ -659,17 +689,23 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
 }
 
 /// perf's header lines for `file` read from `path`.
-fn header_text(file: &perfkit_data::PerfData, path: &Path, pipe_features: bool) -> String {
+fn header_text(
+    file: &perfkit_data::PerfData,
+    path: &Path,
+    pipe_features: bool,
+    show_info: bool,
+) -> String {
     let meta = if path.as_os_str() == "-" {
         std::fs::metadata("/dev/stdin")
     } else {
         std::fs::metadata(path)
     };
-    perfkit_report::header::render(
+    perfkit_report::header::render_info(
         file,
         meta.and_then(|m| m.modified()).ok(),
         &attr_fields,
         pipe_features,
+        show_info,
     )
 }
 
@@ -710,7 +746,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     load.kallsyms = args.kallsyms.clone();
     let file = if args.header {
         let file = open_rewindable(&args.input)?;
-        print!("{}", header_text(&file, &args.input, true));
+        print!("{}", header_text(&file, &args.input, true, false));
         file
     } else {
         require_input(&args.input)?;

@@ -78,6 +78,40 @@ pub struct CpuTopology {
     pub core_siblings: Vec<String>,
     /// CPU lists of each thread's siblings (core level).
     pub thread_siblings: Vec<String>,
+    /// (core id, socket id) of each available CPU, when the writer gave them.
+    pub cpus: Vec<(i32, i32)>,
+    /// CPU lists of each die's siblings (newer writers).
+    pub die_siblings: Vec<String>,
+    /// The die id of each available CPU, with `die_siblings`.
+    pub die_ids: Vec<i32>,
+}
+
+/// One `HEADER_CACHE` entry: a CPU cache level as sysfs describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheLevel {
+    /// Level (1, 2, 3).
+    pub level: u32,
+    /// Line size in bytes.
+    pub line_size: u32,
+    /// Number of sets.
+    pub sets: u32,
+    /// Associativity.
+    pub ways: u32,
+    /// `Data`, `Instruction`, `Unified`.
+    pub kind: String,
+    /// Size as sysfs writes it (`32K`).
+    pub size: String,
+    /// The CPUs sharing it (`0-1`).
+    pub map: String,
+}
+
+/// `HEADER_MEM_TOPOLOGY`: memory blocks per NUMA node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemTopology {
+    /// Bytes per memory block.
+    pub block_size: u64,
+    /// (node, the blocks it holds as a bitmap of `bits` bits).
+    pub nodes: Vec<(u64, u64, Vec<u64>)>,
 }
 
 /// `HEADER_COMPRESSED`.
@@ -124,6 +158,10 @@ pub struct Features {
     pub sample_time: Option<(u64, u64)>,
     /// `HEADER_CPU_TOPOLOGY`
     pub cpu_topology: Option<CpuTopology>,
+    /// `HEADER_CACHE`
+    pub caches: Vec<CacheLevel>,
+    /// `HEADER_MEM_TOPOLOGY`
+    pub mem_topology: Option<MemTopology>,
     /// `HEADER_NUMA_TOPOLOGY`: (node, total kB, free kB, cpu list).
     pub numa: Vec<(u32, u64, u64, String)>,
     /// `HEADER_PMU_MAPPINGS`: (type, name).
@@ -170,10 +208,70 @@ impl Features {
             f::CPU_TOPOLOGY => (|| {
                 let core_siblings = c.strings()?;
                 let thread_siblings = c.strings()?;
-                self.cpu_topology = Some(CpuTopology {
+                let mut t = CpuTopology {
                     core_siblings,
                     thread_siblings,
-                });
+                    ..CpuTopology::default()
+                };
+                // Then (core, socket) per available CPU, die siblings and die ids: each
+                // part only when the writer knew it.
+                let avail = self.nrcpus.map_or(0, |n| n.1 as usize).min(b.len() / 8);
+                let mut ids = Vec::new();
+                for _ in 0..avail {
+                    match (c.u32(), c.u32()) {
+                        (Some(core), Some(socket)) => ids.push((core as i32, socket as i32)),
+                        _ => break,
+                    }
+                }
+                if ids.len() == avail {
+                    t.cpus = ids;
+                    if let Some(dies) = c.strings() {
+                        let die_ids: Option<Vec<i32>> =
+                            (0..avail).map(|_| c.u32().map(|d| d as i32)).collect();
+                        if let Some(die_ids) = die_ids {
+                            t.die_siblings = dies;
+                            t.die_ids = die_ids;
+                        }
+                    }
+                }
+                self.cpu_topology = Some(t);
+                Some(())
+            })(),
+            f::CACHE => (|| {
+                let _version = c.u32()?;
+                let n = c.u32()? as usize;
+                for _ in 0..n.min(b.len() / 28) {
+                    let (level, line_size, sets, ways) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
+                    let (kind, size, map) = (c.string()?, c.string()?, c.string()?);
+                    self.caches.push(CacheLevel {
+                        level,
+                        line_size,
+                        sets,
+                        ways,
+                        kind,
+                        size,
+                        map,
+                    });
+                }
+                Some(())
+            })(),
+            f::MEM_TOPOLOGY => (|| {
+                let _version = c.u64()?;
+                let block_size = c.u64()?;
+                let n = c.u64()? as usize;
+                let mut nodes = Vec::new();
+                for _ in 0..n.min(b.len() / 32) {
+                    // The node, its size in blocks, then the bitmap (its bit count again,
+                    // then the words).
+                    let (node, _size, bits) = (c.u64()?, c.u64()?, c.u64()?);
+                    let words = bits.div_ceil(64) as usize;
+                    if words > b.len() / 8 {
+                        return None;
+                    }
+                    let set: Option<Vec<u64>> = (0..words).map(|_| c.u64()).collect();
+                    nodes.push((node, bits, set?));
+                }
+                self.mem_topology = Some(MemTopology { block_size, nodes });
                 Some(())
             })(),
             f::NUMA_TOPOLOGY => (|| {

@@ -33,7 +33,7 @@ pub mod tracing_data;
 mod write;
 
 pub use error::ReadError;
-pub use features::{BuildIdEntry, CompressedInfo, CpuTopology, Features};
+pub use features::{BuildIdEntry, CacheLevel, CompressedInfo, CpuTopology, Features, MemTopology};
 pub use read::{EventAttr, Item, MAX_PAYLOAD, PerfData};
 pub use write::{FileEvent, PerfDataWriter, WriteOptions, record};
 

@@ -496,6 +496,9 @@ impl Builder {
             dso: dso.to_string(),
             kernel,
         });
+        if let Some(s) = &sym.symbol {
+            self.profile.sym_sizes.insert(func, s.size);
+        }
         let frame = self.profile.frame(Frame {
             func,
             addr,
@@ -576,6 +579,9 @@ impl Builder {
                 dso: sym.dso.to_string(),
                 kernel: true,
             });
+            if let Some(s) = &sym.symbol {
+                self.profile.sym_sizes.insert(func, s.size);
+            }
             let frame = &mut self.profile.frames[f as usize];
             frame.func = func;
             frame.sym_offset = sym.symbol.as_ref().map(|s| s.offset);

@@ -121,6 +121,17 @@ pub fn render(
     attr_fields: &dyn Fn(&perfkit_sys::perf_event_attr) -> Vec<(String, String)>,
     pipe_features: bool,
 ) -> String {
+    render_info(file, captured, attr_fields, pipe_features, false)
+}
+
+/// [`render`], with the topology sections in full when `show_info` (perf's `-I`).
+pub fn render_info(
+    file: &PerfData,
+    captured: Option<SystemTime>,
+    attr_fields: &dyn Fn(&perfkit_sys::perf_event_attr) -> Vec<(String, String)>,
+    pipe_features: bool,
+    show_info: bool,
+) -> String {
     let mut s = String::from("# ========\n");
     let _ = writeln!(
         s,
@@ -202,9 +213,25 @@ pub fn render(
             line(ft::EVENT_DESC, Some(events.join("\n")));
         }
     }
-    let info = |name: &str| Some(format!("# {name} info available, use -I to display"));
-    line(ft::CPU_TOPOLOGY, info("CPU_TOPOLOGY"));
-    line(ft::NUMA_TOPOLOGY, info("NUMA_TOPOLOGY"));
+    let info = |name: &str, full: Option<String>| {
+        if show_info {
+            full
+        } else {
+            Some(format!("# {name} info available, use -I to display"))
+        }
+    };
+    use crate::header_info as hi;
+    line(
+        ft::CPU_TOPOLOGY,
+        info(
+            "CPU_TOPOLOGY",
+            f.cpu_topology.as_ref().map(hi::cpu_topology),
+        ),
+    );
+    line(
+        ft::NUMA_TOPOLOGY,
+        info("NUMA_TOPOLOGY", Some(hi::numa(&f.numa))),
+    );
     line(
         ft::BRANCH_STACK,
         Some("# contains samples with branch stack".into()),
@@ -225,7 +252,7 @@ pub fn render(
         Some("# contains AUX area data (e.g. instruction trace)".into()),
     );
     line(ft::STAT, Some("# contains stat data".into()));
-    line(ft::CACHE, info("CACHE"));
+    line(ft::CACHE, info("CACHE", Some(hi::caches(&f.caches))));
     if let Some((first, last)) = f.sample_time {
         line(
             ft::SAMPLE_TIME,
@@ -237,7 +264,13 @@ pub fn render(
             )),
         );
     }
-    line(ft::MEM_TOPOLOGY, info("MEM_TOPOLOGY"));
+    line(
+        ft::MEM_TOPOLOGY,
+        info(
+            "MEM_TOPOLOGY",
+            f.mem_topology.as_ref().map(hi::mem_topology),
+        ),
+    );
     if let Some(res) = f.clockid {
         line(
             ft::CLOCKID,
@@ -289,6 +322,8 @@ fn present_bits(file: &PerfData) -> Vec<usize> {
         (ft::CMDLINE, !f.cmdline.is_empty()),
         (ft::EVENT_DESC, !f.event_desc.is_empty()),
         (ft::CPU_TOPOLOGY, f.cpu_topology.is_some()),
+        (ft::CACHE, !f.caches.is_empty()),
+        (ft::MEM_TOPOLOGY, f.mem_topology.is_some()),
         (ft::NUMA_TOPOLOGY, !f.numa.is_empty()),
         (ft::PMU_MAPPINGS, !f.pmu_mappings.is_empty()),
         (ft::SAMPLE_TIME, f.sample_time.is_some()),

@@ -21,6 +21,8 @@ struct Entry {
     key: String,
     period: u64,
     samples: u64,
+    /// The part of `period` sampled in the kernel.
+    sys: u64,
     /// The report row this entry is, at the last level.
     row: Option<usize>,
     children: Vec<Entry>,
@@ -68,6 +70,10 @@ fn overhead_columns(opts: &ReportOptions) -> Vec<&'static str> {
     let mut cols = Vec::new();
     if opts.overhead {
         cols.push("Overhead");
+        if opts.cpu_util {
+            cols.push("     sys");
+            cols.push("     usr");
+        }
     }
     if opts.show_samples {
         cols.push("     Samples");
@@ -89,6 +95,7 @@ pub(crate) fn render_section(s: &Section, opts: &ReportOptions, out: &mut String
             e = e.child(k);
             e.period += r.self_;
             e.samples += r.samples;
+            e.sys += r.sys;
         }
         e.row = Some(ri);
     }
@@ -164,6 +171,12 @@ impl Ctx<'_> {
                 "Overhead" => {
                     let _ = write!(out, "  {:>7.2}%", self.s.pct(e.period));
                 }
+                "sys" => {
+                    let _ = write!(out, "  {:>7.2}%", self.s.pct(e.sys));
+                }
+                "usr" => {
+                    let _ = write!(out, "  {:>7.2}%", self.s.pct(e.period - e.sys));
+                }
                 "Samples" => {
                     let _ = write!(out, "  {:>12}", e.samples);
                 }
@@ -188,7 +201,9 @@ impl Ctx<'_> {
         }
         if !e.children.iter().any(|c| self.visible(c)) {
             // perf: every sub-entry is under the limit.
-            let indent = (self.keys.len() + depth) * INDENT + self.cols.len() * 10 + 2;
+            // perf: the overhead columns' width (with their separators) plus 4.
+            let overhead: usize = self.cols.iter().map(|c| c.len() + 2).sum::<usize>() + 2;
+            let indent = (self.keys.len() + depth) * INDENT + overhead;
             let _ = writeln!(
                 out,
                 "{:indent$}no entry >= {:.2}%",

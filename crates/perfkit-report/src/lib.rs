@@ -42,6 +42,7 @@ pub mod elide;
 mod error;
 pub mod export;
 pub mod header;
+pub mod header_info;
 pub mod hierarchy;
 mod image;
 pub mod load;

@@ -277,6 +277,8 @@ pub struct Profile {
     /// The build id each mapped file was recorded with (MMAP2 or HEADER_BUILD_ID), by path:
     /// what `annotate` needs to read the same file the samples came from.
     pub dso_build_ids: HashMap<String, Vec<u8>>,
+    /// Each named function's symbol size in bytes (`--sort symbol_size`).
+    pub sym_sizes: HashMap<FuncId, u64>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,

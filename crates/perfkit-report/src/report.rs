@@ -38,6 +38,11 @@ pub enum SortKey {
     Srcfile,
     /// The sample's cgroup (`N/A`: perfkit does not record cgroup ids in samples).
     Cgroup,
+    /// The size of the symbol (`unknown` without one).
+    SymbolSize,
+    /// perf's `ipc_null`: the IPC column of a file without branch cycles (`-      -`);
+    /// perf adds it after `symbol_size`.
+    IpcNull,
 }
 
 impl SortKey {
@@ -56,12 +61,14 @@ impl SortKey {
             "trace" => SortKey::Trace,
             "srcfile" => SortKey::Srcfile,
             "cgroup" => SortKey::Cgroup,
+            "symbol_size" => SortKey::SymbolSize,
+            "ipc_null" => SortKey::IpcNull,
             _ => return None,
         })
     }
     /// Every key name, for error messages.
-    pub const NAMES: &'static str =
-        "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup";
+    pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup, \
+         symbol_size, ipc_null";
 
     /// perf's keys of branch-stack reports (`record -b`/`-j`): without branch stacks in
     /// the file perf refuses them.
@@ -95,6 +102,8 @@ impl SortKey {
             SortKey::Trace => "Trace output",
             SortKey::Srcfile => "Source File",
             SortKey::Cgroup => "Cgroup",
+            SortKey::SymbolSize => "Symbol size",
+            SortKey::IpcNull => "IPC   [IPC Coverage]",
         }
     }
 }
@@ -164,6 +173,8 @@ pub struct ReportOptions {
     pub symbol_filter: Option<String>,
     /// `-x`/`--exclude-other`: only entries with a parent (`--parent`).
     pub exclude_other: bool,
+    /// DSOs named by their path (perf's `-v`), not their file name.
+    pub long_dso: bool,
 }
 
 impl Default for ReportOptions {
@@ -188,6 +199,7 @@ impl Default for ReportOptions {
             cpu_util: false,
             symbol_filter: None,
             exclude_other: false,
+            long_dso: false,
         }
     }
 }
@@ -460,6 +472,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                         let at = Place {
                             frame: seed.frame,
                             sampled,
+                            long_dso: opts.long_dso,
                         };
                         if *k == SortKey::Trace {
                             return ids.texts[seed.text as usize].clone();
@@ -501,6 +514,18 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
         }
         if opts.graph != GraphMode::None && p.stacks.iter().any(|s| s.parent.is_some()) {
+            // perf prints graph percentages of every sample, relative or not, but its
+            // threshold is of the report's total: the same threshold over every sample.
+            let scaled;
+            let gopts = if total != all_total && all_total > 0 {
+                scaled = ReportOptions {
+                    graph_threshold: opts.graph_threshold * total as f64 / all_total as f64,
+                    ..opts.clone()
+                };
+                &scaled
+            } else {
+                opts
+            };
             section.graphs = section
                 .rows
                 .iter()
@@ -508,7 +533,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     if section_pct(total, weight(r)) < opts.graph_threshold {
                         String::new()
                     } else {
-                        call_graph(p, opts, &agg, r, total)
+                        call_graph(p, gopts, &agg, r, all_total)
                     }
                 })
                 .collect();
@@ -764,7 +789,16 @@ impl<'p> Ids<'p> {
                     }
                     None => u64::MAX,
                 },
-                SortKey::Cgroup => 0,
+                SortKey::Cgroup | SortKey::IpcNull => 0,
+                // perf keeps symbols of one size apart (its entries still carry their
+                // symbol): one row per symbol, as `sym`.
+                SortKey::SymbolSize => match (frame, func) {
+                    (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
+                        (1 << 63) | p.frames[fr as usize].addr
+                    }
+                    (_, Some(f)) => u64::from(f),
+                    _ => u64::MAX,
+                },
             };
         }
         key
@@ -788,6 +822,11 @@ pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> st
                 };
                 name(x).cmp(&name(y))
             }
+            // Sizes by number, a symbol without one as size 0.
+            SortKey::SymbolSize => {
+                let n = |s: &str| s.parse::<u64>().unwrap_or(0);
+                n(x).cmp(&n(y))
+            }
             // No map: after every DSO, as perf's cmp_null puts it.
             SortKey::Dso => (x == "[unknown]", x).cmp(&(y == "[unknown]", y)),
             _ => x.cmp(y),
@@ -803,6 +842,8 @@ pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> st
 struct Place {
     frame: Option<FrameId>,
     sampled: bool,
+    /// DSOs by their path (`-v`), not their short name.
+    long_dso: bool,
 }
 
 /// An unnamed address as perf prints it (`%#.16llx`: zero has no `0x`): sampled ones
@@ -839,7 +880,11 @@ fn format_key(
         SortKey::Pid => format!("{pid}:{comm}"),
         SortKey::Tid => format!("{tid}:{comm}"),
         SortKey::Dso => func.map_or("[unknown]".into(), |f| {
-            perfkit_symbols::dso_short_name(&f.dso).into_owned()
+            if at.long_dso {
+                f.dso.clone()
+            } else {
+                perfkit_symbols::dso_short_name(&f.dso).into_owned()
+            }
         }),
         SortKey::Sym => match (frame, func) {
             (Some(fr), Some(f)) if f.name == "[unknown]" => {
@@ -878,6 +923,10 @@ fn format_key(
             .and_then(|f| p.frames[f as usize].srcline.as_ref())
             .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
         SortKey::Trace | SortKey::Cgroup => "N/A".into(),
+        SortKey::SymbolSize => frame
+            .and_then(|f| p.sym_sizes.get(&p.frames[f as usize].func))
+            .map_or("unknown".into(), u64::to_string),
+        SortKey::IpcNull => "-      -".into(),
     }
 }
 
@@ -1160,8 +1209,12 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.show_period {
                 let _ = write!(l, " {:>12} ", r.self_);
             }
-            for (k, w) in r.keys.iter().zip(&widths) {
-                let _ = write!(l, " {k:<w$} ");
+            for ((k, w), key) in r.keys.iter().zip(&widths).zip(&opts.sort) {
+                if *key == SortKey::SymbolSize {
+                    let _ = write!(l, " {k:>w$} ");
+                } else {
+                    let _ = write!(l, " {k:<w$} ");
+                }
             }
             // A symbol in the last column is not padded (perf's symbol entry prints its
             // name as it is); other last columns are.
