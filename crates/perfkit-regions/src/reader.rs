@@ -117,12 +117,19 @@ impl Reader {
         }
     }
 
-    /// Read every event into `out`.
+    /// Read every event into `out`. The clock is read before the counters when `clock_first`
+    /// (a region's start) and after them otherwise (its end), so a region's wall time
+    /// spans the window its counts cover.
     #[inline]
-    pub fn read(&mut self, out: &mut Reading) -> perfkit::Result<()> {
+    pub fn read(&mut self, out: &mut Reading, clock_first: bool) -> perfkit::Result<()> {
+        if clock_first {
+            out.time_ns = now_ns();
+        }
         let n = self.len();
         if out.values.len() != n {
+            let t = out.time_ns;
             *out = Reading::new(n);
+            out.time_ns = t;
         }
         match self {
             Reader::UserPage(mons) => {
@@ -144,7 +151,9 @@ impl Reader {
                 }
             }
         }
-        out.time_ns = now_ns();
+        if !clock_first {
+            out.time_ns = now_ns();
+        }
         Ok(())
     }
 }

@@ -79,7 +79,7 @@ impl ThreadState {
     fn start(&mut self, region: usize) -> Result<(), Error> {
         let mut start = Reading::new(self.reader.len());
         self.reader
-            .read(&mut start)
+            .read(&mut start, true)
             .map_err(|e| Error::Read(Box::new(e)))?;
         self.open.push(Frame { region, start });
         Ok(())
@@ -90,7 +90,7 @@ impl ThreadState {
         let mut now = std::mem::take(&mut self.scratch);
         let r = self
             .reader
-            .read(&mut now)
+            .read(&mut now, false)
             .map_err(|e| Error::Read(Box::new(e)));
         let Some(pos) = self.open.iter().rposition(|f| f.region == region) else {
             self.scratch = now;
@@ -326,7 +326,9 @@ impl Regions {
     pub fn read_counters(&self, into: &mut Reading) -> Result<(), Error> {
         let s = self.state()?;
         let mut s = lock(&s);
-        s.reader.read(into).map_err(|e| Error::Read(Box::new(e)))
+        s.reader
+            .read(into, false)
+            .map_err(|e| Error::Read(Box::new(e)))
     }
 
     /// A reading buffer sized for these events.

@@ -64,7 +64,7 @@ fn page_faults_and_calls_of_nested_regions() {
     // task-clock is CPU time: no more than the region's wall time (one thread), and some.
     let tc = touch.counts[1];
     assert!(
-        tc.value > 0 && tc.value <= touch.time_ns + 1_000,
+        tc.value > 0 && tc.value <= touch.time_ns + touch.time_ns / 50 + 60_000,
         "{tc:?} vs {}",
         touch.time_ns
     );
