@@ -302,3 +302,26 @@ fn json_and_table_and_errors() {
     assert_eq!(out.status.code(), Some(7));
     assert!(String::from_utf8_lossy(&out.stderr).contains("No regions"));
 }
+
+#[test]
+fn an_event_that_does_not_open_is_one_error() {
+    // instructions open only with a hardware PMU; where they do, there is nothing to check.
+    if perfkit_regions_probe() {
+        return;
+    }
+    let out = perfkit()
+        .args(["stat", "--regions", "-e", "instructions", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("-e") && err.contains("instructions"), "{err}");
+}
+
+fn perfkit_regions_probe() -> bool {
+    perfkit::Counter::open(
+        &perfkit::Attr::new(perfkit::Hardware::Instructions),
+        &perfkit::Target::this_thread(),
+    )
+    .is_ok()
+}

@@ -5,7 +5,7 @@ use perfkit_regions::launch::{ENV_EVENTS, ENV_OUTPUT, append_report};
 use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 pub(crate) struct Global {
     pub regions: Regions,
@@ -86,7 +86,18 @@ pub(crate) unsafe fn name<'a>(p: *const c_char) -> Option<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().ok()
 }
 
-/// Report a failed marker call on standard error (LIKWID and PAPI print such warnings).
+/// Warnings printed so far (at most [`MAX_WARNINGS`] per process).
+static WARNINGS: AtomicU32 = AtomicU32::new(0);
+const MAX_WARNINGS: u32 = 10;
+
+/// Report a failed marker call on standard error (LIKWID and PAPI print such warnings),
+/// the first ten per process, so a loop of failing calls does not flood the terminal.
 pub(crate) fn warn(call: &str, region: &str, e: &perfkit_regions::Error) {
-    eprintln!("perfkit-markers: {call}({region:?}): {}", chain(e));
+    let n = WARNINGS.fetch_add(1, Ordering::Relaxed);
+    if n < MAX_WARNINGS {
+        eprintln!("perfkit-markers: {call}({region:?}): {}", chain(e));
+    }
+    if n + 1 == MAX_WARNINGS {
+        eprintln!("perfkit-markers: further warnings of this process are not shown");
+    }
 }

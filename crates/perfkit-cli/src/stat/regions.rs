@@ -38,8 +38,11 @@ pub fn run(args: &StatArgs) -> Result<u8> {
     } else {
         args.events.join(",")
     };
-    // Check the events here so a bad list is one clear error, not one per process.
-    perfkit_regions::Regions::new(&events).context("-e")?;
+    // Check the events here (parse and open for this thread) so a bad list is one clear
+    // error, not a warning from every marker call of the program.
+    perfkit_regions::Regions::new(&events)
+        .and_then(|r| r.thread_init())
+        .context("-e")?;
     let (status, report) = launch::run(&marker_library(), &events, &args.command)?;
     let text = if args.json {
         json(&report)
