@@ -64,7 +64,7 @@ impl fmt::Display for Error {
             Error::NotOneEvent(s) => {
                 write!(f, "{s:?}: give exactly one event to measure per iteration")
             }
-            Error::Open(_) => write!(f, "cannot count the event for this thread"),
+            Error::Open(_) => write!(f, "the measurement counter"),
         }
     }
 }

@@ -22,7 +22,7 @@ impl fmt::Display for Error {
         match self {
             Error::Parse(_) => write!(f, "bad event list"),
             Error::NoEvents => write!(f, "no events to count: give at least one"),
-            Error::Open(name, _) => write!(f, "cannot count {name} for this thread"),
+            Error::Open(name, _) => write!(f, "region counters ({name})"),
             Error::Read(_) => write!(f, "reading the region counters failed"),
             Error::NotStarted(name) => write!(
                 f,

@@ -58,6 +58,8 @@ struct ThreadState {
     regions: Vec<Acc>,
     open: Vec<Frame>,
     scratch: Reading,
+    /// Readings of closed frames, reused so entering a region does not allocate.
+    spare: Vec<Reading>,
 }
 
 impl ThreadState {
@@ -77,7 +79,10 @@ impl ThreadState {
     }
 
     fn start(&mut self, region: usize) -> Result<(), Error> {
-        let mut start = Reading::new(self.reader.len());
+        let mut start = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Reading::new(self.reader.len()));
         self.reader
             .read(&mut start, true)
             .map_err(|e| Error::Read(Box::new(e)))?;
@@ -109,6 +114,7 @@ impl ThreadState {
             c.enabled_ns += now.enabled[i].saturating_sub(f.start.enabled[i]);
             c.running_ns += now.running[i].saturating_sub(f.start.running[i]);
         }
+        self.spare.push(f.start);
         self.scratch = now;
         Ok(())
     }
@@ -218,6 +224,7 @@ impl Regions {
             regions: Vec::new(),
             open: Vec::new(),
             scratch: Reading::new(n),
+            spare: Vec::new(),
         }));
         self.shared
             .threads
