@@ -266,6 +266,8 @@ fn json_and_table_and_errors() {
         .parse()
         .unwrap();
     assert!((128..=128 + 64).contains(&pf), "{v}");
+    // page-faults alone: no derived metric applies.
+    assert_eq!(v["metrics"], serde_json::json!({}));
 
     let out = perfkit()
         .env("PERFKIT_MARKERS_LIB", &lib)

@@ -112,6 +112,30 @@ impl RegionsReport {
             .find(|r| r.name == name)
     }
 
+    /// Metrics derived from a region's counts, where its events allow them:
+    /// `CPUs utilized` (task-clock or cpu-clock over the region's wall time) and `IPC`
+    /// (instructions over cycles, with or without the same modifiers).
+    pub fn metrics(&self, r: &RegionResult) -> Vec<(&'static str, f64)> {
+        let find = |names: &[&str]| {
+            self.events
+                .iter()
+                .position(|e| names.contains(&e.split(':').next().unwrap_or(e)))
+                .and_then(|i| r.counts.get(i)?.scaled())
+        };
+        let mut out = Vec::new();
+        if let Some(t) = find(&["task-clock", "cpu-clock"]) {
+            if r.time_ns > 0 {
+                out.push(("CPUs utilized", t / r.time_ns as f64));
+            }
+        }
+        if let (Some(i), Some(c)) = (find(&["instructions"]), find(&["cycles", "cpu-cycles"])) {
+            if c > 0.0 {
+                out.push(("IPC", i / c));
+            }
+        }
+        out
+    }
+
     /// A human-readable table: per region, one block with a line per thread and, when
     /// more than one thread entered it, a `SUM` line.
     pub fn table(&self) -> String {
@@ -120,14 +144,20 @@ impl RegionsReport {
             out.push_str(&format!("Region {}\n", sum.name));
             let mut header = vec!["thread".to_string(), "calls".into(), "time (s)".into()];
             header.extend(self.events.iter().cloned());
+            header.extend(self.metrics(&sum).iter().map(|(n, _)| n.to_string()));
             let mut rows = vec![header];
+            let with_metrics = |label: &str, r: &RegionResult| {
+                let mut v = row(label, r);
+                v.extend(self.metrics(r).iter().map(|(_, x)| format!("{x:.3}")));
+                v
+            };
             for t in &self.threads {
                 if let Some(r) = t.regions.iter().find(|r| r.name == sum.name) {
-                    rows.push(row(&format!("{}/{}", t.pid, t.tid), r));
+                    rows.push(with_metrics(&format!("{}/{}", t.pid, t.tid), r));
                 }
             }
             if nthreads > 1 {
-                rows.push(row("SUM", &sum));
+                rows.push(with_metrics("SUM", &sum));
             }
             let widths: Vec<usize> = (0..rows[0].len())
                 .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))

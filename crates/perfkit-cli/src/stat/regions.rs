@@ -164,12 +164,18 @@ fn json(r: &RegionsReport) -> String {
                 })
             })
             .collect();
+        let metrics: serde_json::Map<String, serde_json::Value> = r
+            .metrics(&x)
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), serde_json::json!(v)))
+            .collect();
         let o = serde_json::json!({
             "region": x.name,
             "thread": thread,
             "calls": x.calls,
             "time-ns": x.time_ns,
             "events": events,
+            "metrics": metrics,
         });
         s.push_str(&o.to_string());
         s.push('\n');
