@@ -187,6 +187,51 @@ fn likwid_program_linked_against_perfkit() {
 }
 
 #[test]
+fn likwid_next_group_switches_event_sets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(prog) = compile(
+        "regions_likwid.c",
+        "/usr/include/likwid-marker.h",
+        &tmp.path().join("lw"),
+        &["-DLIKWID_PERFMON", "-pthread", "-llikwid"],
+    ) else {
+        return;
+    };
+    let dir = marker_dir();
+    let out = perfkit()
+        .env("PERFKIT_MARKERS_LIB", dir.join("libperfkit_markers.so"))
+        .args([
+            "stat",
+            "--regions",
+            "-e",
+            "page-faults;task-clock",
+            "-j",
+            "--",
+        ])
+        .arg(&prog)
+        .args([&PAGES.to_string(), "4", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(err.lines().find(|l| l.contains("\"touch\"")).unwrap()).unwrap();
+    assert_eq!(v["calls"], 4);
+    // Sets alternate after each call: page-faults counted in calls 0 and 2 only.
+    let pf = &v["events"][0];
+    assert_eq!(pf["event"], "page-faults");
+    let (en, run) = (
+        pf["enabled-ns"].as_u64().unwrap(),
+        pf["running-ns"].as_u64().unwrap(),
+    );
+    assert!(run > 0 && run < en, "{v}");
+    assert_eq!(en, v["time-ns"].as_u64().unwrap());
+    // counter-value is the estimate over the whole region time: above the raw 2 x PAGES.
+    let est: u64 = pf["counter-value"].as_str().unwrap().parse().unwrap();
+    assert!(est > 2 * PAGES, "{v}");
+}
+
+#[test]
 fn likwid_program_linked_against_likwid_runs_under_preload() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(prog) = compile(

@@ -25,10 +25,16 @@ pub extern "C" fn likwid_markerThreadInit() {
     }
 }
 
-/// `void likwid_markerNextGroup(void)`: switch to the next event group. perfkit counts one
-/// event set, so there is no other group to switch to.
+/// `void likwid_markerNextGroup(void)`: the calling thread counts the next event set
+/// (`PERFKIT_REGIONS_EVENTS` separates sets with `;`), as LIKWID switches groups.
 #[unsafe(no_mangle)]
-pub extern "C" fn likwid_markerNextGroup() {}
+pub extern "C" fn likwid_markerNextGroup() {
+    if let Some(g) = global() {
+        if let Err(e) = g.regions.next_set() {
+            warn("likwid_markerNextGroup", "", &e);
+        }
+    }
+}
 
 /// `void likwid_markerClose(void)`: write the results.
 #[unsafe(no_mangle)]

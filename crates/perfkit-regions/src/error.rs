@@ -15,6 +15,8 @@ pub enum Error {
     Read(Box<perfkit::Error>),
     /// `stop`/`reset` of a region that is not open (or not known) on this thread.
     NotStarted(String),
+    /// `next_set` while this region is open on the thread.
+    SwitchInRegion(String),
 }
 
 impl fmt::Display for Error {
@@ -29,6 +31,11 @@ impl fmt::Display for Error {
                 "region {name:?} is not started on this thread: start it (on this thread) \
                  before stopping it"
             ),
+            Error::SwitchInRegion(name) => write!(
+                f,
+                "cannot switch event sets inside region {name:?}: stop it first (a region's \
+                 counts come from one set)"
+            ),
         }
     }
 }
@@ -38,7 +45,7 @@ impl std::error::Error for Error {
         match self {
             Error::Parse(e) => Some(e.as_ref()),
             Error::Open(_, e) | Error::Read(e) => Some(e.as_ref()),
-            Error::NoEvents | Error::NotStarted(_) => None,
+            Error::NoEvents | Error::NotStarted(_) | Error::SwitchInRegion(_) => None,
         }
     }
 }

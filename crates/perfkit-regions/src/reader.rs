@@ -84,6 +84,27 @@ impl Reader {
         Ok(g)
     }
 
+    /// Enable or disable every event (event sets not counted now are disabled, so they
+    /// take no hardware counter).
+    pub fn set_enabled(&self, on: bool) -> perfkit::Result<()> {
+        match self {
+            Reader::UserPage(m) => m.iter().try_for_each(|m| {
+                if on {
+                    m.counter().enable()
+                } else {
+                    m.counter().disable()
+                }
+            }),
+            Reader::Group(g, _) => {
+                if on {
+                    g.enable()
+                } else {
+                    g.disable()
+                }
+            }
+        }
+    }
+
     /// How many events.
     pub fn len(&self) -> usize {
         match self {

@@ -7,6 +7,7 @@ use perfkit::Attr;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -32,6 +33,9 @@ struct Shared {
     id: u64,
     names: Vec<String>,
     attrs: Vec<Attr>,
+    /// Event sets (ranges of `names`/`attrs`): one is counted at a time, switched by
+    /// [`Regions::next_set`].
+    sets: Vec<Range<usize>>,
     threads: Mutex<Vec<Arc<Mutex<ThreadState>>>>,
 }
 
@@ -53,7 +57,11 @@ struct Frame {
 struct ThreadState {
     pid: u32,
     tid: u32,
-    reader: Reader,
+    /// One reader per event set; only `readers[active]` is enabled.
+    readers: Vec<Reader>,
+    sets: Vec<Range<usize>>,
+    active: usize,
+    n_events: usize,
     index: HashMap<String, usize>,
     regions: Vec<Acc>,
     open: Vec<Frame>,
@@ -72,18 +80,15 @@ impl ThreadState {
             name: name.to_string(),
             calls: 0,
             time_ns: 0,
-            counts: vec![EventCount::default(); self.reader.len()],
+            counts: vec![EventCount::default(); self.n_events],
         });
         self.index.insert(name.to_string(), i);
         i
     }
 
     fn start(&mut self, region: usize) -> Result<(), Error> {
-        let mut start = self
-            .spare
-            .pop()
-            .unwrap_or_else(|| Reading::new(self.reader.len()));
-        self.reader
+        let mut start = self.spare.pop().unwrap_or_default();
+        self.readers[self.active]
             .read(&mut start, true)
             .map_err(|e| Error::Read(Box::new(e)))?;
         self.open.push(Frame { region, start });
@@ -93,8 +98,7 @@ impl ThreadState {
     /// Close the innermost open frame of `region`.
     fn stop(&mut self, region: usize) -> Result<(), Error> {
         let mut now = std::mem::take(&mut self.scratch);
-        let r = self
-            .reader
+        let r = self.readers[self.active]
             .read(&mut now, false)
             .map_err(|e| Error::Read(Box::new(e)));
         let Some(pos) = self.open.iter().rposition(|f| f.region == region) else {
@@ -107,12 +111,37 @@ impl ThreadState {
         }
         let f = self.open.remove(pos);
         let acc = &mut self.regions[region];
+        let dt = now.time_ns.saturating_sub(f.start.time_ns);
         acc.calls += 1;
-        acc.time_ns += now.time_ns.saturating_sub(f.start.time_ns);
-        for (i, c) in acc.counts.iter_mut().enumerate() {
-            c.value += now.values[i].wrapping_sub(f.start.values[i]);
-            c.enabled_ns += now.enabled[i].saturating_sub(f.start.enabled[i]);
-            c.running_ns += now.running[i].saturating_sub(f.start.running[i]);
+        acc.time_ns += dt;
+        if self.sets.len() == 1 {
+            for (i, c) in acc.counts.iter_mut().enumerate() {
+                c.value += now.values[i].wrapping_sub(f.start.values[i]);
+                c.enabled_ns += now.enabled[i].saturating_sub(f.start.enabled[i]);
+                c.running_ns += now.running[i].saturating_sub(f.start.running[i]);
+            }
+        } else {
+            // Several sets: every event was enabled for the region's whole (wall) time, and
+            // ran for the part its set was active (times the fraction the kernel had it on
+            // the PMU), so `scaled()` estimates the count over the region's time.
+            let set = self.sets[self.active].clone();
+            for c in &mut acc.counts[..set.start] {
+                c.enabled_ns += dt;
+            }
+            for c in &mut acc.counts[set.end..] {
+                c.enabled_ns += dt;
+            }
+            for (i, c) in acc.counts[set].iter_mut().enumerate() {
+                let en = now.enabled[i].saturating_sub(f.start.enabled[i]);
+                let run = now.running[i].saturating_sub(f.start.running[i]);
+                c.value += now.values[i].wrapping_sub(f.start.values[i]);
+                c.enabled_ns += dt;
+                c.running_ns += if en == 0 || run >= en {
+                    dt
+                } else {
+                    (dt as u128 * run as u128 / en as u128) as u64
+                };
+            }
         }
         self.spare.push(f.start);
         self.scratch = now;
@@ -164,8 +193,12 @@ impl Regions {
     /// Regions counting `events` (perf's `-e` syntax: `instructions,cycles`,
     /// `page-faults,task-clock`, raw `r...`, PMU events...). Groups in the string are
     /// flattened; each event is counted for the calling thread only, user and kernel as
-    /// the modifiers say.
+    /// the modifiers say. `;` separates event sets ([`with_sets`](Self::with_sets)):
+    /// `page-faults;task-clock`.
     pub fn new(events: &str) -> Result<Regions, Error> {
+        if events.contains(';') {
+            return Self::with_sets(&events.split(';').collect::<Vec<_>>());
+        }
         let list = perfkit_events::parse_system(events).map_err(|e| Error::Parse(Box::new(e)))?;
         let mut names = Vec::new();
         let mut attrs = Vec::new();
@@ -176,8 +209,40 @@ impl Regions {
         Self::with_attrs(names, attrs)
     }
 
-    /// Regions counting these attrs (named as given).
+    /// Regions counting these attrs (named as given), as one set.
     pub fn with_attrs(names: Vec<String>, attrs: Vec<Attr>) -> Result<Regions, Error> {
+        let n = attrs.len();
+        Self::with_attr_sets(names, attrs, std::iter::once(0..n).collect())
+    }
+
+    /// Regions counting event sets, one at a time (perfmon2's event sets, LIKWID's groups):
+    /// `sets` are `-e` strings; the first is counted until [`next_set`](Self::next_set).
+    /// Each event's result says how long it ran (`running_ns`) out of the region's time
+    /// (`enabled_ns`), and [`crate::EventCount::scaled`] estimates its count over all of it.
+    pub fn with_sets(sets: &[&str]) -> Result<Regions, Error> {
+        let mut names = Vec::new();
+        let mut attrs = Vec::new();
+        let mut ranges = Vec::new();
+        for set in sets {
+            let list = perfkit_events::parse_system(set).map_err(|e| Error::Parse(Box::new(e)))?;
+            let start = names.len();
+            for ev in list.groups.into_iter().flat_map(|g| g.members) {
+                names.push(ev.name);
+                attrs.push(Attr::from_raw(ev.attr));
+            }
+            if names.len() == start {
+                return Err(Error::NoEvents);
+            }
+            ranges.push(start..names.len());
+        }
+        Self::with_attr_sets(names, attrs, ranges)
+    }
+
+    fn with_attr_sets(
+        names: Vec<String>,
+        attrs: Vec<Attr>,
+        sets: Vec<Range<usize>>,
+    ) -> Result<Regions, Error> {
         if attrs.is_empty() {
             return Err(Error::NoEvents);
         }
@@ -196,6 +261,7 @@ impl Regions {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 names,
                 attrs,
+                sets,
                 threads: Mutex::new(Vec::new()),
             }),
         })
@@ -213,17 +279,31 @@ impl Regions {
         {
             return Ok(s);
         }
-        let reader = Reader::open(&self.shared.names, &self.shared.attrs)?;
-        let n = reader.len();
+        let mut readers = Vec::new();
+        for (k, set) in self.shared.sets.iter().enumerate() {
+            let r = Reader::open(
+                &self.shared.names[set.clone()],
+                &self.shared.attrs[set.clone()],
+            )?;
+            if k > 0 {
+                r.set_enabled(false)
+                    .map_err(|e| Error::Open(self.shared.names[set.start].clone(), Box::new(e)))?;
+            }
+            readers.push(r);
+        }
+        let n = self.shared.names.len();
         let st = Arc::new(Mutex::new(ThreadState {
             pid: std::process::id(),
             // SAFETY: gettid has no preconditions.
             tid: unsafe { libc::gettid() } as u32,
-            reader,
+            readers,
+            sets: self.shared.sets.clone(),
+            active: 0,
+            n_events: n,
             index: HashMap::new(),
             regions: Vec::new(),
             open: Vec::new(),
-            scratch: Reading::new(n),
+            scratch: Reading::default(),
             spare: Vec::new(),
         }));
         self.shared
@@ -297,6 +377,32 @@ impl Regions {
         s.start(r)
     }
 
+    /// Switch this thread to the next event set (back to the first after the last), as
+    /// `likwid_markerNextGroup`; returns the set now counted. Not while a region is open on
+    /// this thread: a region's counts must come from one set.
+    pub fn next_set(&self) -> Result<usize, Error> {
+        let s = self.state()?;
+        let mut s = lock(&s);
+        if let Some(f) = s.open.last() {
+            return Err(Error::SwitchInRegion(s.regions[f.region].name.clone()));
+        }
+        if s.readers.len() == 1 {
+            return Ok(0);
+        }
+        let (old, new) = (s.active, (s.active + 1) % s.readers.len());
+        s.readers[old]
+            .set_enabled(false)
+            .and_then(|()| s.readers[new].set_enabled(true))
+            .map_err(|e| Error::Read(Box::new(e)))?;
+        s.active = new;
+        Ok(new)
+    }
+
+    /// How many event sets.
+    pub fn sets(&self) -> usize {
+        self.shared.sets.len()
+    }
+
     /// Zero `name`'s totals on this thread (`likwid_markerResetRegion`).
     pub fn reset(&self, name: &str) -> Result<(), Error> {
         let s = self.state()?;
@@ -333,14 +439,15 @@ impl Regions {
     pub fn read_counters(&self, into: &mut Reading) -> Result<(), Error> {
         let s = self.state()?;
         let mut s = lock(&s);
-        s.reader
+        let a = s.active;
+        s.readers[a]
             .read(into, false)
             .map_err(|e| Error::Read(Box::new(e)))
     }
 
     /// A reading buffer sized for these events.
     pub fn reading(&self) -> Reading {
-        Reading::new(self.shared.names.len())
+        Reading::new(self.shared.sets[0].len())
     }
 
     /// Every thread's results so far (regions still open count only their completed calls).
@@ -356,7 +463,8 @@ impl Regions {
         };
         for t in threads.iter() {
             let t = lock(t);
-            rep.read_paths.push(t.reader.path().to_string());
+            let paths: Vec<&str> = t.readers.iter().map(Reader::path).collect();
+            rep.read_paths.push(paths.join("/"));
             rep.threads.push(t.report());
         }
         rep

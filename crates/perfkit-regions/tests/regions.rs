@@ -137,3 +137,42 @@ fn bad_events_are_errors() {
         Err(Error::Parse(_) | Error::NoEvents)
     ));
 }
+
+#[test]
+fn event_sets_switch_between_regions_and_scale() {
+    let r = Regions::new("page-faults;task-clock").unwrap();
+    assert_eq!(r.sets(), 2);
+    for i in 0..4 {
+        let g = r.enter("touch").unwrap();
+        touch_fresh_pages(PAGES);
+        let e = r.next_set().unwrap_err();
+        assert!(
+            matches!(e, Error::SwitchInRegion(ref n) if n == "touch"),
+            "{e}"
+        );
+        drop(g);
+        assert_eq!(r.next_set().unwrap(), (i + 1) % 2);
+    }
+    let got = r.get("touch").unwrap().unwrap();
+    assert_eq!(got.calls, 4);
+    let (pf, tc) = (got.counts[0], got.counts[1]);
+    // page-faults counted in calls 0 and 2 only: exactly their pages.
+    assert!(
+        (2 * PAGES as u64..=2 * PAGES as u64 + 64).contains(&pf.value),
+        "{pf:?}"
+    );
+    // Each event was enabled for the region's whole time and ran for its set's share.
+    for c in [pf, tc] {
+        assert_eq!(c.enabled_ns, got.time_ns, "{c:?}");
+        assert!(c.running_ns > 0 && c.running_ns < c.enabled_ns, "{c:?}");
+    }
+    assert_eq!(pf.running_ns + tc.running_ns, got.time_ns);
+    // The estimate scales the counted half up to the whole region time.
+    let est = pf.scaled().unwrap();
+    assert!(est > pf.value as f64, "{est} {pf:?}");
+    assert!(rep_has_both_paths(&r), "{:?}", r.report().read_paths);
+}
+
+fn rep_has_both_paths(r: &Regions) -> bool {
+    r.report().read_paths[0].split('/').count() == 2
+}
