@@ -340,6 +340,19 @@ fn json_and_table_and_errors() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cargo build -p perfkit-markers"));
+    for bad in [&["-a"][..], &["-r", "3"], &["-I", "100"]] {
+        let out = perfkit()
+            .args(["stat", "--regions"])
+            .args(bad)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("drop -p/-t/-a"),
+            "{bad:?}"
+        );
+    }
     // A program without markers: no regions, its exit status.
     let out = perfkit()
         .env("PERFKIT_MARKERS_LIB", &lib)

@@ -30,8 +30,18 @@ pub fn run(args: &StatArgs) -> Result<u8> {
             "--regions runs a command: give one after -- (perfkit stat --regions -e EVENTS -- ./app)"
         );
     }
-    if args.pid.is_some() || args.tid.is_some() || args.all_cpus || args.interval.is_some() {
-        bail!("--regions counts the regions of a command it starts: drop -p/-t/-a/-I");
+    if args.pid.is_some()
+        || args.tid.is_some()
+        || args.all_cpus
+        || args.cpu.is_some()
+        || args.cgroup.is_some()
+        || args.interval.is_some()
+        || args.repeat > 1
+    {
+        bail!(
+            "--regions counts the regions of one run of a command it starts, on its threads: \
+             drop -p/-t/-a/-C/-G/-I/-r"
+        );
     }
     let events = if args.events.is_empty() {
         "task-clock,page-faults".to_string()
