@@ -128,6 +128,50 @@ fn instructions_exact() -> Outcome {
     ))
 }
 
+/// A region around the loop (perfkit-regions): one call of N, another of N, one of 3N, each
+/// in its own region after a discarded warm-up. The two N calls count the same, and the 3N
+/// call exactly 8N more: the region adds a constant and nothing else.
+fn regions_exact() -> Outcome {
+    use perfkit_regions::{Error as RegionError, Regions};
+    let r = match Regions::with_attrs(vec!["instructions:u".into()], vec![user_instructions()]) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Fail(format!("regions: {e}")),
+    };
+    let fail = |e: RegionError| match e {
+        RegionError::Open(what, e) => open_err(&what, *e),
+        e => Outcome::Fail(format!("regions: {e}")),
+    };
+    let mut got = Vec::new();
+    for (name, n) in [("warm", N), ("a", N), ("b", N), ("c", 3 * N)] {
+        if let Err(e) = r.register(name) {
+            return fail(e);
+        }
+        match r.enter(name) {
+            Ok(g) => {
+                spin(n);
+                drop(g);
+            }
+            Err(e) => return fail(e),
+        }
+        match r.get(name) {
+            Ok(Some(x)) if x.calls == 1 => got.push(x.counts[0].value),
+            Ok(x) => return Outcome::Fail(format!("region {name}: {x:?}, want 1 call")),
+            Err(e) => return fail(e),
+        }
+    }
+    let (a, b, c) = (got[1], got[2], got[3]);
+    let k = a as i64 - 4 * N as i64;
+    if a != b || c as i64 - a as i64 != 8 * N as i64 {
+        return Outcome::Fail(format!(
+            "region counts {a} and {b} for N={N}, {c} for 3N: want equal, and 3N = N + 8N"
+        ));
+    }
+    Outcome::Pass(format!(
+        "4 x N + {k} exactly: {a}, {b} (N={N}), {c} (3N), read by {}",
+        r.report().read_paths.join(",")
+    ))
+}
+
 fn cycles_count() -> Outcome {
     let c = tri!(
         "cycles",
@@ -609,6 +653,7 @@ fn main() -> ExitCode {
         cpu.as_deref().unwrap_or("(host)")
     );
     run.report("instructions_exact", instructions_exact());
+    run.report("regions_exact", regions_exact());
     run.report("cycles", cycles_count());
     run.report("group_read", group_read());
     run.report("group_larger_than_pmu", group_larger_than_pmu());

@@ -3,6 +3,7 @@
 mod metric_only;
 mod output;
 mod record;
+mod regions;
 
 use crate::exit_error;
 use anyhow::{Context, Result, bail};
@@ -182,6 +183,11 @@ pub struct StatArgs {
     /// perf's transaction events (`-T`): Intel TSX counters.
     #[arg(short = 'T', long = "transaction")]
     pub transaction: bool,
+    /// Count the command's marked regions (LIKWID marker API, PAPI high-level API) per
+    /// region and thread, like `likwid-perfctr -m`; the -e events (default
+    /// task-clock,page-faults) are counted inside each region.
+    #[arg(long = "regions")]
+    pub regions: bool,
     /// The command to run and count.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -335,6 +341,9 @@ pub fn run(args: StatArgs) -> Result<u8> {
         Some("record") => return record::record(&args.command[1..]),
         Some("report") => return record::report(&args.command[1..]),
         _ => {}
+    }
+    if args.regions {
+        return regions::run(&args);
     }
     let plan = Plan::new(&args.config()?).map_err(|e| match e {
         Error::Parse(_) | Error::NoEvents => anyhow::Error::new(e).context("-e"),
