@@ -177,6 +177,12 @@ pub struct ScriptArgs {
     /// Also print LOST records.
     #[arg(long = "show-lost-events")]
     pub show_lost_events: bool,
+    /// Also print CGROUP records.
+    #[arg(long = "show-cgroup-events")]
+    pub show_cgroup_events: bool,
+    /// Also print KSYMBOL and BPF_EVENT records.
+    #[arg(long = "show-bpf-events")]
+    pub show_bpf_events: bool,
     /// Run a Python script on the samples (perf's scripting interface: `process_event`,
     /// tracepoint handlers, `trace_begin`/`trace_end`, db-export tables), by `python3`.
     #[arg(short = 's', long = "script", value_name = "[python:]FILE.py")]
@@ -611,6 +617,8 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     want.switch = args.show_switch_events;
     want.namespaces = args.show_namespace_events;
     want.lost = args.show_lost_events;
+    want.cgroup = args.show_cgroup_events;
+    want.bpf = args.show_bpf_events;
     let (profile, diag, extras) = if want.any() {
         script_events::load(&file, &load, want)
             .with_context(|| format!("{}", args.input.display()))?

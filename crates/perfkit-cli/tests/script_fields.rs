@@ -308,3 +308,30 @@ fn latency_layout_matches_perf() {
     assert!(!first.contains('['), "{first:?}");
     same(&file, &["-L", "-F", "comm,tid,cpu,time,misc,period,event"]);
 }
+
+#[test]
+fn cgroup_records_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cgroups.data");
+    record(
+        &file,
+        &[
+            "--all-cgroups",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "1000000",
+            "--",
+            "ls",
+            "/",
+        ],
+    );
+    let out = same(
+        &file,
+        &["--show-cgroup-events", "-F", "comm,tid,time,event"],
+    );
+    assert!(out.contains("PERF_RECORD_CGROUP cgroup: 1 /"), "{out}");
+}

@@ -32,6 +32,10 @@ pub struct Want {
     pub namespaces: bool,
     /// LOST records.
     pub lost: bool,
+    /// CGROUP records.
+    pub cgroup: bool,
+    /// KSYMBOL and BPF_EVENT records.
+    pub bpf: bool,
 }
 
 impl Want {
@@ -45,7 +49,13 @@ impl Want {
     }
     /// Whether any side-band record is wanted.
     pub fn side(&self) -> bool {
-        self.task || self.mmap || self.switch || self.namespaces || self.lost
+        self.task
+            || self.mmap
+            || self.switch
+            || self.namespaces
+            || self.lost
+            || self.cgroup
+            || self.bpf
     }
 }
 
@@ -361,6 +371,32 @@ impl Collector {
                     text.push_str(if i + 1 != nr { ", " } else { "]\n" });
                 }
                 side(self, sys::PERF_RECORD_NAMESPACES, n.tid, text);
+            }
+            Record::Cgroup(c) if self.want.cgroup => {
+                let text = format!(
+                    "PERF_RECORD_CGROUP cgroup: {} {}\n",
+                    c.id,
+                    String::from_utf8_lossy(c.path)
+                );
+                side(self, sys::PERF_RECORD_CGROUP, stid, text);
+            }
+            Record::Ksymbol(k) if self.want.bpf => {
+                let text = format!(
+                    "PERF_RECORD_KSYMBOL addr {:x} len {} type {} flags 0x{:x} name {}\n",
+                    k.addr,
+                    k.len,
+                    k.ksym_type,
+                    k.flags,
+                    String::from_utf8_lossy(k.name)
+                );
+                side(self, sys::PERF_RECORD_KSYMBOL, stid, text);
+            }
+            Record::BpfEvent(b) if self.want.bpf => {
+                let text = format!(
+                    "PERF_RECORD_BPF_EVENT type {}, flags {}, id {}\n",
+                    b.type_, b.flags, b.id
+                );
+                side(self, sys::PERF_RECORD_BPF_EVENT, stid, text);
             }
             Record::Lost(l) if self.want.lost => {
                 let text = format!("PERF_RECORD_LOST lost {}\n", l.lost);
