@@ -590,10 +590,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
     for f in &asked {
-        if let Field::Other(
-            name @ ("insn" | "insnlen" | "srccode" | "brstackinsn" | "brstackinsnlen"),
-        ) = f
-        {
+        if let Field::Other(name @ ("srccode" | "brstackinsn" | "brstackinsnlen")) = f {
             bail!("-F {name} is not supported yet");
         }
     }
@@ -612,6 +609,10 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             && f.contains(&Field::Addr)
             && (f.contains(&Field::Sym) || f.contains(&Field::Dso))
     });
+    want.insn = per_event
+        .iter()
+        .flatten()
+        .any(|f| matches!(f, Field::Insn | Field::Insnlen));
     want.task = args.show_task_events;
     want.mmap = args.show_mmap_events;
     want.switch = args.show_switch_events;

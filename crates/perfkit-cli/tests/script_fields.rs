@@ -335,3 +335,44 @@ fn cgroup_records_match_perf() {
     );
     assert!(out.contains("PERF_RECORD_CGROUP cgroup: 1 /"), "{out}");
 }
+
+#[test]
+fn instruction_bytes_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("insn.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "cpu-clock",
+            "-c",
+            "50000",
+            "--",
+            "ls",
+            "-R",
+            "/usr/share/doc",
+        ],
+    );
+    let args = ["-F", "comm,tid,ip,insn,insnlen"];
+    let (perf, kit) = (
+        script("perf", &file, &args),
+        script("perfkit", &file, &args),
+    );
+    assert!(perf.status.success() && kit.status.success(), "{kit:?}");
+    // perf also reads the vDSO from its build-id cache copy; perfkit leaves it out.
+    let dsos = text(&script("perf", &file, &["-F", "dso"]));
+    let (a, b) = (text(&perf), text(&kit));
+    let mut bytes = 0;
+    for ((x, y), dso) in a.lines().zip(b.lines()).zip(dsos.lines()) {
+        if dso.contains("[vdso]") {
+            continue;
+        }
+        assert_eq!(x, y);
+        bytes += usize::from(y.contains(" insn: "));
+    }
+    assert_eq!(a.lines().count(), b.lines().count());
+    assert!(bytes > 0, "no user-space instruction read:\n{b}");
+}

@@ -19,6 +19,10 @@
 //! * [`export::speedscope`]: speedscope's file format (sampled profiles per thread);
 //! * [`export::pprof`]: gzipped protobuf `perftools.profiles.Profile` (Pyroscope, Parca,
 //!   `go tool pprof`), with the message types declared here for `prost` (no build script).
+//!
+//! `script -F insn,insnlen` decodes the instruction at a sample's ip with `iced-x86` (a
+//! well-kept x86 decoder): perf prints exactly one instruction's bytes, so their length
+//! must be decoded, not guessed.
 #![forbid(unsafe_code)]
 
 pub mod build;

@@ -60,6 +60,10 @@ pub enum Field {
     Flags,
     /// Wall-clock time of day (needs the file's clock data, `record -k`).
     Tod,
+    /// The instruction's bytes at the sample's ip (read from its file).
+    Insn,
+    /// The length of that instruction.
+    Insnlen,
     /// Fields perf prints only for hardware tracing, BPF output or metric events
     /// (`brstack`, `brstacksym`, `brstackoff`, `brstackinsn`, `brstackinsnlen`,
     /// `callindent`, `insn`, `insnlen`, `synth`, `metric`, `srccode`, `ipc`,
@@ -96,6 +100,8 @@ impl Field {
             "misc" => Field::Misc,
             "flags" => Field::Flags,
             "tod" => Field::Tod,
+            "insn" => Field::Insn,
+            "insnlen" => Field::Insnlen,
             _ => {
                 return OTHER_FIELDS
                     .iter()
@@ -124,6 +130,8 @@ impl Field {
                 | Field::Misc
                 | Field::Flags
                 | Field::Tod
+                | Field::Insn
+                | Field::Insnlen
         )
     }
 
@@ -155,6 +163,8 @@ impl Field {
             Field::Misc => "misc",
             Field::Flags => "flags",
             Field::Tod => "tod",
+            Field::Insn => "insn",
+            Field::Insnlen => "insnlen",
             Field::Other(name) => name,
         }
     }
@@ -248,15 +258,13 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
 }
 
 /// Fields perf prints only for hardware tracing, BPF output and metric events.
-const OTHER_FIELDS: [&str; 13] = [
+const OTHER_FIELDS: [&str; 11] = [
     "brstack",
     "brstacksym",
     "brstackoff",
     "brstackinsn",
     "brstackinsnlen",
     "callindent",
-    "insn",
-    "insnlen",
     "synth",
     "metric",
     "srccode",
@@ -725,6 +733,15 @@ impl ScriptWriter<'_> {
         }
         if fields.contains(&Field::Uregs) {
             push_regs(out, d.uregs.as_ref(), masks.1, arch);
+        }
+        if fields.contains(&Field::Insnlen) {
+            let _ = write!(out, " ilen: {}", d.insn.len());
+        }
+        if fields.contains(&Field::Insn) && !d.insn.is_empty() {
+            out.push_str(" insn:");
+            for b in &d.insn {
+                let _ = write!(out, " {b:02x}");
+            }
         }
         if fields.contains(&Field::PhysAddr) {
             let _ = write!(out, "{:>16x}", d.phys_addr);

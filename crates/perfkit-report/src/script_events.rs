@@ -22,6 +22,8 @@ pub struct Want {
     pub details: bool,
     /// Resolve `addr` of page-fault samples to a symbol and object, as perf does.
     pub addr_symbols: bool,
+    /// Read the instruction at each sample's ip from its file (`insn`, `insnlen`).
+    pub insn: bool,
     /// COMM, FORK and EXIT records.
     pub task: bool,
     /// MMAP and MMAP2 records.
@@ -116,6 +118,9 @@ pub struct SampleDetail {
     pub uregs: Option<RegDump>,
     /// `PERF_SAMPLE_BRANCH_STACK`: from, to.
     pub branches: Vec<(u64, u64)>,
+    /// The instruction at the ip, read from its file (empty when it cannot be: kernel
+    /// code, anonymous memory, an undecodable byte sequence).
+    pub insn: Vec<u8>,
 }
 
 /// A side-band record as `script` prints it: the sample-like prefix fields and perf's
@@ -408,7 +413,7 @@ impl Collector {
 
     /// Keep a mapping for page-fault addresses (perf's maps hold data mappings too).
     fn map(&mut self, pid: i32, addr: u64, len: u64, pgoff: u64, name: &[u8]) {
-        if !self.want.addr_symbols {
+        if !self.want.addr_symbols && !self.want.insn {
             return;
         }
         let mapping = Mapping {
@@ -448,10 +453,16 @@ impl Collector {
                 .as_ref()
                 .map(|b| b.entries().map(|e| (e.from, e.to)).collect())
                 .unwrap_or_default(),
+            insn: Vec::new(),
         };
         let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
             d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
+        }
+        if self.want.insn
+            && let Some(ip) = s.ip
+        {
+            d.insn = self.instruction(s.pid.unwrap_or(-1), ip);
         }
         for _ in 1..n {
             self.extras.details.push(d.clone());
@@ -459,6 +470,44 @@ impl Collector {
         if n > 0 {
             self.extras.details.push(d);
         }
+    }
+
+    /// The instruction at `ip` as perf's `arch_fetch_insn` finds it: up to 16 bytes read
+    /// from the mapped file, cut to the length of the one instruction they start with.
+    fn instruction(&mut self, pid: i32, ip: u64) -> Vec<u8> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Some(m) = self.maps.get(&pid).and_then(|maps| maps.find(ip)) else {
+            return Vec::new();
+        };
+        if !m.path.starts_with('/') || m.is_kernel() {
+            return Vec::new();
+        }
+        let mut bytes = [0u8; 16];
+        let n = std::fs::File::open(&m.path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(ip - m.start + m.pgoff))?;
+            let mut n = 0;
+            while n < bytes.len() {
+                match f.read(&mut bytes[n..])? {
+                    0 => break,
+                    k => n += k,
+                }
+            }
+            Ok(n)
+        });
+        let Ok(n) = n else {
+            return Vec::new();
+        };
+        let bits = if self.extras.arch == "i386" || self.extras.arch == "i686" {
+            32
+        } else {
+            64
+        };
+        let mut dec = iced_x86::Decoder::new(bits, &bytes[..n], iced_x86::DecoderOptions::NONE);
+        let insn = dec.decode();
+        if insn.is_invalid() || insn.len() > n {
+            return Vec::new();
+        }
+        bytes[..insn.len()].to_vec()
     }
 
     fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
