@@ -177,6 +177,10 @@ pub struct ScriptArgs {
     /// Also print LOST records.
     #[arg(long = "show-lost-events")]
     pub show_lost_events: bool,
+    /// Also print FINISHED_ROUND records (every record then comes in file order, as in
+    /// perf).
+    #[arg(long = "show-round-events")]
+    pub show_round_events: bool,
     /// Also print CGROUP records.
     #[arg(long = "show-cgroup-events")]
     pub show_cgroup_events: bool,
@@ -620,6 +624,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     want.lost = args.show_lost_events;
     want.cgroup = args.show_cgroup_events;
     want.bpf = args.show_bpf_events;
+    want.rounds = args.show_round_events;
     let (profile, diag, extras) = if want.any() {
         script_events::load(&file, &load, want)
             .with_context(|| format!("{}", args.input.display()))?

@@ -376,3 +376,38 @@ fn instruction_bytes_match_perf() {
     assert_eq!(a.lines().count(), b.lines().count());
     assert!(bytes > 0, "no user-space instruction read:\n{b}");
 }
+
+/// `--show-round-events`: perf then prints every record in file order, with the rounds'
+/// ends between them; a system-wide recording interleaves two CPUs' rings.
+#[test]
+fn round_events_in_file_order_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("all.data");
+    record(
+        &file,
+        &[
+            "-a",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "500000",
+            "--",
+            "sh",
+            "-c",
+            "ls -R /usr/share/doc >/dev/null",
+        ],
+    );
+    let out = same(
+        &file,
+        &[
+            "--show-round-events",
+            "--show-task-events",
+            "-F",
+            "comm,tid,cpu,time,event",
+        ],
+    );
+    assert!(out.contains("PERF_RECORD_FINISHED_ROUND\n"), "{out}");
+}

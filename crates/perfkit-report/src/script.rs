@@ -387,6 +387,9 @@ pub struct ScriptWriter<'p> {
     tod_base: Option<i128>,
     /// Most callchain entries printed (`--max-stack`).
     max_stack: usize,
+    /// The command to print for the sample being written, when it is not the thread's
+    /// name at its time.
+    comm_now: Option<String>,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -407,6 +410,7 @@ impl<'p> ScriptWriter<'p> {
             data_src_width: 0,
             tod_base: None,
             max_stack: usize::MAX,
+            comm_now: None,
         }
     }
 
@@ -478,6 +482,7 @@ impl<'p> ScriptWriter<'p> {
             .and_then(Option::as_ref);
         let fields = own.unwrap_or(&self.fields);
         let detail = self.extras.and_then(|e| e.details.get(index));
+        self.comm_now = self.extras.and_then(|e| e.comms.get(&index)).cloned();
         if let Some(d) = detail.filter(|_| fields.iter().any(|f| f.needs_details()))
             && trace_of(self.profile, s).is_none()
         {
@@ -499,7 +504,9 @@ impl<'p> ScriptWriter<'p> {
     /// Append one sample's text to `out`.
     pub fn sample(&mut self, s: &Sample, out: &mut String) {
         let p = self.profile;
+        let comm = self.comm_now.take();
         let time = Shown {
+            comm: comm.as_deref(),
             time: self.shown_time(s.time),
             ns: self.time_format.ns,
             latency: self.time_format.latency,
@@ -644,9 +651,10 @@ impl ScriptWriter<'_> {
         let p = self.profile;
         let t = &p.threads[s.thread as usize];
         let chain = self.callchains && has_chain(p, s) && fields.contains(&Field::Ip);
+        let comm = self.comm_now.take();
         self.start(
             fields,
-            t.name_at(s.time),
+            comm.as_deref().unwrap_or_else(|| t.name_at(s.time)),
             t.pid,
             t.tid,
             s.cpu,
@@ -760,6 +768,11 @@ impl ScriptWriter<'_> {
     /// Append a side-band record (`--show-task-events` ...) as perf prints it: the
     /// prefix fields of its event, then perf's text for the record.
     pub fn side_event(&mut self, e: &SideEvent, out: &mut String) {
+        if e.type_ == perfkit_sys::PERF_RECORD_FINISHED_ROUND {
+            // perf prints a round's end without the sample prefix.
+            out.push_str(&e.text);
+            return;
+        }
         let fields = self
             .event_fields
             .get(e.event)
@@ -942,8 +955,11 @@ fn wants_frames(fields: &[Field]) -> bool {
 
 /// A timestamp as printed, and the layout of the columns before it.
 #[derive(Clone, Copy)]
-struct Shown {
+struct Shown<'a> {
     time: u64,
+    /// The command to print instead of the thread's name at `time` (perf's unordered
+    /// mode names a thread as the records so far named it).
+    comm: Option<&'a str>,
     ns: bool,
     /// perf's `-L` layout: comm in 8 columns, cpu as a bare number.
     latency: bool,
@@ -956,7 +972,7 @@ fn sample_head(
     fields: &[Field],
     chain: bool,
     event_width: usize,
-    time: Shown,
+    time: Shown<'_>,
     out: &mut String,
 ) {
     let start = out.len();
@@ -979,23 +995,20 @@ fn sample_fields(
     fields: &[Field],
     chain: bool,
     event_width: usize,
-    time: Shown,
+    time: Shown<'_>,
     out: &mut String,
 ) {
     let t = &p.threads[s.thread as usize];
     if fields.contains(&Field::Comm) {
+        let name = time.comm.unwrap_or_else(|| t.name_at(s.time));
         // perf pads the command to 16 columns, except before a callchain; `-L` cuts and
         // pads it to 8.
         if time.latency {
-            push_right(
-                out,
-                &t.name_at(s.time).chars().take(8).collect::<String>(),
-                8,
-            );
+            push_right(out, &name.chars().take(8).collect::<String>(), 8);
         } else if chain && fields.contains(&Field::Ip) {
-            out.push_str(t.name_at(s.time));
+            out.push_str(name);
         } else {
-            push_right(out, t.name_at(s.time), 16);
+            push_right(out, name, 16);
         }
     }
     if fields.contains(&Field::Pid) && fields.contains(&Field::Tid) {
@@ -1045,6 +1058,7 @@ fn sample_fields(
 /// One sample in perf script's text layout (callchains on the following lines).
 pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
     let time = Shown {
+        comm: None,
         time: s.time,
         ns: false,
         latency: false,
@@ -1057,7 +1071,7 @@ fn sample_line(
     p: &Profile,
     s: &Sample,
     fields: &[Field],
-    time: Shown,
+    time: Shown<'_>,
     chain: bool,
     out: &mut String,
 ) {

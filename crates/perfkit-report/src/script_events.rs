@@ -38,6 +38,9 @@ pub struct Want {
     pub cgroup: bool,
     /// KSYMBOL and BPF_EVENT records.
     pub bpf: bool,
+    /// FINISHED_ROUND records; as in perf, every record then comes in file order, not
+    /// sorted by time.
+    pub rounds: bool,
 }
 
 impl Want {
@@ -58,6 +61,7 @@ impl Want {
             || self.lost
             || self.cgroup
             || self.bpf
+            || self.rounds
     }
 }
 
@@ -201,6 +205,9 @@ pub struct Extras {
     pub details: Vec<SampleDetail>,
     /// Side-band records in the order they are printed.
     pub side: Vec<SideEvent>,
+    /// Samples whose command differs from their thread's name at their time (perf's
+    /// unordered mode names a thread as the records read so far named it), by index.
+    pub comms: HashMap<usize, String>,
 }
 
 /// Side-band and per-sample state kept while the records go by.
@@ -274,9 +281,17 @@ impl Collector {
             Record::Fork(t) | Record::Exit(t) => {
                 let fork = matches!(rec.record, Record::Fork(_));
                 if fork {
-                    if let Some(parent) = self.comms.get(&t.ptid).cloned() {
-                        self.comms.entry(t.tid).or_insert(parent);
-                    }
+                    // As perf: the new thread replaces any old one of that tid and takes
+                    // its parent's name (the idle task's is `swapper`), or none.
+                    let parent = match self.comms.get(&t.ptid) {
+                        Some(c) => Some(c.clone()),
+                        None if t.ptid == 0 => Some("swapper".to_string()),
+                        None => None,
+                    };
+                    match parent {
+                        Some(p) => self.comms.insert(t.tid, p),
+                        None => self.comms.remove(&t.tid),
+                    };
                     if t.pid != t.ppid
                         && let Some(m) = self.maps.get(&t.ppid).cloned()
                     {
@@ -601,6 +616,12 @@ pub fn load(
             .addr_symbols
             .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
     };
+    if want.rounds {
+        let result = in_file_order(file, &mut loader, &mut c);
+        let (profile, mut diag) = loader.finish();
+        diag.error = result.err();
+        return Ok((profile, diag, c.extras));
+    }
     let result = file.for_each(
         |item| {
             if let Item::Event { attr, record } = &item {
@@ -620,6 +641,55 @@ pub fn load(
     let (profile, mut diag) = loader.finish();
     diag.error = result.err();
     Ok((profile, diag, c.extras))
+}
+
+/// Feed every record in file order (perf's unordered mode, `--show-round-events`).
+fn in_file_order(
+    file: &PerfData,
+    loader: &mut Loader,
+    c: &mut Collector,
+) -> Result<(), perfkit_data::ReadError> {
+    let parser = file.parser()?;
+    let details = c.want.details;
+    file.walk_decompressed(|_, type_, misc, body| {
+        if type_ == sys::PERF_RECORD_FINISHED_ROUND {
+            c.extras.side.push(SideEvent {
+                before: loader.samples_len(),
+                event: 0,
+                comm: String::new(),
+                pid: -1,
+                tid: -1,
+                time: 0,
+                cpu: None,
+                misc,
+                type_,
+                text: "PERF_RECORD_FINISHED_ROUND\n".into(),
+            });
+            return Ok(());
+        }
+        if type_ >= sys::PERF_RECORD_USER_TYPE_START {
+            loader.user_record(type_);
+            return Ok(());
+        }
+        // A record that does not decode is skipped, as the sorted reader skips it.
+        if let Ok((attr, record)) = perfkit_data::parse_any(&parser, type_, misc, body) {
+            let before = loader.samples_len();
+            c.record(attr, &record, before);
+            loader.record(attr, &record);
+            if let Record::Sample(s) = &record.record {
+                let tid = s.tid.unwrap_or(-1);
+                let now = c.comm_of(tid);
+                for i in before..loader.samples_len() {
+                    c.extras.comms.insert(i, now.clone());
+                }
+            }
+            if details {
+                let n = loader.samples_len() - before;
+                c.sample(attr, &record, n);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// perf's register names for `arch` (`perf_reg_name`), by register number.
