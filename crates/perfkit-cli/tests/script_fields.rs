@@ -411,3 +411,93 @@ fn round_events_in_file_order_match_perf() {
     );
     assert!(out.contains("PERF_RECORD_FINISHED_ROUND\n"), "{out}");
 }
+
+/// A memory-sampling recording as `perf mem record` writes one on a machine with a PMU
+/// (a raw event whose samples carry addr, data_src and weight), made here with every kind
+/// of `data_src` encoding: perf's default output and its decoding, line for line.
+#[test]
+fn memory_samples_print_as_perf_mem_shows_them() {
+    use perfkit::sys;
+    use perfkit_data::{FileEvent, PerfDataWriter, WriteOptions, record as rec};
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mem.data");
+    let mut attr = sys::perf_event_attr::default();
+    attr.type_ = sys::PERF_TYPE_RAW;
+    attr.config = 0x1cd;
+    attr.sample_period = 1;
+    attr.sample_type = sys::PERF_SAMPLE_IP
+        | sys::PERF_SAMPLE_TID
+        | sys::PERF_SAMPLE_TIME
+        | sys::PERF_SAMPLE_ADDR
+        | sys::PERF_SAMPLE_CPU
+        | sys::PERF_SAMPLE_PERIOD
+        | sys::PERF_SAMPLE_WEIGHT
+        | sys::PERF_SAMPLE_DATA_SRC;
+    let events = vec![FileEvent {
+        attr,
+        name: "cpu/mem-loads/".into(),
+        ids: vec![1],
+    }];
+    let mut w = PerfDataWriter::create(&file, events, WriteOptions::default()).unwrap();
+    let comm: Vec<u8> = [&77u32.to_ne_bytes()[..], &77u32.to_ne_bytes(), b"memtest\0"].concat();
+    w.write_record(&[&rec(sys::PERF_RECORD_COMM, 0, &comm, &[])])
+        .unwrap();
+    // Every value of each data_src field, mixed by a fixed sequence.
+    let fields: [(u32, &[u64]); 10] = [
+        (0, &[0x01, 0x02, 0x04, 0x08, 0x10, 0x00, 0x06]),
+        (
+            5,
+            &[
+                0x01, 0x0a, 0x24, 0x42, 0x82, 0x1000, 0x2000, 0x400, 0x800, 0x0, 0x10, 0x3ff8, 0x12,
+            ],
+        ),
+        (19, &[0x01, 0x02, 0x04, 0x08, 0x10, 0x14, 0x00]),
+        (24, &[0x00, 0x01, 0x02]),
+        (26, &[0x01, 0x0a, 0x14, 0x24, 0x40, 0x00, 0x30]),
+        (33, &[0, 1, 2, 3, 4, 5, 8, 9, 0xa, 0xb, 0xc, 0xd, 0xe, 0xf]),
+        (37, &[0, 1]),
+        (38, &[0, 1, 2]),
+        (40, &[0, 1, 2, 4, 6]),
+        (43, &[0, 1, 2, 3, 4]),
+    ];
+    let mut state = 0x2545_f491u64;
+    for i in 0..2000u64 {
+        let mut data_src = 0u64;
+        for (shift, values) in fields {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            data_src |= values[(state % values.len() as u64) as usize] << shift;
+        }
+        let body: Vec<u8> = [
+            &(0x40_1000 + i * 4).to_ne_bytes()[..],
+            &77u32.to_ne_bytes(),
+            &77u32.to_ne_bytes(),
+            &(1_000_000_000 + i * 1000).to_ne_bytes(),
+            &(0x7fff_0000_0000 + i * 64).to_ne_bytes(),
+            &((i % 2) as u32).to_ne_bytes(),
+            &0u32.to_ne_bytes(),
+            &1u64.to_ne_bytes(),
+            &(i * 37 % 500).to_ne_bytes(),
+            &data_src.to_ne_bytes(),
+        ]
+        .concat();
+        w.write_record(&[&rec(
+            sys::PERF_RECORD_SAMPLE,
+            sys::PERF_RECORD_MISC_USER,
+            &body,
+            &[],
+        )])
+        .unwrap();
+    }
+    w.finish_round().unwrap();
+    w.finish(&[]).unwrap();
+    // perf's default for a raw event adds addr, data_src and weight.
+    let out = same(&file, &[]);
+    assert_eq!(out.lines().count(), 2000);
+    assert!(out.contains("|OP LOAD|"), "{out}");
+    same(&file, &["-F", "comm,tid,time,data_src,weight,misc"]);
+}

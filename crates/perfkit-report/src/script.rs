@@ -476,6 +476,14 @@ impl<'p> ScriptWriter<'p> {
     /// Append sample number `index` of the profile to `out`, with its own fields when
     /// they were asked for.
     pub fn sample_at(&mut self, index: usize, s: &Sample, out: &mut String) {
+        if self.event_fields.is_empty()
+            && self
+                .extras
+                .is_none_or(|e| e.details.is_empty() && e.comms.is_empty())
+        {
+            // Nothing beyond the profile was asked for: the plain path.
+            return self.sample(s, out);
+        }
         let own = self
             .event_fields
             .get(s.event as usize)
@@ -697,11 +705,13 @@ impl ScriptWriter<'_> {
             }
         }
         if fields.contains(&Field::DataSrc) {
-            let text = format!(
+            let mut text = format!(
                 "{:>16x} {}",
                 d.data_src,
                 crate::data_src::describe(d.data_src)
             );
+            // perf formats it into 100 bytes: longer decodings lose their end.
+            text.truncate(99);
             self.data_src_width = self.data_src_width.max(text.len());
             let _ = write!(out, "{text:<w$}", w = self.data_src_width);
         }
