@@ -424,18 +424,20 @@ fn memory_samples_print_as_perf_mem_shows_them() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("mem.data");
-    let mut attr = sys::perf_event_attr::default();
-    attr.type_ = sys::PERF_TYPE_RAW;
-    attr.config = 0x1cd;
-    attr.sample_period = 1;
-    attr.sample_type = sys::PERF_SAMPLE_IP
-        | sys::PERF_SAMPLE_TID
-        | sys::PERF_SAMPLE_TIME
-        | sys::PERF_SAMPLE_ADDR
-        | sys::PERF_SAMPLE_CPU
-        | sys::PERF_SAMPLE_PERIOD
-        | sys::PERF_SAMPLE_WEIGHT
-        | sys::PERF_SAMPLE_DATA_SRC;
+    let attr = sys::perf_event_attr {
+        type_: sys::PERF_TYPE_RAW,
+        config: 0x1cd,
+        sample_period: 1,
+        sample_type: sys::PERF_SAMPLE_IP
+            | sys::PERF_SAMPLE_TID
+            | sys::PERF_SAMPLE_TIME
+            | sys::PERF_SAMPLE_ADDR
+            | sys::PERF_SAMPLE_CPU
+            | sys::PERF_SAMPLE_PERIOD
+            | sys::PERF_SAMPLE_WEIGHT
+            | sys::PERF_SAMPLE_DATA_SRC,
+        ..Default::default()
+    };
     let events = vec![FileEvent {
         attr,
         name: "cpu/mem-loads/".into(),
