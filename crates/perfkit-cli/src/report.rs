@@ -191,12 +191,8 @@ pub struct ScriptArgs {
     /// tracepoint handlers, `trace_begin`/`trace_end`, db-export tables), by `python3`.
     #[arg(short = 's', long = "script", value_name = "[python:]FILE.py")]
     pub script: Option<String>,
-    /// Arguments for the script (`-s`).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "SCRIPT-ARGS"
-    )]
+    /// Arguments for the script (`-s`), after `--`.
+    #[arg(last = true, value_name = "SCRIPT-ARGS")]
     pub script_args: Vec<String>,
     /// Write each event's samples to INPUT.EVENT.dump instead of standard output.
     #[arg(long = "per-event-dump")]
@@ -693,6 +689,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let keep_side = |e: &script_events::SideEvent| {
         filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
     };
+    if args.script.is_none() && !args.script_args.is_empty() {
+        bail!("arguments after `--` are for a script: name it with -s FILE.py");
+    }
     if let Some(spec) = &args.script {
         let path = spec.strip_prefix("python:").unwrap_or(spec);
         if !path.ends_with(".py") && !spec.starts_with("python:") {
