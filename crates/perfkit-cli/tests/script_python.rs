@@ -194,3 +194,59 @@ fn script_arguments_and_unknown_options() {
         String::from_utf8_lossy(&out.stderr).contains("perf's option --dsos is not supported yet")
     );
 }
+
+/// Tracepoint handlers get perf's arguments (common fields, then the event's own in
+/// format order), and `trace_unhandled` perf's dictionary.
+#[test]
+fn tracepoint_handlers_get_perfs_arguments() {
+    if !have_perf() || !python() {
+        return skip("perf or python3 is not installed");
+    }
+    if !Path::new("/sys/kernel/tracing/events").exists() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+            .status();
+    }
+    if !Path::new("/sys/kernel/tracing/events/sched/sched_switch").exists() {
+        return skip("tracefs is not mounted and cannot be (needs root)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("perf.data");
+    let st = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-e",
+            "sched:sched_process_exec",
+            "-o",
+        ])
+        .arg(&file)
+        .args(["--", "sh", "-c", "sleep 0.01; ls >/dev/null"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let py = dir.path().join("tp.py");
+    std::fs::write(
+        &py,
+        "def sched__sched_switch(event_name, context, common_cpu, common_secs, common_nsecs, \
+         common_pid, common_comm, common_callchain, prev_comm, prev_pid, prev_prio, prev_state, \
+         next_comm, next_pid, next_prio):\n    \
+         print('sw', event_name, common_cpu, common_secs, common_nsecs, common_pid, common_comm, \
+         repr(prev_comm), prev_pid, prev_prio, prev_state, repr(next_comm), next_pid, next_prio)\n\
+         def trace_unhandled(event_name, context, fields):\n    \
+         print('unhandled', event_name, sorted(fields.items()))\n",
+    )
+    .unwrap();
+    let perf = script("perf", &file, &py);
+    let kit = script("perfkit", &file, &py);
+    let sw = lines_with(&perf, "sw ");
+    assert!(!sw.is_empty(), "{perf:?}");
+    assert_eq!(lines_with(&kit, "sw "), sw);
+    let unhandled = lines_with(&perf, "unhandled ");
+    assert!(!unhandled.is_empty());
+    assert_eq!(lines_with(&kit, "unhandled "), unhandled);
+}

@@ -58,7 +58,7 @@ for line in sys.stdin:
                 fields = dict((k, v) for k, v in tp['fields'])
                 fields.update({'common_cpu': s['cpu'], 'common_s': common[1],
                                'common_ns': common[2], 'common_pid': s['pid'],
-                               'common_comm': d['comm']})
+                               'common_comm': d['comm'], 'common_callchain': common[5]})
                 if not call('trace_unhandled', handler, None, fields)[1]:
                     call('process_event', d)
         else:
