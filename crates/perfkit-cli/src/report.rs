@@ -609,6 +609,8 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             && f.contains(&Field::Addr)
             && (f.contains(&Field::Sym) || f.contains(&Field::Dso))
     });
+    // Python scripts get each sample's addr, weight and data_src as perf gives them.
+    want.details |= args.script.is_some();
     want.insn = per_event
         .iter()
         .flatten()
@@ -700,9 +702,19 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         if !script_python::available() {
             bail!("-s {spec}: python3 is not installed (perfkit runs scripts with it)");
         }
-        let mut samples = profile.samples.iter().filter(|s| filter.keep(&profile, s));
-        let status = script_python::run(&profile, &mut samples, Path::new(path), &args.script_args)
-            .with_context(|| format!("-s {spec}"))?;
+        let mut samples = profile
+            .samples
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| filter.keep(&profile, s));
+        let status = script_python::run(
+            &profile,
+            &extras,
+            &mut samples,
+            Path::new(path),
+            &args.script_args,
+        )
+        .with_context(|| format!("-s {spec}"))?;
         if !status.success() {
             bail!("-s {spec}: the script failed ({status})");
         }

@@ -14,6 +14,9 @@ use perfkit_sys as sys;
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
+/// perf's `data_src` of samples without `PERF_SAMPLE_DATA_SRC` (`PERF_MEM_DATA_SRC_NONE`).
+pub const NO_DATA_SRC: u64 = 0x0508_0021;
+
 /// Which side-band records to keep, and whether to keep each sample's fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -205,6 +208,9 @@ pub struct Extras {
     pub details: Vec<SampleDetail>,
     /// Side-band records in the order they are printed.
     pub side: Vec<SideEvent>,
+    /// Each event's attr as perf's Python scripts get it (`param_dict['attr']`: the
+    /// 128 bytes of perf 6.1's `struct perf_event_attr`).
+    pub attrs: Vec<Vec<u8>>,
     /// Samples whose command differs from their thread's name at their time (perf's
     /// unordered mode names a thread as the records read so far named it), by index.
     pub comms: HashMap<usize, String>,
@@ -455,7 +461,8 @@ impl Collector {
             misc: rec.misc,
             addr: s.addr.unwrap_or(0),
             addr_symbol: None,
-            data_src: s.data_src.unwrap_or(0),
+            // perf's value for samples without one (PERF_MEM_DATA_SRC_NONE).
+            data_src: s.data_src.unwrap_or(NO_DATA_SRC),
             weight: s.weight.or(ws.map(|w| u64::from(w.var1_dw))).unwrap_or(0),
             ins_lat: ws.map_or(0, |w| w.var2_w),
             phys_addr: s.phys_addr.unwrap_or(0),
@@ -607,6 +614,11 @@ pub fn load(
         extras: Extras {
             events: formats(file),
             arch: file.features.arch.clone().unwrap_or_default(),
+            attrs: file
+                .attrs
+                .iter()
+                .map(|a| a.attr.as_bytes()[..128].to_vec())
+                .collect(),
             ..Extras::default()
         },
         comms: HashMap::default(),
