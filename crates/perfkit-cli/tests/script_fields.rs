@@ -503,3 +503,52 @@ fn memory_samples_print_as_perf_mem_shows_them() {
     assert!(out.contains("|OP LOAD|"), "{out}");
     same(&file, &["-F", "comm,tid,time,data_src,weight,misc"]);
 }
+
+/// `tod` from the file's clock data (`record -k`), as perf prints it (UTC here).
+#[test]
+fn time_of_day_matches_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tod.data");
+    record(
+        &file,
+        &[
+            "-k",
+            "mono",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "1000000",
+            "--",
+            "ls",
+            "-R",
+            "/usr/share/doc",
+        ],
+    );
+    // perf prints local time; compare in UTC, which perfkit prints.
+    let run = |tool: &str, args: &[&str]| {
+        let mut cmd = if tool == "perf" {
+            Command::new("perf")
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_perfkit"))
+        };
+        let o = cmd
+            .env("TZ", "UTC")
+            .arg("script")
+            .arg("-i")
+            .arg(&file)
+            .args(args)
+            .output();
+        text(&o.unwrap())
+    };
+    for args in [
+        &["-F", "comm,tid,tod,time"][..],
+        &["-F", "comm,tod", "--ns"],
+    ] {
+        let perf = run("perf", args);
+        assert!(perf.lines().count() > 0);
+        assert_eq!(run("perfkit", args), perf, "{args:?}");
+    }
+}
