@@ -66,7 +66,30 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
         probe: !args.no_probe && !args.raw_dump,
         libpfm: !args.no_pfm,
     };
-    let filters: Vec<&str> = args.filters.iter().map(String::as_str).collect();
+    // perf's kinds perfkit has no tables for: perf's heading, and a note saying so.
+    let mut headings = String::new();
+    let mut filters: Vec<&str> = Vec::new();
+    for f in &args.filters {
+        match f.as_str() {
+            "metric" | "metrics" => headings.push_str("\nMetrics:\n\n"),
+            "metricgroup" | "metricgroups" => headings.push_str("\nMetric Groups:\n\n"),
+            "sdt" => eprintln!(
+                "perfkit list: SDT events are not listed yet (perf lists those of the \
+                 binaries in its build-id cache)"
+            ),
+            other => filters.push(other),
+        }
+    }
+    if !headings.is_empty() && !args.json && !args.raw_dump {
+        print!("{headings}");
+        eprintln!(
+            "perfkit list: perfkit has no metric tables yet (perf takes them from its \
+             built-in tables for this CPU; `perfkit stat -M` says the same)"
+        );
+    }
+    if filters.is_empty() && args.filters.len() > filters.len() {
+        return Ok(0);
+    }
     let cat = list::catalogue_of(env, &filters, &opts);
     let sink: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(

@@ -235,16 +235,22 @@ pub struct ScriptArgs {
     /// Also print LOST records.
     #[arg(long = "show-lost-events")]
     pub show_lost_events: bool,
+    /// Also print FINISHED_ROUND records (every record then comes in file order, as in
+    /// perf).
+    #[arg(long = "show-round-events")]
+    pub show_round_events: bool,
+    /// Also print CGROUP records.
+    #[arg(long = "show-cgroup-events")]
+    pub show_cgroup_events: bool,
+    /// Also print KSYMBOL and BPF_EVENT records.
+    #[arg(long = "show-bpf-events")]
+    pub show_bpf_events: bool,
     /// Run a Python script on the samples (perf's scripting interface: `process_event`,
     /// tracepoint handlers, `trace_begin`/`trace_end`, db-export tables), by `python3`.
     #[arg(short = 's', long = "script", value_name = "[python:]FILE.py")]
     pub script: Option<String>,
-    /// Arguments for the script (`-s`).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "SCRIPT-ARGS"
-    )]
+    /// Arguments for the script (`-s`), after `--`.
+    #[arg(last = true, value_name = "SCRIPT-ARGS")]
     pub script_args: Vec<String>,
     /// Write each event's samples to INPUT.EVENT.dump instead of standard output.
     #[arg(long = "per-event-dump")]
@@ -758,10 +764,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
     for f in &asked {
-        if let Field::Other(
-            name @ ("insn" | "insnlen" | "srccode" | "brstackinsn" | "brstackinsnlen"),
-        ) = f
-        {
+        if let Field::Other(name @ ("srccode" | "brstackinsn" | "brstackinsnlen")) = f {
             bail!("-F {name} is not supported yet");
         }
     }
@@ -780,11 +783,20 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             && f.contains(&Field::Addr)
             && (f.contains(&Field::Sym) || f.contains(&Field::Dso))
     });
+    // Python scripts get each sample's addr, weight and data_src as perf gives them.
+    want.details |= args.script.is_some();
+    want.insn = per_event
+        .iter()
+        .flatten()
+        .any(|f| matches!(f, Field::Insn | Field::Insnlen));
     want.task = args.show_task_events;
     want.mmap = args.show_mmap_events;
     want.switch = args.show_switch_events;
     want.namespaces = args.show_namespace_events;
     want.lost = args.show_lost_events;
+    want.cgroup = args.show_cgroup_events;
+    want.bpf = args.show_bpf_events;
+    want.rounds = args.show_round_events;
     let (profile, diag, extras) = if want.any() {
         script_events::load(&file, &load, want)
             .with_context(|| format!("{}", args.input.display()))?
@@ -853,6 +865,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let keep_side = |e: &script_events::SideEvent| {
         filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
     };
+    if args.script.is_none() && !args.script_args.is_empty() {
+        bail!("arguments after `--` are for a script: name it with -s FILE.py");
+    }
     if let Some(spec) = &args.script {
         let path = spec.strip_prefix("python:").unwrap_or(spec);
         if !path.ends_with(".py") && !spec.starts_with("python:") {
@@ -861,9 +876,19 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         if !script_python::available() {
             bail!("-s {spec}: python3 is not installed (perfkit runs scripts with it)");
         }
-        let mut samples = profile.samples.iter().filter(|s| filter.keep(&profile, s));
-        let status = script_python::run(&profile, &mut samples, Path::new(path), &args.script_args)
-            .with_context(|| format!("-s {spec}"))?;
+        let mut samples = profile
+            .samples
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| filter.keep(&profile, s));
+        let status = script_python::run(
+            &profile,
+            &extras,
+            &mut samples,
+            Path::new(path),
+            &args.script_args,
+        )
+        .with_context(|| format!("-s {spec}"))?;
         if !status.success() {
             bail!("-s {spec}: the script failed ({status})");
         }

@@ -308,3 +308,247 @@ fn latency_layout_matches_perf() {
     assert!(!first.contains('['), "{first:?}");
     same(&file, &["-L", "-F", "comm,tid,cpu,time,misc,period,event"]);
 }
+
+#[test]
+fn cgroup_records_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cgroups.data");
+    record(
+        &file,
+        &[
+            "--all-cgroups",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "1000000",
+            "--",
+            "ls",
+            "/",
+        ],
+    );
+    let out = same(
+        &file,
+        &["--show-cgroup-events", "-F", "comm,tid,time,event"],
+    );
+    assert!(out.contains("PERF_RECORD_CGROUP cgroup: 1 /"), "{out}");
+}
+
+#[test]
+fn instruction_bytes_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("insn.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "cpu-clock",
+            "-c",
+            "50000",
+            "--",
+            "ls",
+            "-R",
+            "/usr/share/doc",
+        ],
+    );
+    let args = ["-F", "comm,tid,ip,insn,insnlen"];
+    let (perf, kit) = (
+        script("perf", &file, &args),
+        script("perfkit", &file, &args),
+    );
+    assert!(perf.status.success() && kit.status.success(), "{kit:?}");
+    // perf also reads the vDSO from its build-id cache copy; perfkit leaves it out.
+    let dsos = text(&script("perf", &file, &["-F", "dso"]));
+    let (a, b) = (text(&perf), text(&kit));
+    let mut bytes = 0;
+    for ((x, y), dso) in a.lines().zip(b.lines()).zip(dsos.lines()) {
+        if dso.contains("[vdso]") {
+            continue;
+        }
+        assert_eq!(x, y);
+        bytes += usize::from(y.contains(" insn: "));
+    }
+    assert_eq!(a.lines().count(), b.lines().count());
+    assert!(bytes > 0, "no user-space instruction read:\n{b}");
+}
+
+/// `--show-round-events`: perf then prints every record in file order, with the rounds'
+/// ends between them; a system-wide recording interleaves two CPUs' rings.
+#[test]
+fn round_events_in_file_order_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("all.data");
+    record(
+        &file,
+        &[
+            "-a",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "500000",
+            "--",
+            "sh",
+            "-c",
+            "ls -R /usr/share/doc >/dev/null",
+        ],
+    );
+    let out = same(
+        &file,
+        &[
+            "--show-round-events",
+            "--show-task-events",
+            "-F",
+            "comm,tid,cpu,time,event",
+        ],
+    );
+    assert!(out.contains("PERF_RECORD_FINISHED_ROUND\n"), "{out}");
+}
+
+/// A memory-sampling recording as `perf mem record` writes one on a machine with a PMU
+/// (a raw event whose samples carry addr, data_src and weight), made here with every kind
+/// of `data_src` encoding: perf's default output and its decoding, line for line.
+#[test]
+fn memory_samples_print_as_perf_mem_shows_them() {
+    use perfkit::sys;
+    use perfkit_data::{FileEvent, PerfDataWriter, WriteOptions, record as rec};
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mem.data");
+    let attr = sys::perf_event_attr {
+        type_: sys::PERF_TYPE_RAW,
+        config: 0x1cd,
+        sample_period: 1,
+        sample_type: sys::PERF_SAMPLE_IP
+            | sys::PERF_SAMPLE_TID
+            | sys::PERF_SAMPLE_TIME
+            | sys::PERF_SAMPLE_ADDR
+            | sys::PERF_SAMPLE_CPU
+            | sys::PERF_SAMPLE_PERIOD
+            | sys::PERF_SAMPLE_WEIGHT
+            | sys::PERF_SAMPLE_DATA_SRC,
+        ..Default::default()
+    };
+    let events = vec![FileEvent {
+        attr,
+        name: "cpu/mem-loads/".into(),
+        ids: vec![1],
+    }];
+    let mut w = PerfDataWriter::create(&file, events, WriteOptions::default()).unwrap();
+    let comm: Vec<u8> = [&77u32.to_ne_bytes()[..], &77u32.to_ne_bytes(), b"memtest\0"].concat();
+    w.write_record(&[&rec(sys::PERF_RECORD_COMM, 0, &comm, &[])])
+        .unwrap();
+    // Every value of each data_src field, mixed by a fixed sequence.
+    let fields: [(u32, &[u64]); 10] = [
+        (0, &[0x01, 0x02, 0x04, 0x08, 0x10, 0x00, 0x06]),
+        (
+            5,
+            &[
+                0x01, 0x0a, 0x24, 0x42, 0x82, 0x1000, 0x2000, 0x400, 0x800, 0x0, 0x10, 0x3ff8, 0x12,
+            ],
+        ),
+        (19, &[0x01, 0x02, 0x04, 0x08, 0x10, 0x14, 0x00]),
+        (24, &[0x00, 0x01, 0x02]),
+        (26, &[0x01, 0x0a, 0x14, 0x24, 0x40, 0x00, 0x30]),
+        (33, &[0, 1, 2, 3, 4, 5, 8, 9, 0xa, 0xb, 0xc, 0xd, 0xe, 0xf]),
+        (37, &[0, 1]),
+        (38, &[0, 1, 2]),
+        (40, &[0, 1, 2, 4, 6]),
+        (43, &[0, 1, 2, 3, 4]),
+    ];
+    let mut state = 0x2545_f491u64;
+    for i in 0..2000u64 {
+        let mut data_src = 0u64;
+        for (shift, values) in fields {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            data_src |= values[(state % values.len() as u64) as usize] << shift;
+        }
+        let body: Vec<u8> = [
+            &(0x40_1000 + i * 4).to_ne_bytes()[..],
+            &77u32.to_ne_bytes(),
+            &77u32.to_ne_bytes(),
+            &(1_000_000_000 + i * 1000).to_ne_bytes(),
+            &(0x7fff_0000_0000 + i * 64).to_ne_bytes(),
+            &((i % 2) as u32).to_ne_bytes(),
+            &0u32.to_ne_bytes(),
+            &1u64.to_ne_bytes(),
+            &(i * 37 % 500).to_ne_bytes(),
+            &data_src.to_ne_bytes(),
+        ]
+        .concat();
+        w.write_record(&[&rec(
+            sys::PERF_RECORD_SAMPLE,
+            sys::PERF_RECORD_MISC_USER,
+            &body,
+            &[],
+        )])
+        .unwrap();
+    }
+    w.finish_round().unwrap();
+    w.finish(&[]).unwrap();
+    // perf's default for a raw event adds addr, data_src and weight.
+    let out = same(&file, &[]);
+    assert_eq!(out.lines().count(), 2000);
+    assert!(out.contains("|OP LOAD|"), "{out}");
+    same(&file, &["-F", "comm,tid,time,data_src,weight,misc"]);
+}
+
+/// `tod` from the file's clock data (`record -k`), as perf prints it (UTC here).
+#[test]
+fn time_of_day_matches_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tod.data");
+    record(
+        &file,
+        &[
+            "-k",
+            "mono",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "1000000",
+            "--",
+            "ls",
+            "-R",
+            "/usr/share/doc",
+        ],
+    );
+    // perf prints local time; compare in UTC, which perfkit prints.
+    let run = |tool: &str, args: &[&str]| {
+        let mut cmd = if tool == "perf" {
+            Command::new("perf")
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_perfkit"))
+        };
+        let o = cmd
+            .env("TZ", "UTC")
+            .arg("script")
+            .arg("-i")
+            .arg(&file)
+            .args(args)
+            .output();
+        text(&o.unwrap())
+    };
+    for args in [
+        &["-F", "comm,tid,tod,time"][..],
+        &["-F", "comm,tod", "--ns"],
+    ] {
+        let perf = run("perf", args);
+        assert!(perf.lines().count() > 0);
+        assert_eq!(run("perfkit", args), perf, "{args:?}");
+    }
+}

@@ -34,7 +34,7 @@ mod write;
 
 pub use error::ReadError;
 pub use features::{BuildIdEntry, CacheLevel, CompressedInfo, CpuTopology, Features, MemTopology};
-pub use read::{EventAttr, Item, MAX_PAYLOAD, PerfData};
+pub use read::{EventAttr, Item, MAX_PAYLOAD, PerfData, parse_any};
 pub use write::{FileEvent, PerfDataWriter, WriteOptions, record};
 
 /// Feature bit numbers (`HEADER_*` in perf's header.h).

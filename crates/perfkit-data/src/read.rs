@@ -1282,7 +1282,7 @@ fn decompress(
 
 /// Decode with the attr the record's id names; synthesized records (perf writes id 0)
 /// and other unknown ids of non-sample records go to the first attr, as perf does.
-fn parse_any<'b>(
+pub fn parse_any<'b>(
     parser: &MultiParser,
     type_: u32,
     misc: u16,

@@ -39,7 +39,7 @@ const MEM_LVL: [&str; 14] = [
     "HIT",
     "MISS",
     "L1",
-    "LFB",
+    "LFB/MAB",
     "L2",
     "L3",
     "Local RAM",
@@ -57,7 +57,7 @@ fn lvl_num_name(n: u64) -> Option<&'static str> {
         0x09 => "CXL",
         0x0a => "I/O",
         0x0b => "Any cache",
-        0x0c => "LFB",
+        0x0c => "LFB/MAB",
         0x0d => "RAM",
         0x0e => "PMEM",
         0x0f => "N/A",
@@ -76,6 +76,7 @@ const MEM_HOPS: [&str; 8] = [
     "",
 ];
 const SNOOP: [&str; 5] = ["N/A", "None", "Hit", "Miss", "HitM"];
+const SNOOPX: [&str; 2] = ["Fwd", "Peer"];
 const TLB: [&str; 7] = ["N/A", "HIT", "MISS", "L1", "L2", "Walker", "Fault"];
 
 /// Names of the set bits of `m` (bit 0 first) joined by " or ".
@@ -152,15 +153,18 @@ fn lvl(out: &mut String, p: &Parts) {
 
 fn snoop(out: &mut String, p: &Parts) {
     let start = out.len();
-    let mut any = joined(out, p.snoop, &SNOOP);
-    if p.snoopx & 0x01 != 0 {
-        if any {
-            out.push_str(" or ");
+    joined(out, p.snoop, &SNOOP);
+    let mut m = p.snoopx;
+    for name in SNOOPX {
+        if m & 1 != 0 {
+            if out.len() > start {
+                out.push_str(" or ");
+            }
+            out.push_str(name);
         }
-        out.push_str("Fwd");
-        any = true;
+        m >>= 1;
     }
-    if !any && out.len() == start {
+    if out.len() == start {
         out.push_str("N/A");
     }
 }

@@ -31,6 +31,10 @@
 //! Analyses over the model: [`annotate`] (instructions and source lines of hot functions,
 //! disassembled in process by `perfkit-disasm`) and [`diff`] (perf diff's comparison of
 //! profiles, with a differential flamegraph).
+//!
+//! `script -F insn,insnlen` decodes the instruction at a sample's ip with `iced-x86` (a
+//! well-kept x86 decoder): perf prints exactly one instruction's bytes, so their length
+//! must be decoded, not guessed.
 #![forbid(unsafe_code)]
 
 pub mod annotate;

@@ -60,6 +60,10 @@ pub enum Field {
     Flags,
     /// Wall-clock time of day (needs the file's clock data, `record -k`).
     Tod,
+    /// The instruction's bytes at the sample's ip (read from its file).
+    Insn,
+    /// The length of that instruction.
+    Insnlen,
     /// Fields perf prints only for hardware tracing, BPF output or metric events
     /// (`brstack`, `brstacksym`, `brstackoff`, `brstackinsn`, `brstackinsnlen`,
     /// `callindent`, `insn`, `insnlen`, `synth`, `metric`, `srccode`, `ipc`,
@@ -96,6 +100,8 @@ impl Field {
             "misc" => Field::Misc,
             "flags" => Field::Flags,
             "tod" => Field::Tod,
+            "insn" => Field::Insn,
+            "insnlen" => Field::Insnlen,
             _ => {
                 return OTHER_FIELDS
                     .iter()
@@ -124,6 +130,8 @@ impl Field {
                 | Field::Misc
                 | Field::Flags
                 | Field::Tod
+                | Field::Insn
+                | Field::Insnlen
         )
     }
 
@@ -155,6 +163,8 @@ impl Field {
             Field::Misc => "misc",
             Field::Flags => "flags",
             Field::Tod => "tod",
+            Field::Insn => "insn",
+            Field::Insnlen => "insnlen",
             Field::Other(name) => name,
         }
     }
@@ -248,15 +258,13 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
 }
 
 /// Fields perf prints only for hardware tracing, BPF output and metric events.
-const OTHER_FIELDS: [&str; 13] = [
+const OTHER_FIELDS: [&str; 11] = [
     "brstack",
     "brstacksym",
     "brstackoff",
     "brstackinsn",
     "brstackinsnlen",
     "callindent",
-    "insn",
-    "insnlen",
     "synth",
     "metric",
     "srccode",
@@ -379,6 +387,9 @@ pub struct ScriptWriter<'p> {
     tod_base: Option<i128>,
     /// Most callchain entries printed (`--max-stack`).
     max_stack: usize,
+    /// The command to print for the sample being written, when it is not the thread's
+    /// name at its time.
+    comm_now: Option<String>,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -399,6 +410,7 @@ impl<'p> ScriptWriter<'p> {
             data_src_width: 0,
             tod_base: None,
             max_stack: usize::MAX,
+            comm_now: None,
         }
     }
 
@@ -464,12 +476,21 @@ impl<'p> ScriptWriter<'p> {
     /// Append sample number `index` of the profile to `out`, with its own fields when
     /// they were asked for.
     pub fn sample_at(&mut self, index: usize, s: &Sample, out: &mut String) {
+        if self.event_fields.is_empty()
+            && self
+                .extras
+                .is_none_or(|e| e.details.is_empty() && e.comms.is_empty())
+        {
+            // Nothing beyond the profile was asked for: the plain path.
+            return self.sample(s, out);
+        }
         let own = self
             .event_fields
             .get(s.event as usize)
             .and_then(Option::as_ref);
         let fields = own.unwrap_or(&self.fields);
         let detail = self.extras.and_then(|e| e.details.get(index));
+        self.comm_now = self.extras.and_then(|e| e.comms.get(&index)).cloned();
         if let Some(d) = detail.filter(|_| fields.iter().any(|f| f.needs_details()))
             && trace_of(self.profile, s).is_none()
         {
@@ -491,7 +512,9 @@ impl<'p> ScriptWriter<'p> {
     /// Append one sample's text to `out`.
     pub fn sample(&mut self, s: &Sample, out: &mut String) {
         let p = self.profile;
+        let comm = self.comm_now.take();
         let time = Shown {
+            comm: comm.as_deref(),
             time: self.shown_time(s.time),
             ns: self.time_format.ns,
             latency: self.time_format.latency,
@@ -636,9 +659,10 @@ impl ScriptWriter<'_> {
         let p = self.profile;
         let t = &p.threads[s.thread as usize];
         let chain = self.callchains && has_chain(p, s) && fields.contains(&Field::Ip);
+        let comm = self.comm_now.take();
         self.start(
             fields,
-            t.name_at(s.time),
+            comm.as_deref().unwrap_or_else(|| t.name_at(s.time)),
             t.pid,
             t.tid,
             s.cpu,
@@ -681,11 +705,13 @@ impl ScriptWriter<'_> {
             }
         }
         if fields.contains(&Field::DataSrc) {
-            let text = format!(
+            let mut text = format!(
                 "{:>16x} {}",
                 d.data_src,
                 crate::data_src::describe(d.data_src)
             );
+            // perf formats it into 100 bytes: longer decodings lose their end.
+            text.truncate(99);
             self.data_src_width = self.data_src_width.max(text.len());
             let _ = write!(out, "{text:<w$}", w = self.data_src_width);
         }
@@ -726,6 +752,15 @@ impl ScriptWriter<'_> {
         if fields.contains(&Field::Uregs) {
             push_regs(out, d.uregs.as_ref(), masks.1, arch);
         }
+        if fields.contains(&Field::Insnlen) {
+            let _ = write!(out, " ilen: {}", d.insn.len());
+        }
+        if fields.contains(&Field::Insn) && !d.insn.is_empty() {
+            out.push_str(" insn:");
+            for b in &d.insn {
+                let _ = write!(out, " {b:02x}");
+            }
+        }
         if fields.contains(&Field::PhysAddr) {
             let _ = write!(out, "{:>16x}", d.phys_addr);
         }
@@ -743,6 +778,11 @@ impl ScriptWriter<'_> {
     /// Append a side-band record (`--show-task-events` ...) as perf prints it: the
     /// prefix fields of its event, then perf's text for the record.
     pub fn side_event(&mut self, e: &SideEvent, out: &mut String) {
+        if e.type_ == perfkit_sys::PERF_RECORD_FINISHED_ROUND {
+            // perf prints a round's end without the sample prefix.
+            out.push_str(&e.text);
+            return;
+        }
         let fields = self
             .event_fields
             .get(e.event)
@@ -925,8 +965,11 @@ fn wants_frames(fields: &[Field]) -> bool {
 
 /// A timestamp as printed, and the layout of the columns before it.
 #[derive(Clone, Copy)]
-struct Shown {
+struct Shown<'a> {
     time: u64,
+    /// The command to print instead of the thread's name at `time` (perf's unordered
+    /// mode names a thread as the records so far named it).
+    comm: Option<&'a str>,
     ns: bool,
     /// perf's `-L` layout: comm in 8 columns, cpu as a bare number.
     latency: bool,
@@ -939,7 +982,7 @@ fn sample_head(
     fields: &[Field],
     chain: bool,
     event_width: usize,
-    time: Shown,
+    time: Shown<'_>,
     out: &mut String,
 ) {
     let start = out.len();
@@ -962,23 +1005,20 @@ fn sample_fields(
     fields: &[Field],
     chain: bool,
     event_width: usize,
-    time: Shown,
+    time: Shown<'_>,
     out: &mut String,
 ) {
     let t = &p.threads[s.thread as usize];
     if fields.contains(&Field::Comm) {
+        let name = time.comm.unwrap_or_else(|| t.name_at(s.time));
         // perf pads the command to 16 columns, except before a callchain; `-L` cuts and
         // pads it to 8.
         if time.latency {
-            push_right(
-                out,
-                &t.name_at(s.time).chars().take(8).collect::<String>(),
-                8,
-            );
+            push_right(out, &name.chars().take(8).collect::<String>(), 8);
         } else if chain && fields.contains(&Field::Ip) {
-            out.push_str(t.name_at(s.time));
+            out.push_str(name);
         } else {
-            push_right(out, t.name_at(s.time), 16);
+            push_right(out, name, 16);
         }
     }
     if fields.contains(&Field::Pid) && fields.contains(&Field::Tid) {
@@ -1028,6 +1068,7 @@ fn sample_fields(
 /// One sample in perf script's text layout (callchains on the following lines).
 pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) {
     let time = Shown {
+        comm: None,
         time: s.time,
         ns: false,
         latency: false,
@@ -1040,7 +1081,7 @@ fn sample_line(
     p: &Profile,
     s: &Sample,
     fields: &[Field],
-    time: Shown,
+    time: Shown<'_>,
     chain: bool,
     out: &mut String,
 ) {

@@ -14,6 +14,9 @@ use perfkit_sys as sys;
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
+/// perf's `data_src` of samples without `PERF_SAMPLE_DATA_SRC` (`PERF_MEM_DATA_SRC_NONE`).
+pub const NO_DATA_SRC: u64 = 0x0508_0021;
+
 /// Which side-band records to keep, and whether to keep each sample's fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -22,6 +25,8 @@ pub struct Want {
     pub details: bool,
     /// Resolve `addr` of page-fault samples to a symbol and object, as perf does.
     pub addr_symbols: bool,
+    /// Read the instruction at each sample's ip from its file (`insn`, `insnlen`).
+    pub insn: bool,
     /// COMM, FORK and EXIT records.
     pub task: bool,
     /// MMAP and MMAP2 records.
@@ -32,6 +37,13 @@ pub struct Want {
     pub namespaces: bool,
     /// LOST records.
     pub lost: bool,
+    /// CGROUP records.
+    pub cgroup: bool,
+    /// KSYMBOL and BPF_EVENT records.
+    pub bpf: bool,
+    /// FINISHED_ROUND records; as in perf, every record then comes in file order, not
+    /// sorted by time.
+    pub rounds: bool,
 }
 
 impl Want {
@@ -45,7 +57,14 @@ impl Want {
     }
     /// Whether any side-band record is wanted.
     pub fn side(&self) -> bool {
-        self.task || self.mmap || self.switch || self.namespaces || self.lost
+        self.task
+            || self.mmap
+            || self.switch
+            || self.namespaces
+            || self.lost
+            || self.cgroup
+            || self.bpf
+            || self.rounds
     }
 }
 
@@ -106,6 +125,9 @@ pub struct SampleDetail {
     pub uregs: Option<RegDump>,
     /// `PERF_SAMPLE_BRANCH_STACK`: from, to.
     pub branches: Vec<(u64, u64)>,
+    /// The instruction at the ip, read from its file (empty when it cannot be: kernel
+    /// code, anonymous memory, an undecodable byte sequence).
+    pub insn: Vec<u8>,
 }
 
 /// A side-band record as `script` prints it: the sample-like prefix fields and perf's
@@ -186,6 +208,12 @@ pub struct Extras {
     pub details: Vec<SampleDetail>,
     /// Side-band records in the order they are printed.
     pub side: Vec<SideEvent>,
+    /// Each event's attr as perf's Python scripts get it (`param_dict['attr']`: the
+    /// 128 bytes of perf 6.1's `struct perf_event_attr`).
+    pub attrs: Vec<Vec<u8>>,
+    /// Samples whose command differs from their thread's name at their time (perf's
+    /// unordered mode names a thread as the records read so far named it), by index.
+    pub comms: HashMap<usize, String>,
 }
 
 /// Side-band and per-sample state kept while the records go by.
@@ -259,9 +287,17 @@ impl Collector {
             Record::Fork(t) | Record::Exit(t) => {
                 let fork = matches!(rec.record, Record::Fork(_));
                 if fork {
-                    if let Some(parent) = self.comms.get(&t.ptid).cloned() {
-                        self.comms.entry(t.tid).or_insert(parent);
-                    }
+                    // As perf: the new thread replaces any old one of that tid and takes
+                    // its parent's name (the idle task's is `swapper`), or none.
+                    let parent = match self.comms.get(&t.ptid) {
+                        Some(c) => Some(c.clone()),
+                        None if t.ptid == 0 => Some("swapper".to_string()),
+                        None => None,
+                    };
+                    match parent {
+                        Some(p) => self.comms.insert(t.tid, p),
+                        None => self.comms.remove(&t.tid),
+                    };
                     if t.pid != t.ppid
                         && let Some(m) = self.maps.get(&t.ppid).cloned()
                     {
@@ -362,6 +398,32 @@ impl Collector {
                 }
                 side(self, sys::PERF_RECORD_NAMESPACES, n.tid, text);
             }
+            Record::Cgroup(c) if self.want.cgroup => {
+                let text = format!(
+                    "PERF_RECORD_CGROUP cgroup: {} {}\n",
+                    c.id,
+                    String::from_utf8_lossy(c.path)
+                );
+                side(self, sys::PERF_RECORD_CGROUP, stid, text);
+            }
+            Record::Ksymbol(k) if self.want.bpf => {
+                let text = format!(
+                    "PERF_RECORD_KSYMBOL addr {:x} len {} type {} flags 0x{:x} name {}\n",
+                    k.addr,
+                    k.len,
+                    k.ksym_type,
+                    k.flags,
+                    String::from_utf8_lossy(k.name)
+                );
+                side(self, sys::PERF_RECORD_KSYMBOL, stid, text);
+            }
+            Record::BpfEvent(b) if self.want.bpf => {
+                let text = format!(
+                    "PERF_RECORD_BPF_EVENT type {}, flags {}, id {}\n",
+                    b.type_, b.flags, b.id
+                );
+                side(self, sys::PERF_RECORD_BPF_EVENT, stid, text);
+            }
             Record::Lost(l) if self.want.lost => {
                 let text = format!("PERF_RECORD_LOST lost {}\n", l.lost);
                 side(self, sys::PERF_RECORD_LOST, stid, text);
@@ -372,7 +434,7 @@ impl Collector {
 
     /// Keep a mapping for page-fault addresses (perf's maps hold data mappings too).
     fn map(&mut self, pid: i32, addr: u64, len: u64, pgoff: u64, name: &[u8]) {
-        if !self.want.addr_symbols {
+        if !self.want.addr_symbols && !self.want.insn {
             return;
         }
         let mapping = Mapping {
@@ -399,7 +461,8 @@ impl Collector {
             misc: rec.misc,
             addr: s.addr.unwrap_or(0),
             addr_symbol: None,
-            data_src: s.data_src.unwrap_or(0),
+            // perf's value for samples without one (PERF_MEM_DATA_SRC_NONE).
+            data_src: s.data_src.unwrap_or(NO_DATA_SRC),
             weight: s.weight.or(ws.map(|w| u64::from(w.var1_dw))).unwrap_or(0),
             ins_lat: ws.map_or(0, |w| w.var2_w),
             phys_addr: s.phys_addr.unwrap_or(0),
@@ -412,10 +475,16 @@ impl Collector {
                 .as_ref()
                 .map(|b| b.entries().map(|e| (e.from, e.to)).collect())
                 .unwrap_or_default(),
+            insn: Vec::new(),
         };
         let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
             d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
+        }
+        if self.want.insn
+            && let Some(ip) = s.ip
+        {
+            d.insn = self.instruction(s.pid.unwrap_or(-1), ip);
         }
         for _ in 1..n {
             self.extras.details.push(d.clone());
@@ -423,6 +492,44 @@ impl Collector {
         if n > 0 {
             self.extras.details.push(d);
         }
+    }
+
+    /// The instruction at `ip` as perf's `arch_fetch_insn` finds it: up to 16 bytes read
+    /// from the mapped file, cut to the length of the one instruction they start with.
+    fn instruction(&mut self, pid: i32, ip: u64) -> Vec<u8> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Some(m) = self.maps.get(&pid).and_then(|maps| maps.find(ip)) else {
+            return Vec::new();
+        };
+        if !m.path.starts_with('/') || m.is_kernel() {
+            return Vec::new();
+        }
+        let mut bytes = [0u8; 16];
+        let n = std::fs::File::open(&m.path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(ip - m.start + m.pgoff))?;
+            let mut n = 0;
+            while n < bytes.len() {
+                match f.read(&mut bytes[n..])? {
+                    0 => break,
+                    k => n += k,
+                }
+            }
+            Ok(n)
+        });
+        let Ok(n) = n else {
+            return Vec::new();
+        };
+        let bits = if self.extras.arch == "i386" || self.extras.arch == "i686" {
+            32
+        } else {
+            64
+        };
+        let mut dec = iced_x86::Decoder::new(bits, &bytes[..n], iced_x86::DecoderOptions::NONE);
+        let insn = dec.decode();
+        if insn.is_invalid() || insn.len() > n {
+            return Vec::new();
+        }
+        bytes[..insn.len()].to_vec()
     }
 
     fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
@@ -507,6 +614,11 @@ pub fn load(
         extras: Extras {
             events: formats(file),
             arch: file.features.arch.clone().unwrap_or_default(),
+            attrs: file
+                .attrs
+                .iter()
+                .map(|a| a.attr.as_bytes()[..128].to_vec())
+                .collect(),
             ..Extras::default()
         },
         comms: HashMap::default(),
@@ -516,6 +628,12 @@ pub fn load(
             .addr_symbols
             .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
     };
+    if want.rounds {
+        let result = in_file_order(file, &mut loader, &mut c);
+        let (profile, mut diag) = loader.finish();
+        diag.error = result.err();
+        return Ok((profile, diag, c.extras));
+    }
     let result = file.for_each(
         |item| {
             if let Item::Event { attr, record } = &item {
@@ -535,6 +653,55 @@ pub fn load(
     let (profile, mut diag) = loader.finish();
     diag.error = result.err();
     Ok((profile, diag, c.extras))
+}
+
+/// Feed every record in file order (perf's unordered mode, `--show-round-events`).
+fn in_file_order(
+    file: &PerfData,
+    loader: &mut Loader,
+    c: &mut Collector,
+) -> Result<(), perfkit_data::ReadError> {
+    let parser = file.parser()?;
+    let details = c.want.details;
+    file.walk_decompressed(|_, type_, misc, body| {
+        if type_ == sys::PERF_RECORD_FINISHED_ROUND {
+            c.extras.side.push(SideEvent {
+                before: loader.samples_len(),
+                event: 0,
+                comm: String::new(),
+                pid: -1,
+                tid: -1,
+                time: 0,
+                cpu: None,
+                misc,
+                type_,
+                text: "PERF_RECORD_FINISHED_ROUND\n".into(),
+            });
+            return Ok(());
+        }
+        if type_ >= sys::PERF_RECORD_USER_TYPE_START {
+            loader.user_record(type_);
+            return Ok(());
+        }
+        // A record that does not decode is skipped, as the sorted reader skips it.
+        if let Ok((attr, record)) = perfkit_data::parse_any(&parser, type_, misc, body) {
+            let before = loader.samples_len();
+            c.record(attr, &record, before);
+            loader.record(attr, &record);
+            if let Record::Sample(s) = &record.record {
+                let tid = s.tid.unwrap_or(-1);
+                let now = c.comm_of(tid);
+                for i in before..loader.samples_len() {
+                    c.extras.comms.insert(i, now.clone());
+                }
+            }
+            if details {
+                let n = loader.samples_len() - before;
+                c.sample(attr, &record, n);
+            }
+        }
+        Ok(())
+    })
 }
 
 /// perf's register names for `arch` (`perf_reg_name`), by register number.

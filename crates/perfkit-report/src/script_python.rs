@@ -7,6 +7,7 @@
 //! `dso_table`, `symbol_table`, `sample_table`, `call_path_table`) with perf's ids.
 //! `trace_begin()` and `trace_end()` are called around them.
 
+use crate::script_events::{Extras, NO_DATA_SRC, SampleDetail};
 use crate::{FrameId, Profile, Sample, StackId};
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Value, json};
@@ -17,6 +18,8 @@ use std::process::{Command, ExitStatus, Stdio};
 /// The Python side: runs the script, then dispatches each JSON line to it.
 pub const DRIVER: &str = r#"
 import json, sys
+ORDER = ['ev_name', 'attr', 'sample', 'raw_buf', 'comm', 'dso', 'symbol', 'symoff',
+         'callchain', 'brstack', 'brstacksym', 'iregs', 'uregs']
 path = sys.argv[1]
 sys.argv = [path] + sys.argv[2:]
 g = {'__name__': '__main__', '__file__': path}
@@ -39,9 +42,15 @@ for line in sys.stdin:
     elif kind == 'sample':
         if db:
             continue
-        d = ev[1]
-        if 'raw_buf' in d:
-            d['raw_buf'] = bytes(d['raw_buf'])
+        src = ev[1]
+        d = {}
+        for k in ORDER:
+            if k in src:
+                d[k] = src[k]
+        d['attr'] = bytes(d['attr'])
+        d['raw_buf'] = bytes(d['raw_buf'])
+        d['sample'] = dict((k, v) for k, v in d['sample'])
+        d['sample']['values'] = [tuple(v) for v in d['sample']['values']]
         tp = ev[2]
         if tp is not None:
             handler = tp['handler']
@@ -58,7 +67,7 @@ for line in sys.stdin:
                 fields = dict((k, v) for k, v in tp['fields'])
                 fields.update({'common_cpu': s['cpu'], 'common_s': common[1],
                                'common_ns': common[2], 'common_pid': s['pid'],
-                               'common_comm': d['comm']})
+                               'common_comm': d['comm'], 'common_callchain': common[5]})
                 if not call('trace_unhandled', handler, None, fields)[1]:
                     call('process_event', d)
         else:
@@ -92,7 +101,8 @@ struct Db {
 /// Run `script` (with `args`) on `samples` of `profile`.
 pub fn run(
     profile: &Profile,
-    samples: &mut dyn Iterator<Item = &Sample>,
+    extras: &Extras,
+    samples: &mut dyn Iterator<Item = (usize, &Sample)>,
     script: &Path,
     args: &[String],
 ) -> std::io::Result<ExitStatus> {
@@ -105,7 +115,7 @@ pub fn run(
         .spawn()?;
     let stdin = child.stdin.take().expect("piped stdin");
     let mut w = BufWriter::new(stdin);
-    let fed = feed(profile, samples, &mut w).and_then(|()| w.flush());
+    let fed = feed(profile, extras, samples, &mut w).and_then(|()| w.flush());
     drop(w);
     let status = child.wait()?;
     match fed {
@@ -127,15 +137,17 @@ fn table(w: &mut dyn Write, name: &str, args: Value) -> std::io::Result<()> {
 
 fn feed(
     p: &Profile,
-    samples: &mut dyn Iterator<Item = &Sample>,
+    extras: &Extras,
+    samples: &mut dyn Iterator<Item = (usize, &Sample)>,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let details = &extras.details;
     let mut db = Db::default();
     for (i, e) in p.events.iter().enumerate() {
         table(w, "evsel_table", json!([i + 1, e.name]))?;
     }
     table(w, "machine_table", json!([1, -1, ""]))?;
-    for s in samples {
+    for (index, s) in samples {
         let t = &p.threads[s.thread as usize];
         let thread_id = thread(&mut db, p, s.thread, w)?;
         let comm = t.name_at(s.time).to_string();
@@ -191,9 +203,7 @@ fn feed(
                 s.period,
                 0,
                 0,
-                // perf's value for samples without PERF_SAMPLE_DATA_SRC
-                // (PERF_MEM_DATA_SRC_NONE).
-                0x0508_0021u64,
+                details.get(index).map_or(NO_DATA_SRC, |d| d.data_src),
                 0,
                 0,
                 call_path,
@@ -202,7 +212,11 @@ fn feed(
                 0
             ]),
         )?;
-        line(w, &sample_event(p, s))?;
+        let attr = extras
+            .attrs
+            .get(s.event as usize)
+            .map_or(&[][..], Vec::as_slice);
+        line(w, &sample_event(p, s, details.get(index), attr))?;
     }
     Ok(())
 }
@@ -306,21 +320,49 @@ fn call_path(db: &mut Db, p: &Profile, stack: StackId, w: &mut dyn Write) -> std
 
 /// A sample as perf's `process_event` gets it (`param_dict`), and for tracepoints the
 /// handler's name and fields.
-fn sample_event(p: &Profile, s: &Sample) -> Value {
+fn sample_event(p: &Profile, s: &Sample, detail: Option<&SampleDetail>, attr: &[u8]) -> Value {
     let t = &p.threads[s.thread as usize];
     let ev = &p.events[s.event as usize];
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+    let leaf_kernel = frames.first().is_some_and(|&f| p.func_of(f).kernel);
+    let none = SampleDetail {
+        data_src: NO_DATA_SRC,
+        ..SampleDetail::default()
+    };
+    let d0 = detail.unwrap_or(&none);
+    let sample = json!([
+        ["pid", t.pid],
+        ["tid", t.tid],
+        // perf's (u32)-1 for a sample without a CPU.
+        ["cpu", s.cpu.unwrap_or(u32::MAX)],
+        [
+            "ip",
+            frames.first().map_or(0, |&f| p.frames[f as usize].addr)
+        ],
+        ["time", s.time],
+        ["period", s.period],
+        ["phys_addr", d0.phys_addr],
+        ["addr", d0.addr],
+        ["values", [[0, 0, 0]]],
+        ["weight", d0.weight],
+        ["transaction", 0],
+        ["datasrc", d0.data_src],
+        ["datasrc_decode", crate::data_src::describe(d0.data_src)],
+        ["cpumode", if leaf_kernel { 1 } else { 2 }],
+    ]);
+    // Keys in perf's order (a script that prints the dictionary sees perf's), sent as
+    // pairs: JSON objects do not keep an order.
     let mut d = json!({
         "ev_name": ev.name,
+        "attr": attr,
+        "sample": sample,
+        "raw_buf": [],
         "comm": t.name_at(s.time),
-        "sample": {
-            "pid": t.pid,
-            "tid": t.tid,
-            "cpu": s.cpu.map_or(-1, i64::from),
-            "ip": frames.first().map_or(0, |&f| p.frames[f as usize].addr),
-            "time": s.time,
-            "period": s.period,
-        },
+        "callchain": [],
+        "brstack": [],
+        "brstacksym": [],
+        "iregs": "",
+        "uregs": "",
     });
     if let Some(&f) = frames.first() {
         let func = p.func_of(f);
