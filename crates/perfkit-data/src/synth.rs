@@ -48,10 +48,14 @@ pub fn finished_init() -> Vec<u8> {
 }
 
 /// The `NT_GNU_BUILD_ID` note of an ELF file.
+///
+/// Only the headers and the note are read (`object::ReadCache` reads the ranges the parser
+/// asks for): shared objects can be hundreds of MB, and a system-wide recording asks for
+/// every mapped file.
 pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
     use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&cache).ok()?;
     file.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
