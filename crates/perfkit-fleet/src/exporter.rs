@@ -262,10 +262,10 @@ impl Exporter {
         for c in self.cgroups.values_mut() {
             c.read();
         }
-        self.page = self.render();
-        self.last_read = Some(Instant::now());
         self.refreshes += 1;
         self.refresh_time = t.elapsed();
+        self.page = self.render();
+        self.last_read = Some(Instant::now());
     }
 
     /// The page for a scrape: refreshed when the last reading is older than the interval.
@@ -293,13 +293,13 @@ impl Exporter {
                 "perfkit_event_enabled_seconds_total",
                 "Time the counter was enabled (PERF_FORMAT_TOTAL_TIME_ENABLED).",
                 1,
-                1e-9,
+                1e9,
             ),
             (
                 "perfkit_event_running_seconds_total",
                 "Time the counter was on the PMU (PERF_FORMAT_TOTAL_TIME_RUNNING); below enabled when multiplexed.",
                 2,
-                1e-9,
+                1e9,
             ),
         ];
         for (name, help, field, unit) in families {
@@ -316,7 +316,7 @@ impl Exporter {
                             continue;
                         }
                         let cpu = counted.opened.places[pi].cpu.to_string();
-                        let v = counted.last[ei][pi][field] as f64 * unit;
+                        let v = counted.last[ei][pi][field] as f64 / unit;
                         let mut labels = vec![("host", host), ("event", ev.name.as_str())];
                         labels.push(("cpu", cpu.as_str()));
                         if !cgroup.is_empty() {

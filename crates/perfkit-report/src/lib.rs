@@ -29,6 +29,7 @@ pub mod header;
 pub mod load;
 mod model;
 mod origin;
+pub mod pprof_in;
 pub mod report;
 pub mod script;
 pub mod stats;
