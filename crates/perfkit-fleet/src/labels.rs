@@ -200,8 +200,9 @@ pub fn container_id(cgroup: &str) -> Option<&str> {
 }
 
 /// `--no-symbolize`: user-space locations keep their address only, in mappings that say
-/// where their file was loaded (`memory_start` = load bias, `file_offset` 0) and carry
-/// the file's GNU build id, with `has_functions` false, so that a profile store (Parca,
+/// where their file's segment was loaded (start, size and file offset as
+/// `/proc/PID/maps` has them, from the file's program headers) and carry the file's GNU
+/// build id, with `has_functions` false, so that a profile store (Parca,
 /// Pyroscope, `go tool pprof` with the binaries at hand) symbolizes them. Kernel frames
 /// keep their names (the kernel's symbols are this host's alone).
 pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
@@ -215,7 +216,8 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
         .collect();
     let mut strings = Strings::of(msg);
     let mut mappings: Vec<Mapping> = Vec::new();
-    let mut by_key: HashMap<(String, u64), u64> = HashMap::new();
+    let mut by_key: HashMap<(String, u64, u64), u64> = HashMap::new();
+    let mut segments: HashMap<(String, u64), Option<(u64, u64)>> = HashMap::new();
     let mut build_ids: HashMap<String, i64> = HashMap::new();
     let old: HashMap<u64, String> = msg
         .mapping
@@ -242,16 +244,20 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
             continue;
         };
         let base = loc.address - off;
-        let id = *by_key.entry((dso.clone(), base)).or_insert_with(|| {
+        let seg = *segments
+            .entry((dso.clone(), off))
+            .or_insert_with(|| exec_segment(std::path::Path::new(&dso), off));
+        let (pgoff, seg_len) = seg.unwrap_or((0, 0));
+        let id = *by_key.entry((dso.clone(), base, pgoff)).or_insert_with(|| {
             let build_id = *build_ids.entry(dso.clone()).or_insert_with(|| {
                 perfkit_symbols::buildid_cache::build_id_of_file(std::path::Path::new(&dso))
                     .map_or(0, |b| strings.id(&perfkit_symbols::build_id_hex(&b)))
             });
             mappings.push(Mapping {
                 id: mappings.len() as u64 + 1,
-                memory_start: base,
-                memory_limit: base,
-                file_offset: 0,
+                memory_start: base + pgoff,
+                memory_limit: base + pgoff + seg_len,
+                file_offset: pgoff,
                 filename: strings.id(&dso),
                 build_id,
                 ..Mapping::default()
@@ -260,11 +266,37 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
         });
         let m = &mut mappings[id as usize - 1];
         m.memory_limit = m.memory_limit.max(loc.address + 1);
+        m.memory_start = m.memory_start.min(loc.address);
         loc.mapping_id = id;
         loc.line.clear();
     }
     msg.mapping = mappings;
     msg.string_table = strings.table;
+}
+
+/// The loadable segment of ELF file `path` that holds file offset `off`, as the kernel
+/// maps it: (file offset rounded down to the page, length to the segment's end rounded
+/// up). What `/proc/PID/maps` shows as the mapping's offset and size, and what a
+/// symbolizer needs to find the segment of a mapping.
+fn exec_segment(path: &std::path::Path, off: u64) -> Option<(u64, u64)> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let file = std::fs::File::open(path).ok()?;
+    let data = object::ReadCache::new(file);
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&data).ok()?;
+    let endian = header.endian().ok()?;
+    const PAGE: u64 = 4096;
+    for ph in header.program_headers(endian, &data).ok()? {
+        if ph.p_type(endian) != object::elf::PT_LOAD {
+            continue;
+        }
+        let (o, len) = (ph.p_offset(endian), ph.p_filesz(endian));
+        if off >= o && off < o + len {
+            let start = o & !(PAGE - 1);
+            let end = (o + len).next_multiple_of(PAGE);
+            return Some((start, end - start));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
