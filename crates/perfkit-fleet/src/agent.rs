@@ -198,8 +198,9 @@ impl Agent {
             let converter = scope.spawn(move || {
                 let mut deliver = deliver;
                 let mut labeller = Labeller::new(&host);
+                let mut symbols = Symbols::default();
                 for r in rx {
-                    let converted = convert(&r, &mut labeller, symbolize);
+                    let converted = convert(&r, &mut labeller, &mut symbols, symbolize);
                     let _ = std::fs::remove_file(&r.path);
                     let keep_going = converted.and_then(&mut deliver);
                     match keep_going {
@@ -273,15 +274,39 @@ impl Agent {
     }
 }
 
+/// The symbolizer kept from window to window (shared objects and the kernel's symbols
+/// are loaded once, not once per window), started afresh every
+/// [`Symbols::RENEW`] windows so that files of processes long gone do not pile up.
+#[derive(Default)]
+struct Symbols {
+    kept: Option<perfkit_symbols::Symbolizer>,
+    uses: u32,
+}
+
+impl Symbols {
+    /// Windows one symbolizer serves (an hour of 10 s windows).
+    const RENEW: u32 = 360;
+}
+
 /// One recorded window into a labelled, gzipped pprof profile.
 fn convert(
     r: &Recorded,
     labeller: &mut Labeller,
+    symbols: &mut Symbols,
     symbolize: bool,
 ) -> Result<WindowProfile, AgentError> {
-    let (profile, _diag) =
-        perfkit_report::load::load_path(&r.path, &perfkit_report::LoadOptions::default())
-            .map_err(AgentError::Load)?;
+    let file = perfkit_report::load::open(&r.path).map_err(AgentError::Load)?;
+    if symbols.uses >= Symbols::RENEW {
+        *symbols = Symbols::default();
+    }
+    let (profile, _diag, symbolizer) = perfkit_report::load::load_reusing(
+        &file,
+        &perfkit_report::LoadOptions::default(),
+        symbols.kept.take(),
+    )
+    .map_err(AgentError::Load)?;
+    symbols.kept = Some(symbolizer);
+    symbols.uses += 1;
     let mut msg = pprof::build(&profile);
     labeller.label(&mut msg, &profile);
     if !symbolize {

@@ -465,8 +465,22 @@ impl Builder {
         self.symbolizer.diagnostics()
     }
 
+    /// A builder that symbolizes with `symbolizer`, kept from an earlier profile of the same
+    /// machine (a live tool's windows): its files and kernel symbols stay loaded; get it
+    /// back with [`finish_keeping_symbolizer`](Self::finish_keeping_symbolizer).
+    pub fn with_symbolizer(events: Vec<EventDesc>, symbolizer: Symbolizer) -> Builder {
+        let mut me = Builder::new(events, Options::default());
+        me.symbolizer = symbolizer;
+        me
+    }
+
     /// The profile.
-    pub fn finish(mut self) -> Profile {
+    pub fn finish(self) -> Profile {
+        self.finish_keeping_symbolizer().0
+    }
+
+    /// The profile, and the symbolizer for the next one.
+    pub fn finish_keeping_symbolizer(mut self) -> (Profile, Symbolizer) {
         for &f in &self.pending_kernel {
             let addr = self.profile.frames[f as usize].addr;
             let sym = self.symbolizer.symbolize_kernel(addr);
@@ -504,7 +518,7 @@ impl Builder {
         for d in self.symbolizer.diagnostics() {
             self.profile.meta.push(("note".into(), d.clone()));
         }
-        self.profile
+        (self.profile, self.symbolizer)
     }
 }
 
