@@ -233,9 +233,10 @@ impl Agent {
         &mut self,
         tx: &std::sync::mpsc::SyncSender<Recorded>,
     ) -> Result<(), AgentError> {
+        // Windows are contiguous: each starts where the last ended, and the samples that
+        // came in between (while the last was handed over) are in the rings for this one.
+        let (mut start, mut t0) = (SystemTime::now(), Instant::now());
         for n in 0u64.. {
-            let start = SystemTime::now();
-            let t0 = Instant::now();
             // Two converting and one recording at most: three names in turn.
             let path = self.opts.scratch_dir.join(format!(
                 "perfkit-agent-{}-{}.data",
@@ -256,7 +257,7 @@ impl Agent {
                 }
             };
             self.rec.drain(&mut w)?;
-            let end = SystemTime::now();
+            let (end, t_end) = (SystemTime::now(), Instant::now());
             w.finish(&[])?;
             let lost = self.rec.stats().lost;
             let r = Recorded {
@@ -269,14 +270,17 @@ impl Agent {
             if tx.send(r).is_err() || stopped {
                 break;
             }
+            (start, t0) = (end, t_end);
         }
         Ok(())
     }
 }
 
 /// The symbolizer kept from window to window (shared objects and the kernel's symbols
-/// are loaded once, not once per window), started afresh every
-/// [`Symbols::RENEW`] windows so that files of processes long gone do not pile up.
+/// are loaded once, not once per window), started afresh after [`Symbols::RENEW`]
+/// windows, or as soon as the agent's resident memory passes [`Symbols::MAX_RSS`] (a
+/// machine that keeps starting new binaries, a build farm, would otherwise make it grow
+/// with every file it ever symbolized).
 #[derive(Default)]
 struct Symbols {
     kept: Option<perfkit_symbols::Symbolizer>,
@@ -284,8 +288,23 @@ struct Symbols {
 }
 
 impl Symbols {
-    /// Windows one symbolizer serves (an hour of 10 s windows).
+    /// Windows one symbolizer serves at most (an hour of 10 s windows).
     const RENEW: u32 = 360;
+    /// Resident bytes above which the symbolizer is dropped after a window.
+    const MAX_RSS: u64 = 128 << 20;
+
+    fn renew_if_due(&mut self) {
+        if self.uses >= Self::RENEW || resident_bytes().is_some_and(|r| r > Self::MAX_RSS) {
+            *self = Symbols::default();
+        }
+    }
+}
+
+/// This process's resident memory (`/proc/self/statm`).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 /// One recorded window into a labelled, gzipped pprof profile.
@@ -296,9 +315,6 @@ fn convert(
     symbolize: bool,
 ) -> Result<WindowProfile, AgentError> {
     let file = perfkit_report::load::open(&r.path).map_err(AgentError::Load)?;
-    if symbols.uses >= Symbols::RENEW {
-        *symbols = Symbols::default();
-    }
     let (profile, _diag, symbolizer) = perfkit_report::load::load_reusing(
         &file,
         &perfkit_report::LoadOptions::default(),
@@ -307,6 +323,7 @@ fn convert(
     .map_err(AgentError::Load)?;
     symbols.kept = Some(symbolizer);
     symbols.uses += 1;
+    symbols.renew_if_due();
     let mut msg = pprof::build(&profile);
     labeller.label(&mut msg, &profile);
     if !symbolize {
