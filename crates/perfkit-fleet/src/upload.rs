@@ -334,6 +334,85 @@ pub fn default_spool(out_dir: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    /// One HTTP request on a local port: (request line, headers, body); answers `status`.
+    fn one_request(status: u16) -> (String, std::thread::JoinHandle<(String, String, Vec<u8>)>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            let (mut headers, mut len) = (String::new(), 0);
+            loop {
+                let mut h = String::new();
+                r.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                headers.push_str(&h);
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            write!(s, "HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n").unwrap();
+            (line, headers, body)
+        });
+        (url, h)
+    }
+
+    #[test]
+    fn parca_write_raw_carries_the_profile_and_labels() {
+        let (url, h) = one_request(200);
+        let agent = ureq::AgentBuilder::new().build();
+        let ep = Endpoint::Parca {
+            url,
+            name: "parca_agent_cpu".into(),
+        };
+        send(&agent, &ep, b"\x1f\x8bprofile", 1, 2, "web-1", 19).unwrap();
+        let (line, headers, body) = h.join().unwrap();
+        assert!(
+            line.starts_with(
+                "POST /parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw HTTP/1.1"
+            ),
+            "{line}"
+        );
+        assert!(
+            headers
+                .to_ascii_lowercase()
+                .contains("content-type: application/proto")
+        );
+        let req = parca::WriteRawRequest::decode(&body[..]).unwrap();
+        let series = &req.series[0];
+        assert_eq!(series.samples[0].raw_profile, b"\x1f\x8bprofile");
+        let labels: Vec<(&str, &str)> = series
+            .labels
+            .as_ref()
+            .unwrap()
+            .labels
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()))
+            .collect();
+        assert_eq!(labels, [("__name__", "parca_agent_cpu"), ("host", "web-1")]);
+    }
+
+    #[test]
+    fn a_refusing_endpoint_is_an_error() {
+        let (url, h) = one_request(503);
+        let agent = ureq::AgentBuilder::new().build();
+        let ep = Endpoint::Pyroscope {
+            url,
+            name: "app".into(),
+        };
+        assert!(send(&agent, &ep, b"x", 1, 2, "h", 19).is_err());
+        let (line, _, body) = h.join().unwrap();
+        assert!(line.contains("/ingest?name=app%7Bhost%3Dh%7D&from=1&until=2&format=pprof"));
+        assert!(body.windows(1).any(|w| w == b"x"));
+    }
 
     #[test]
     fn spool_names_give_the_window() {
