@@ -49,14 +49,46 @@ pub fn finished_init() -> Vec<u8> {
 
 /// The `NT_GNU_BUILD_ID` note of an ELF file.
 ///
-/// Only the headers and the note are read (`object::ReadCache` reads the ranges the parser
-/// asks for): shared objects can be hundreds of MB, and a system-wide recording asks for
-/// every mapped file.
+/// Only the file header, the program headers and the `PT_NOTE` segments are read (what a
+/// loader maps), not the section headers or symbol tables: shared objects can be hundreds
+/// of MB, and a system-wide recording asks for every mapped file. Files without the note
+/// in a segment (unlinked objects) fall back to the section's note.
 pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
     use object::Object;
     let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let from_segments = match object::FileKind::parse(&cache).ok()? {
+        object::FileKind::Elf64 => {
+            segment_build_id::<object::elf::FileHeader64<object::Endianness>>(&cache)
+        }
+        object::FileKind::Elf32 => {
+            segment_build_id::<object::elf::FileHeader32<object::Endianness>>(&cache)
+        }
+        _ => None,
+    };
+    if from_segments.is_some() {
+        return from_segments;
+    }
     let file = object::File::parse(&cache).ok()?;
     file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+fn segment_build_id<'a, H: object::read::elf::FileHeader<Endian = object::Endianness>>(
+    data: &'a object::ReadCache<std::fs::File>,
+) -> Option<Vec<u8>> {
+    use object::read::elf::ProgramHeader;
+    let header = H::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    for ph in header.program_headers(endian, data).ok()? {
+        let Ok(Some(mut notes)) = ph.notes(endian, data) else {
+            continue;
+        };
+        while let Ok(Some(note)) = notes.next() {
+            if note.name() == b"GNU" && note.n_type(endian) == object::elf::NT_GNU_BUILD_ID {
+                return Some(note.desc().to_vec());
+            }
+        }
+    }
+    None
 }
 
 /// The running kernel's build id (`/sys/kernel/notes`).

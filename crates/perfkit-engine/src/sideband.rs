@@ -14,21 +14,47 @@ pub fn write_preamble(
     id: u64,
     pids: &[i32],
 ) -> std::io::Result<()> {
-    if let Some(k) = synth::kernel_mmap(attr, id) {
-        w.write_record(&[&k])?;
+    KernelMaps::new(attr, id).write_preamble(w, attr, id, pids)
+}
+
+/// The records of [`write_preamble`] that stay the same while the kernel runs: its map
+/// and its modules' maps (from `/proc/kallsyms`, `/proc/modules`). A recorder that starts
+/// many files (`perfkit agent`, one per window) makes them once.
+#[derive(Clone, Debug)]
+pub struct KernelMaps {
+    records: Vec<Vec<u8>>,
+}
+
+impl KernelMaps {
+    /// The kernel's and its modules' MMAP records, carrying `attr`'s sample id for `id`.
+    pub fn new(attr: &sys::perf_event_attr, id: u64) -> KernelMaps {
+        let mut records: Vec<Vec<u8>> = synth::kernel_mmap(attr, id).into_iter().collect();
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let release = release.trim();
+        let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+        let dep = std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep"))
+            .unwrap_or_default();
+        records.extend(module_mmaps(&modules, &dep, release, attr, id));
+        KernelMaps { records }
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let release = release.trim();
-    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
-    let dep =
-        std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).unwrap_or_default();
-    for m in module_mmaps(&modules, &dep, release, attr, id) {
-        w.write_record(&[&m])?;
+
+    /// What [`write_preamble`] writes, with these kernel maps: them, COMM/MMAP records of
+    /// `pids`, and FINISHED_INIT.
+    pub fn write_preamble(
+        &self,
+        w: &mut PerfDataWriter,
+        attr: &sys::perf_event_attr,
+        id: u64,
+        pids: &[i32],
+    ) -> std::io::Result<()> {
+        for r in &self.records {
+            w.write_record(&[r])?;
+        }
+        for r in synth::tasks(attr, id, pids) {
+            w.write_record(&[&r])?;
+        }
+        w.write_record(&[&synth::finished_init()])
     }
-    for r in synth::tasks(attr, id, pids) {
-        w.write_record(&[&r])?;
-    }
-    w.write_record(&[&synth::finished_init()])
 }
 
 /// Every process id in /proc (what a system-wide recording synthesizes).

@@ -236,6 +236,7 @@ impl Agent {
         // Windows are contiguous: each starts where the last ended, and the samples that
         // came in between (while the last was handed over) are in the rings for this one.
         let (mut start, mut t0) = (SystemTime::now(), Instant::now());
+        let kernel = self.rec.kernel_maps();
         for n in 0u64.. {
             // Two converting and one recording at most: three names in turn.
             let path = self.opts.scratch_dir.join(format!(
@@ -245,8 +246,11 @@ impl Agent {
             ));
             let mut w =
                 PerfDataWriter::create(&path, self.rec.file_events(), WriteOptions::default())?;
-            self.rec
-                .write_preamble(&mut w, &perfkit_engine::sideband::all_pids())?;
+            let pids = perfkit_engine::sideband::all_pids();
+            match &kernel {
+                Some(k) => self.rec.write_preamble_with(&mut w, k, &pids)?,
+                None => self.rec.write_preamble(&mut w, &pids)?,
+            }
             let stopped = loop {
                 let left = self.opts.window.saturating_sub(t0.elapsed());
                 if left.is_zero() {

@@ -250,7 +250,7 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
         let (pgoff, seg_len) = seg.unwrap_or((0, 0));
         let id = *by_key.entry((dso.clone(), base, pgoff)).or_insert_with(|| {
             let build_id = *build_ids.entry(dso.clone()).or_insert_with(|| {
-                perfkit_symbols::buildid_cache::build_id_of_file(std::path::Path::new(&dso))
+                perfkit_data::synth::build_id_of(std::path::Path::new(&dso))
                     .map_or(0, |b| strings.id(&perfkit_symbols::build_id_hex(&b)))
             });
             mappings.push(Mapping {
