@@ -72,8 +72,8 @@ pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
     file.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
-fn segment_build_id<'a, H: object::read::elf::FileHeader<Endian = object::Endianness>>(
-    data: &'a object::ReadCache<std::fs::File>,
+fn segment_build_id<H: object::read::elf::FileHeader<Endian = object::Endianness>>(
+    data: &object::ReadCache<std::fs::File>,
 ) -> Option<Vec<u8>> {
     use object::read::elf::ProgramHeader;
     let header = H::parse(data).ok()?;
