@@ -51,11 +51,12 @@ fn is_root() -> bool {
     })
 }
 
-/// The workload, built with frame pointers; None (after a skip) without a compiler.
-fn workload(dir: &Path) -> Option<PathBuf> {
+/// The workload, built with frame pointers as `dir/name` (each test its own name, so that
+/// each finds its own workload's samples by `comm`); None (after a skip) without a compiler.
+fn workload(dir: &Path, name: &str) -> Option<PathBuf> {
     let src = dir.join("fleet_workload.c");
     std::fs::write(&src, WORKLOAD).unwrap();
-    let bin = dir.join("fleet_workload");
+    let bin = dir.join(name);
     let ok = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&bin)
@@ -138,6 +139,20 @@ fn serve_ingest(listener: TcpListener, got: Arc<Mutex<Vec<Ingested>>>) {
     }
 }
 
+/// CPU seconds (user + system) of process `pid` so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // USER_HZ is 100 on Linux.
+    ticks / 100.0
+}
+
 fn have_go() -> bool {
     Command::new("go")
         .arg("version")
@@ -151,7 +166,7 @@ fn every_profile_reaches_an_endpoint_that_was_down_and_pprof_reads_them() {
         return common::skip("needs root (system-wide sampling)");
     }
     let tmp = tempfile::tempdir().unwrap();
-    let Some(work) = workload(tmp.path()) else {
+    let Some(work) = workload(tmp.path(), "fleetwl_top") else {
         return;
     };
     // A port nobody listens on yet: the endpoint is down.
@@ -160,7 +175,8 @@ fn every_profile_reaches_an_endpoint_that_was_down_and_pprof_reads_them() {
         .local_addr()
         .unwrap()
         .port();
-    let _busy = Killed(Command::new(&work).arg("300").spawn().unwrap());
+    let busy = Killed(Command::new(&work).arg("300").spawn().unwrap());
+    let cpu_before = cpu_seconds(busy.0.id());
     let out_dir = tmp.path().join("profiles");
     let spool = tmp.path().join("spool");
     let windows = 4;
@@ -193,6 +209,7 @@ fn every_profile_reaches_an_endpoint_that_was_down_and_pprof_reads_them() {
         std::thread::spawn(move || serve_ingest(listener, got));
     }
     let status = agent.0.wait().unwrap();
+    let workload_cpu = cpu_seconds(busy.0.id()) - cpu_before;
     let mut err = String::new();
     agent
         .0
@@ -276,7 +293,7 @@ fn every_profile_reaches_an_endpoint_that_was_down_and_pprof_reads_them() {
                 "sym",
                 "--label",
             ])
-            .arg("comm=fleet_workload")
+            .arg("comm=fleetwl_top")
             .arg("-i")
             .arg(&out_dir),
     );
@@ -298,16 +315,19 @@ fn every_profile_reaches_an_endpoint_that_was_down_and_pprof_reads_them() {
         .unwrap()
         .parse()
         .unwrap();
+    // At most 19 samples per second of the workload's CPU time while the agent ran (a
+    // little longer than its windows), with room for sampling noise; at least one.
+    let expected = workload_cpu * 19.0;
     assert!(
-        n >= 20,
-        "the workload ran on a CPU through 12 s at 19 Hz: {samples_line}"
+        n >= 1 && (n as f64) <= expected * 1.5 + 4.0,
+        "{n} samples of the workload for {workload_cpu:.2} s of its CPU time at 19 Hz: {samples_line}"
     );
     if !have_go() {
         return common::skip("go is not installed (Debian package golang-go)");
     }
     for f in &files {
         let out = Command::new("go")
-            .args(["tool", "pprof", "-top", "-tagfocus=comm=fleet_workload"])
+            .args(["tool", "pprof", "-top", "-tagfocus=comm=fleetwl_top"])
             .arg(f)
             .env("HOME", tmp.path())
             .output()
@@ -323,11 +343,19 @@ fn every_profile_reaches_an_endpoint_that_was_down_and_pprof_reads_them() {
             .skip_while(|l| !l.trim_start().starts_with("flat"))
             .nth(1)
             .unwrap_or("");
-        assert!(
-            top.contains("fleet_hot_function"),
-            "go tool pprof -top of {}: the hot function first:\n{text}",
-            f.display()
-        );
+        if !top.contains("fleet_hot_function") {
+            let traces = Command::new("go")
+                .args(["tool", "pprof", "-traces", "-tagfocus=comm=fleetwl_top"])
+                .arg(f)
+                .env("HOME", tmp.path())
+                .output()
+                .unwrap();
+            panic!(
+                "go tool pprof -top of {}: the hot function first:\n{text}\n{}",
+                f.display(),
+                String::from_utf8_lossy(&traces.stdout)
+            );
+        }
     }
 }
 
@@ -337,7 +365,7 @@ fn no_symbolize_leaves_build_ids_and_addresses() {
         return common::skip("needs root (system-wide sampling)");
     }
     let tmp = tempfile::tempdir().unwrap();
-    let Some(work) = workload(tmp.path()) else {
+    let Some(work) = workload(tmp.path(), "fleetwl_nosym") else {
         return;
     };
     let _busy = Killed(Command::new(&work).arg("300").spawn().unwrap());
@@ -385,7 +413,7 @@ fn no_symbolize_leaves_build_ids_and_addresses() {
         return common::skip("go is not installed (Debian package golang-go)");
     }
     let out = Command::new("go")
-        .args(["tool", "pprof", "-top", "-tagfocus=comm=fleet_workload"])
+        .args(["tool", "pprof", "-top", "-tagfocus=comm=fleetwl_nosym"])
         .arg(&file)
         .env("HOME", tmp.path())
         .output()
