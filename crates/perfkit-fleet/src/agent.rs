@@ -9,8 +9,8 @@
 //! fleet ([`crate::labels`]). The rings keep running between windows: a sample that
 //! arrives while a window is being converted goes into the next one.
 //!
-//! Cost: the rings are drained when the kernel wakes the agent (every
-//! [`AgentOptions::wakeup`] samples) or once a second; the conversion runs once per window.
+//! Cost: the rings are drained when the kernel wakes the agent or once a second; the
+//! conversion runs once per window, on its own thread.
 
 use crate::labels::{self, Labeller};
 use perfkit_data::{PerfDataWriter, WriteOptions};

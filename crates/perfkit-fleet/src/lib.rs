@@ -2,7 +2,7 @@
 //!
 //! * [`Exporter`] counts an event list on every CPU and in each selected cgroup (cgroups
 //!   that appear or vanish are picked up or dropped at the next reading) and renders
-//!   Prometheus' text exposition; [`serve`] answers `GET /metrics` with it (`perfkit
+//!   Prometheus' text exposition; [`serve()`] answers `GET /metrics` with it (`perfkit
 //!   exporter`).
 //! * [`Agent`] samples the whole system at a low rate with call chains and cuts it into
 //!   one gzipped pprof profile per window (`perfkit agent`): the engine's
