@@ -5,12 +5,14 @@
 //! standard output (`perfkit ... | head`) is not an error.
 #![forbid(unsafe_code)]
 
+mod agent;
 mod annotate;
 mod archive;
 mod buildid;
 mod data;
 mod diff;
 mod evlist;
+mod exporter;
 mod inject;
 mod list;
 mod perf_options;
@@ -82,6 +84,10 @@ enum Cmd {
     Test(workloads::TestArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
     Version(version::VersionArgs),
+    /// Serve counters per CPU, cgroup and event to Prometheus (GET /metrics).
+    Exporter(exporter::ExporterArgs),
+    /// Profile the whole system continuously into pprof files, Pyroscope or Parca.
+    Agent(agent::AgentArgs),
 }
 
 /// An error that carries the exit status to use (127 for a missing command, ...).
@@ -156,6 +162,8 @@ fn main() -> ExitCode {
         Cmd::Probe(args) => probe::run(args),
         Cmd::Data(args) => data::run(args),
         Cmd::Archive(args) => archive::run(args),
+        Cmd::Exporter(args) => exporter::run(args),
+        Cmd::Agent(args) => agent::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -176,6 +176,14 @@ pub struct ReportArgs {
     /// Annotate this symbol instead of the report (as `perfkit annotate -s SYMBOL`).
     #[arg(long, value_name = "SYMBOL")]
     pub annotate: Option<String>,
+    /// With pprof input: only samples with this label (KEY=VALUE, e.g. comm=nginx,
+    /// cgroup=/system.slice/nginx.service, host=web-3); repeat to require several.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub label: Vec<perfkit_report::pprof_in::LabelFilter>,
+    /// More pprof profiles (files or directories) to merge with -i's (a fleet's or an
+    /// agent's output: `perfkit report -i profiles/ other.pb.gz`).
+    #[arg(value_name = "PPROF")]
+    pub more: Vec<PathBuf>,
 }
 
 /// Flags of `perfkit script`.
@@ -475,7 +483,10 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         );
     }
     let input = report_input(&args.input);
-    check_owner(&input, args.force)?;
+    let pprof = pprof_inputs(&input, &args)?;
+    if pprof.is_none() {
+        check_owner(&input, args.force)?;
+    }
     if let Some(symbol) = &args.annotate {
         let mut a = crate::annotate::AnnotateArgs::for_symbol(input, symbol.clone());
         a.only = args.only.clone();
@@ -578,7 +589,10 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.kallsyms = args.kallsyms.clone();
     let mut threads = None;
     let cgroup = sort.contains(&SortKey::Cgroup);
-    let (profile, diag) = if args.header || args.threads || cgroup {
+    let (profile, diag) = if let Some(paths) = &pprof {
+        let p = perfkit_report::pprof_in::load(paths, &args.label)?;
+        (p, Diagnostics::default())
+    } else if args.header || args.threads || cgroup {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
         if cgroup
@@ -692,6 +706,35 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     }
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
     exit_code(&input, diag)
+}
+
+/// The pprof files or directories to merge when the input is pprof (a directory, a
+/// gzipped or `.pb`/`.pprof` file, or extra files given), else None (perf.data).
+fn pprof_inputs(input: &Path, args: &ReportArgs) -> Result<Option<Vec<PathBuf>>> {
+    let given_input = args.input.is_some() || !args.more.is_empty();
+    let first = (args.input.is_some() || args.more.is_empty()).then(|| input.to_path_buf());
+    let mut all: Vec<PathBuf> = first.into_iter().chain(args.more.iter().cloned()).collect();
+    if !given_input || !all.iter().any(|p| perfkit_report::pprof_in::is_pprof(p)) {
+        if !args.label.is_empty() {
+            bail!("--label filters pprof profiles: give pprof files or a directory of them");
+        }
+        return Ok(None);
+    }
+    for p in &all {
+        require_input(p)?;
+        if !perfkit_report::pprof_in::is_pprof(p) {
+            bail!(
+                "{}: not a pprof profile; pprof profiles (and directories of them) merge with \
+                 each other, a perf.data file is reported alone",
+                p.display()
+            );
+        }
+    }
+    if args.stats || args.tasks || args.mmaps || args.header || args.header_only {
+        bail!("--stats, --tasks, --mmaps and --header read perf.data files, not pprof profiles");
+    }
+    all.dedup();
+    Ok(Some(all))
 }
 
 /// perf's header lines for `file` read from `path`.

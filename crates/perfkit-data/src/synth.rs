@@ -48,11 +48,55 @@ pub fn finished_init() -> Vec<u8> {
 }
 
 /// The `NT_GNU_BUILD_ID` note of an ELF file.
+///
+/// Only the file header, the program headers and the `PT_NOTE` segments are read (what a
+/// loader maps), not the section headers or symbol tables: shared objects can be hundreds
+/// of MB, and a system-wide recording asks for every mapped file. A file with program
+/// headers and no such note has no build id (many do: a full parse would read their
+/// symbol tables for nothing); only files without program headers (relocatable objects)
+/// are looked up by section.
 pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
     use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let by_segment = match object::FileKind::parse(&cache).ok()? {
+        object::FileKind::Elf64 => {
+            segment_build_id::<object::elf::FileHeader64<object::Endianness>>(&cache)
+        }
+        object::FileKind::Elf32 => {
+            segment_build_id::<object::elf::FileHeader32<object::Endianness>>(&cache)
+        }
+        _ => None,
+    };
+    if let Some(found) = by_segment {
+        return found;
+    }
+    let file = object::File::parse(&cache).ok()?;
     file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// The build id in the `PT_NOTE` segments: None when the file has no program headers,
+/// Some(None) when they hold no build id.
+fn segment_build_id<H: object::read::elf::FileHeader<Endian = object::Endianness>>(
+    data: &object::ReadCache<std::fs::File>,
+) -> Option<Option<Vec<u8>>> {
+    use object::read::elf::ProgramHeader;
+    let header = H::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let headers = header.program_headers(endian, data).ok()?;
+    if headers.is_empty() {
+        return None;
+    }
+    for ph in headers {
+        let Ok(Some(mut notes)) = ph.notes(endian, data) else {
+            continue;
+        };
+        while let Ok(Some(note)) = notes.next() {
+            if note.name() == b"GNU" && note.n_type(endian) == object::elf::NT_GNU_BUILD_ID {
+                return Some(Some(note.desc().to_vec()));
+            }
+        }
+    }
+    Some(None)
 }
 
 /// The running kernel's build id (`/sys/kernel/notes`).

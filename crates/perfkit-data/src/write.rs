@@ -632,12 +632,20 @@ impl PerfDataWriter {
 
     fn build_id_section(&self) -> Vec<u8> {
         let mut out = Vec::new();
+        // A system-wide file maps the same objects in many processes: one look-up each.
+        let mut ids: std::collections::HashMap<&str, Option<Vec<u8>>> =
+            std::collections::HashMap::new();
         for (pid, cpumode, name) in &self.mapped {
-            let id = if name.starts_with("[kernel.kallsyms]") {
-                crate::synth::kernel_build_id()
-            } else {
-                crate::synth::build_id_of(Path::new(name))
-            };
+            let id = ids
+                .entry(name.as_str())
+                .or_insert_with(|| {
+                    if name.starts_with("[kernel.kallsyms]") {
+                        crate::synth::kernel_build_id()
+                    } else {
+                        crate::synth::build_id_of(Path::new(name))
+                    }
+                })
+                .clone();
             let Some(id) = id else { continue };
             let fname = if name.starts_with("[kernel.kallsyms]") {
                 "[kernel.kallsyms]"

@@ -204,6 +204,33 @@ impl Recorder {
         Ok(())
     }
 
+    /// The kernel's maps as this recorder's files start with them, made once for
+    /// [`write_preamble_with`](Self::write_preamble_with) (None without an open event).
+    pub fn kernel_maps(&self) -> Option<crate::sideband::KernelMaps> {
+        let id = self.ids.first().and_then(|i| i.first()).copied()?;
+        let attr = self.opened.events.first()?.attr;
+        Some(crate::sideband::KernelMaps::new(&attr, id))
+    }
+
+    /// [`write_preamble`](Self::write_preamble) with kernel maps made earlier by
+    /// [`kernel_maps`](Self::kernel_maps): a recorder that starts a file every few seconds
+    /// reads `/proc/kallsyms` once.
+    pub fn write_preamble_with(
+        &self,
+        w: &mut PerfDataWriter,
+        kernel: &crate::sideband::KernelMaps,
+        pids: &[i32],
+    ) -> Result<()> {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        if let (Some(attr), Some(id)) = (attr, first_id) {
+            kernel
+                .write_preamble(w, &attr, id, pids)
+                .map_err(Error::Write)?;
+        }
+        Ok(())
+    }
+
     /// Enable every group (not needed for events that enable at the command's exec).
     pub fn enable(&self) -> Result<()> {
         self.opened.enable()?;

@@ -14,28 +14,63 @@ pub fn write_preamble(
     id: u64,
     pids: &[i32],
 ) -> std::io::Result<()> {
-    for r in preamble_records(attr, id, pids) {
-        w.write_record(&[&r])?;
-    }
-    Ok(())
+    KernelMaps::new(attr, id).write_preamble(w, attr, id, pids)
 }
 
 /// The records [`write_preamble`] writes, each a whole record (header and body): for a
 /// live consumer that feeds them to its profile instead of a file.
 pub fn preamble_records(attr: &sys::perf_event_attr, id: u64, pids: &[i32]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    if let Some(k) = synth::kernel_mmap(attr, id) {
-        out.push(k);
+    KernelMaps::new(attr, id).preamble_records(attr, id, pids)
+}
+
+/// The records of [`write_preamble`] that stay the same while the kernel runs: its map
+/// and its modules' maps (from `/proc/kallsyms`, `/proc/modules`). A recorder that starts
+/// many files (`perfkit agent`, one per window) makes them once.
+#[derive(Clone, Debug)]
+pub struct KernelMaps {
+    records: Vec<Vec<u8>>,
+}
+
+impl KernelMaps {
+    /// The kernel's and its modules' MMAP records, carrying `attr`'s sample id for `id`.
+    pub fn new(attr: &sys::perf_event_attr, id: u64) -> KernelMaps {
+        let mut records: Vec<Vec<u8>> = synth::kernel_mmap(attr, id).into_iter().collect();
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let release = release.trim();
+        let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+        let dep = std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep"))
+            .unwrap_or_default();
+        records.extend(module_mmaps(&modules, &dep, release, attr, id));
+        KernelMaps { records }
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let release = release.trim();
-    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
-    let dep =
-        std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).unwrap_or_default();
-    out.extend(module_mmaps(&modules, &dep, release, attr, id));
-    out.extend(synth::tasks(attr, id, pids));
-    out.push(synth::finished_init());
-    out
+
+    /// The preamble with these kernel maps: them, COMM/MMAP records of `pids`, and
+    /// FINISHED_INIT, each a whole record.
+    pub fn preamble_records(
+        &self,
+        attr: &sys::perf_event_attr,
+        id: u64,
+        pids: &[i32],
+    ) -> Vec<Vec<u8>> {
+        let mut out = self.records.clone();
+        out.extend(synth::tasks(attr, id, pids));
+        out.push(synth::finished_init());
+        out
+    }
+
+    /// What [`write_preamble`] writes, with these kernel maps.
+    pub fn write_preamble(
+        &self,
+        w: &mut PerfDataWriter,
+        attr: &sys::perf_event_attr,
+        id: u64,
+        pids: &[i32],
+    ) -> std::io::Result<()> {
+        for r in self.preamble_records(attr, id, pids) {
+            w.write_record(&[&r])?;
+        }
+        Ok(())
+    }
 }
 
 /// Every process id in /proc (what a system-wide recording synthesizes).

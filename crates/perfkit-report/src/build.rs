@@ -563,6 +563,15 @@ impl Builder {
         self.symbolizer.diagnostics()
     }
 
+    /// A builder that symbolizes with `symbolizer`, kept from an earlier profile of the same
+    /// machine (a live tool's windows): its files and kernel symbols stay loaded; get it
+    /// back with [`finish_keeping_symbolizer`](Self::finish_keeping_symbolizer).
+    pub fn with_symbolizer(events: Vec<EventDesc>, symbolizer: Symbolizer) -> Builder {
+        let mut me = Builder::new(events, Options::default());
+        me.symbolizer = symbolizer;
+        me
+    }
+
     /// Name the kernel frames seen so far (kernel symbols load in the background and are
     /// looked up in one pass): a live view calls this before each look at the profile.
     pub fn resolve_kernel_frames(&mut self) {
@@ -634,7 +643,12 @@ impl Builder {
     }
 
     /// The profile.
-    pub fn finish(mut self) -> Profile {
+    pub fn finish(self) -> Profile {
+        self.finish_keeping_symbolizer().0
+    }
+
+    /// The profile, and the symbolizer for the next one.
+    pub fn finish_keeping_symbolizer(mut self) -> (Profile, Symbolizer) {
         self.resolve_kernel_frames();
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self
@@ -655,7 +669,7 @@ impl Builder {
         for d in self.symbolizer.diagnostics() {
             self.profile.meta.push(("note".into(), d.clone()));
         }
-        self.profile
+        (self.profile, self.symbolizer)
     }
 }
 

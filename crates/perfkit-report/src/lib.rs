@@ -52,6 +52,7 @@ mod image;
 pub mod load;
 mod model;
 mod origin;
+pub mod pprof_in;
 pub mod report;
 pub mod script;
 pub mod script_events;

@@ -167,6 +167,14 @@ impl Loader {
     }
 
     fn with_symbols(events: &[EventAttr], trace: TraceInfo, symbols: Options) -> Loader {
+        Loader::with_symbolizer(events, trace, perfkit_symbols::Symbolizer::new(symbols))
+    }
+
+    fn with_symbolizer(
+        events: &[EventAttr],
+        trace: TraceInfo,
+        symbolizer: perfkit_symbols::Symbolizer,
+    ) -> Loader {
         let descs = events
             .iter()
             .map(|a| EventDesc {
@@ -178,7 +186,7 @@ impl Loader {
                     .map(|f| Box::new(TraceEvent::new(f.clone()))),
             })
             .collect();
-        let mut builder = Builder::new(descs, symbols);
+        let mut builder = Builder::with_symbolizer(descs, symbolizer);
         builder.printk_formats(trace.printk);
         // Almost every profile has kernel samples; reading kallsyms overlaps the records.
         builder.prefetch_kernel_symbols();
@@ -219,6 +227,17 @@ impl Loader {
     /// data, else this machine's tracefs), the kernel symbols of its build-id cache entry,
     /// and its header facts as the profile's `meta` (`report --header`).
     pub fn for_file(file: &PerfData, opts: &LoadOptions) -> Loader {
+        Loader::for_file_reusing(file, opts, None)
+    }
+
+    /// [`for_file`](Self::for_file) with a symbolizer kept from an earlier file recorded on
+    /// this machine (a live tool's windows, see [`load_reusing`]): files and kernel symbols
+    /// are loaded once, not once per file.
+    pub fn for_file_reusing(
+        file: &PerfData,
+        opts: &LoadOptions,
+        symbolizer: Option<perfkit_symbols::Symbolizer>,
+    ) -> Loader {
         let mut symbols = opts.symbols();
         let kernel_id = crate::origin::kernel_build_id(file);
         let mut other_kernel = None;
@@ -236,7 +255,10 @@ impl Loader {
                 other_kernel = Some(why);
             }
         }
-        let mut me = Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols);
+        let mut me = match symbolizer {
+            Some(s) => Loader::with_symbolizer(&file.attrs, TraceInfo::for_file(file), s),
+            None => Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols),
+        };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
@@ -475,14 +497,23 @@ impl Loader {
         self.builder.decay_samples(num, den);
     }
 
-    /// The symbolized profile, and what was noticed on the way.
-    pub fn finish(mut self) -> (Profile, Diagnostics) {
+    /// [`finish`](Self::finish), keeping the symbolizer for the next file.
+    pub fn finish_keeping_symbolizer(
+        mut self,
+    ) -> (Profile, Diagnostics, perfkit_symbols::Symbolizer) {
         for (t, n) in std::mem::take(&mut self.skipped) {
             self.diag.warnings.push(format!(
                 "skipped {n} records of type {t} (not needed for this report)"
             ));
         }
-        (self.builder.finish(), self.diag)
+        let (profile, symbolizer) = self.builder.finish_keeping_symbolizer();
+        (profile, self.diag, symbolizer)
+    }
+
+    /// The symbolized profile, and what was noticed on the way.
+    pub fn finish(self) -> (Profile, Diagnostics) {
+        let (profile, diag, _) = self.finish_keeping_symbolizer();
+        (profile, diag)
     }
 }
 
@@ -549,6 +580,22 @@ pub fn load_with_progress(
     let (profile, mut diag) = loader.finish();
     diag.error = result.err();
     Ok((profile, diag))
+}
+
+/// [`load`] with a symbolizer kept from an earlier file recorded on this machine (None the
+/// first time), given back for the next: a live tool that cuts its recording into many
+/// files (`perfkit agent`) loads each shared object and the kernel's symbols once.
+pub fn load_reusing(
+    file: &PerfData,
+    opts: &LoadOptions,
+    symbolizer: Option<perfkit_symbols::Symbolizer>,
+) -> Result<(Profile, Diagnostics, perfkit_symbols::Symbolizer), LoadError> {
+    file.parser().map_err(LoadError::Read)?;
+    let mut loader = Loader::for_file_reusing(file, opts, symbolizer);
+    let result = file.for_each(|item| loader.item(item), |_| {});
+    let (profile, mut diag, symbolizer) = loader.finish_keeping_symbolizer();
+    diag.error = result.err();
+    Ok((profile, diag, symbolizer))
 }
 
 /// Open the perf.data file (or pipe-mode stream, `-` for standard input) at `path` and

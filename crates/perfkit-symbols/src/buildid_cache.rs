@@ -98,10 +98,14 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> CacheError {
 }
 
 /// The build id of ELF file `path` (its `NT_GNU_BUILD_ID` note).
+///
+/// Only the headers and the note are read (`object::ReadCache` reads the ranges the parser
+/// asks for): shared objects can be hundreds of MB, and a system-wide recording asks for
+/// every mapped file.
 pub fn build_id_of_file(path: &Path) -> Option<Vec<u8>> {
     use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let file = object::File::parse(&cache).ok()?;
     file.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 

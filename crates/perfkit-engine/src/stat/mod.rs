@@ -33,7 +33,7 @@ pub use cache::{cache_id, highest_level};
 pub use metrics::{
     compute_metrics, is_clock, is_percent_metric, mean_stddev_of_mean, rel_stddev_pct,
 };
-pub use plan::{Aggr, Plan, Scope, StatConfig};
+pub use plan::{Aggr, Plan, Scope, StatConfig, cgroup_root};
 pub use record::{StatRecords, StatReport, read_stat, stat_records};
 pub use rows::{Row, State, build_rows, summarize};
 pub use run::{ControlCmd, Progress, RunOptions, RunResult, Runner, StopHandle, delta, read_all};

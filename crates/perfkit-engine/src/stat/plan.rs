@@ -348,7 +348,9 @@ fn all_threads() -> Result<Vec<i32>> {
     Ok(out)
 }
 
-fn cgroup_root() -> Result<PathBuf> {
+/// Where the cgroup file system is mounted: cgroup2, else a cgroup v1 hierarchy with the
+/// `perf_event` controller (what `-G` names are relative to).
+pub fn cgroup_root() -> Result<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/mounts")
         .map_err(|e| Error::io("reading /proc/mounts", e))?;
     for line in mounts.lines() {
