@@ -114,6 +114,9 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
         graph: GraphMode::None,
         percent_limit: opts.percent_limit,
         filter,
+        // A zoomed view (a DSO, a thread) shows shares of what it shows, and its sample
+        // count: the status line still names the whole.
+        relative: true,
         ..ReportOptions::default()
     };
     let sections = report::build(p, &ropts);
