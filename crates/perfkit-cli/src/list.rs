@@ -66,26 +66,26 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
         probe: !args.no_probe && !args.raw_dump,
         libpfm: !args.no_pfm,
     };
-    // perf's kinds perfkit has no tables for: perf's heading, and a note saying so.
-    let mut headings = String::new();
+    // perf's kinds beside others (`list metric sw`): the metric listing first, as above;
+    // SDT: a note (perfkit does not list them yet).
     let mut filters: Vec<&str> = Vec::new();
     for f in &args.filters {
-        match f.as_str() {
-            "metric" | "metrics" => headings.push_str("\nMetrics:\n\n"),
-            "metricgroup" | "metricgroups" => headings.push_str("\nMetric Groups:\n\n"),
-            "sdt" => eprintln!(
+        if let Some(what) = perfkit_events::metrics::Listing::of_filter(f) {
+            if !args.json {
+                let mut out = std::io::stdout().lock();
+                perfkit_events::metrics::Metrics::system()
+                    .write_listing(what, args.raw_dump, args.details, &mut out)
+                    .and_then(|()| out.flush())
+                    .context("writing the list")?;
+            }
+        } else if f == "sdt" {
+            eprintln!(
                 "perfkit list: SDT events are not listed yet (perf lists those of the \
                  binaries in its build-id cache)"
-            ),
-            other => filters.push(other),
+            );
+        } else {
+            filters.push(f);
         }
-    }
-    if !headings.is_empty() && !args.json && !args.raw_dump {
-        print!("{headings}");
-        eprintln!(
-            "perfkit list: perfkit has no metric tables yet (perf takes them from its \
-             built-in tables for this CPU; `perfkit stat -M` says the same)"
-        );
     }
     if filters.is_empty() && args.filters.len() > filters.len() {
         return Ok(0);
