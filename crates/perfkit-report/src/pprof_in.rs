@@ -392,7 +392,7 @@ mod tests {
         let leaf = p.stack_frames(p.samples[0].stack).collect::<Vec<_>>();
         assert!(leaf.len() >= 2, "stacks come back");
         // The worker thread only: its 20 samples per profile.
-        let f: LabelFilter = "thread=app-worker".parse().unwrap();
+        let f: LabelFilter = "comm=app-worker".parse().unwrap();
         let p = load(&[d.path().to_path_buf()], &[f]).unwrap();
         assert_eq!(p.samples.len(), 40);
         let f: LabelFilter = "pid=10".parse().unwrap();
