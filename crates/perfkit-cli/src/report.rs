@@ -445,13 +445,24 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         }
         return exit_code(&input, diag);
     }
-    let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
+    let has_chains = profile.events.iter().any(|e| e.callchain)
+        || profile.stacks.iter().any(|s| s.parent.is_some());
     // As perf: the children column needs callchains, whatever --children says.
     let children = !args.no_children && has_chains;
     let (graph, threshold, order) = match &args.call_graph {
         Some(g) => parse_graph(g)?,
         None => (GraphMode::Graph, None, None),
     };
+    if args.call_graph.is_some() && graph != GraphMode::None && !has_chains {
+        // perf prints its first lines, then refuses.
+        print!(
+            "# To display the perf.data header info, please use --header/--header-only options.\n#\n"
+        );
+        bail!(
+            "-g: {} has no callchains (record with -g or --call-graph), or use -g none",
+            input.display()
+        );
+    }
     let opts = ReportOptions {
         sort,
         children,
@@ -474,6 +485,11 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         ..ReportOptions::default()
     };
     let sections = report::build(&profile, &opts);
+    if !args.quiet {
+        for n in report::notes(&profile) {
+            eprintln!("perfkit: {n}");
+        }
+    }
     let text = report::render(&profile, &sections, &opts);
     write_out(&None, |w| w.write_all(text.as_bytes()))?;
     exit_code(&input, diag)
@@ -535,8 +551,16 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     }
     let defaults = spec.explicit.is_none();
     let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
+    // A recording without timestamps (perf record --per-thread) prints no time column, as
+    // perf's defaults leave it out when the samples have no PERF_SAMPLE_TIME.
+    let has_time = profile.samples.iter().any(|s| s.time != 0);
+    let no_time = |f: Vec<Field>| -> Vec<Field> {
+        f.into_iter()
+            .filter(|f| has_time || *f != Field::Time)
+            .collect()
+    };
     if defaults {
-        fields = spec.apply(Field::defaults(has_cpu));
+        fields = spec.apply(no_time(Field::defaults(has_cpu)));
     }
     if fields.contains(&Field::Cpu) && !has_cpu && !profile.samples.is_empty() {
         let ev = profile.events.first().map_or("", |e| e.name.as_str());
@@ -572,7 +596,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             .with_time_format(time_fmt)
             .with_callchains(!args.hide_call_graph);
         if defaults {
-            sw = sw.with_trace_fields(spec.apply(Field::tracepoint_defaults(has_cpu)));
+            sw = sw.with_trace_fields(spec.apply(no_time(Field::tracepoint_defaults(has_cpu))));
         }
         for s in profile.samples.iter().filter(|s| filter.keep(&profile, s)) {
             if args.json {

@@ -198,10 +198,10 @@ impl Builder {
                 exec,
                 time,
             } => {
-                if exec {
-                    // The old address space is gone.
-                    self.maps.remove(&pid);
-                }
+                // An exec keeps the old maps, as perf's do: samples inside execve() and
+                // before the new program's MMAPs still name the old program's code, and
+                // each new mapping replaces what it overlaps.
+                let _ = exec;
                 let id = self.thread(pid, tid, time);
                 let t = &mut self.profile.threads[id as usize];
                 if t.names.last().is_none_or(|(_, n)| n != name) {

@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+mod callgraph;
 pub mod dump;
 mod error;
 pub mod export;

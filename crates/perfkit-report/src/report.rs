@@ -6,6 +6,7 @@
 //! walk per distinct stack, not per sample (perf's children mode walks every sample's chain,
 //! which is why it is seven times slower than its self mode).
 
+use crate::callgraph;
 use crate::{FrameId, FuncId, Profile, Sample, StackId};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
@@ -210,6 +211,10 @@ pub struct Row {
     contrib: Vec<(u32, u16)>,
     /// The last aggregated stack that counted this row's children.
     last_stack: Option<u32>,
+    /// The longest chain added to the row (perf's `callchain->max_depth`, children mode).
+    max_depth: u32,
+    /// The thread of the row's first sample (perf's `he->thread`).
+    thread: Option<u32>,
 }
 
 /// One event's section of the report.
@@ -249,6 +254,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         &[]
     };
     let mut ids = Ids::new(p, patterns);
+    let caller_first = opts.caller_order.unwrap_or(opts.children);
     for (ei, ev) in p.events.iter().enumerate() {
         // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
         // matters for the thread's name, so it is reduced to the index of that name.
@@ -315,8 +321,17 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 r.contrib.push((ai as u32, 0));
             } else {
                 // A row is counted once per stack, however often it recurs in it: the
-                // row remembers the last stack (by index) that counted it.
-                for (depth, &f) in frames.iter().enumerate() {
+                // row remembers the last stack (by index) that counted it. As perf, the
+                // leaf first, then the occurrence perf's walk meets first: the outermost
+                // in caller order, the innermost in callee order.
+                let len = frames.len();
+                let order: Box<dyn Iterator<Item = usize>> = if caller_first {
+                    Box::new((0..len.min(1)).chain((1..len).rev()))
+                } else {
+                    Box::new(0..len)
+                };
+                for depth in order {
+                    let f = frames[depth];
                     let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
                     let (r, _) = rows
                         .entry(k)
@@ -326,6 +341,16 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     }
                     r.last_stack = Some(ai as u32);
                     r.children += period;
+                    // perf's callchain max_depth: the length of the chain it adds.
+                    let chain_len = if depth == 0 {
+                        len
+                    } else if caller_first {
+                        depth + 1
+                    } else {
+                        len - depth
+                    };
+                    r.max_depth = r.max_depth.max(chain_len as u32);
+                    r.thread = Some(thread);
                     r.contrib
                         .push((ai as u32, depth.min(u16::MAX as usize) as u16));
                 }
@@ -360,8 +385,27 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         let mut rows: Vec<Row> = rows.into_values().collect();
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
-        if opts.overhead {
-            // perf's output sort: the children column, then self, then the keys.
+        if opts.overhead && opts.children {
+            // perf's children sort: the children column; equal ones of one thread put
+            // callers above callees (the longer callchain first in caller order,
+            // the shorter in callee order).
+            rows.sort_by(|a, b| {
+                weight(b)
+                    .cmp(&weight(a))
+                    .then_with(|| {
+                        if a.thread != b.thread {
+                            std::cmp::Ordering::Equal
+                        } else if caller_first {
+                            b.max_depth.cmp(&a.max_depth)
+                        } else {
+                            a.max_depth.cmp(&b.max_depth)
+                        }
+                    })
+                    .then_with(|| b.self_.cmp(&a.self_))
+                    .then_with(|| by_keys(a, b))
+            });
+        } else if opts.overhead {
+            // perf's output sort: the overhead column, then the keys.
             rows.sort_by(|a, b| {
                 weight(b)
                     .cmp(&weight(a))
@@ -381,17 +425,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         section
             .rows
             .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
-        if opts.graph != GraphMode::None && p.stacks.iter().any(|s| s.parent.is_some()) {
+        // Only an event that recorded callchains gets graphs.
+        if opts.graph != GraphMode::None && ev.callchain {
+            let ranks = dso_ranks(p);
             section.graphs = section
                 .rows
                 .iter()
-                .map(|r| {
-                    if section_pct(total, weight(r)) < opts.graph_threshold {
-                        String::new()
-                    } else {
-                        call_graph(p, opts, &agg, r, total)
-                    }
-                })
+                .map(|r| call_graph(p, opts, &agg, r, total, &ranks))
                 .collect();
         }
         sections.push(section);
@@ -430,6 +470,8 @@ impl Row {
             frame,
             contrib: Vec::new(),
             last_stack: None,
+            max_depth: 0,
+            thread: None,
         }
     }
 }
@@ -636,7 +678,7 @@ fn format_key(
     }
 }
 
-/// A call tree node for rendering.
+/// A call tree node for `-g folded`.
 #[derive(Default)]
 struct Node {
     name: String,
@@ -673,9 +715,42 @@ impl Node {
 fn frame_label(p: &Profile, f: FrameId) -> String {
     let func = p.func_of(f);
     if func.name == "[unknown]" {
-        format!("{:#x}", p.frames[f as usize].addr)
+        // perf's `%#llx`: zero without `0x`.
+        match p.frames[f as usize].addr {
+            0 => "0".into(),
+            a => format!("{a:#x}"),
+        }
     } else {
         func.name.clone()
+    }
+}
+
+/// Each function's object in perf's order of `struct dso` pointers, which follows the
+/// order objects were first met (the kernel first).
+fn dso_ranks(p: &Profile) -> Vec<u64> {
+    let mut seen: HashMap<&str, u64> = HashMap::default();
+    let mut kernel_first: Vec<&crate::Func> = p.funcs.iter().filter(|f| f.kernel).collect();
+    kernel_first.extend(p.funcs.iter().filter(|f| !f.kernel));
+    for f in kernel_first {
+        let n = seen.len() as u64;
+        seen.entry(f.dso.as_str()).or_insert(n);
+    }
+    p.funcs.iter().map(|f| seen[f.dso.as_str()]).collect()
+}
+
+/// A frame as the call graph matches, orders and prints it.
+fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
+    let fr = &p.frames[f as usize];
+    let func = &p.funcs[fr.func as usize];
+    let unnamed = func.name == "[unknown]";
+    let start = match fr.sym_offset {
+        Some(off) if !unnamed => fr.addr.wrapping_sub(off),
+        _ => fr.addr,
+    };
+    callgraph::Entry {
+        key: (fr.func, if unnamed { fr.addr } else { 0 }),
+        order: (ranks[fr.func as usize], start),
+        label: frame_label(p, f),
     }
 }
 
@@ -686,73 +761,83 @@ fn call_graph(
     agg: &[(AggKey, (u64, u64))],
     row: &Row,
     total: u64,
+    ranks: &[u64],
 ) -> String {
     if row.frame.is_none() {
         return String::new();
     }
     let caller_first = opts.caller_order.unwrap_or(opts.children);
-    let mut root = Node::default();
+    let mut out = String::new();
+    if opts.graph == GraphMode::Folded {
+        let mut root = Node::default();
+        for &(ai, pos) in &row.contrib {
+            let ((_, stack, _, _), (period, _)) = agg[ai as usize];
+            let frames: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
+            let path: Vec<String> = if opts.children && pos != 0 {
+                frames[..=pos as usize]
+                    .iter()
+                    .rev()
+                    .map(|&f| frame_label(p, f))
+                    .collect()
+            } else if caller_first {
+                frames.iter().rev().map(|&f| frame_label(p, f)).collect()
+            } else {
+                frames.iter().map(|&f| frame_label(p, f)).collect()
+            };
+            root.insert(&path, period);
+        }
+        root.sort();
+        let mut chains = Vec::new();
+        collect_chains(&root, &mut Vec::new(), &mut chains);
+        for (chain, w) in chains {
+            let pct = section_pct(total, w);
+            if pct >= opts.graph_threshold {
+                let _ = writeln!(out, "{pct:.2}% {}", chain.join(";"));
+            }
+        }
+        return out;
+    }
+    let mut tree = callgraph::Tree::new();
     for &(ai, pos) in &row.contrib {
         let ((_, stack, _, _), (period, _)) = agg[ai as usize];
         let frames: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
         let pos = pos as usize;
-        let is_self = pos == 0;
-        let path: Vec<String> = if opts.children && !is_self {
+        if opts.children && pos != 0 && caller_first {
             // The entry's callees, from the entry down to the leaf.
-            frames[..=pos]
-                .iter()
-                .rev()
-                .map(|&f| frame_label(p, f))
-                .collect()
+            let chain = frames[..=pos].iter().rev();
+            tree.add(chain.map(|&f| graph_entry(p, ranks, f)), period);
+        } else if opts.children && pos != 0 {
+            // The entry's callers, from the entry up to the root.
+            let chain = frames[pos..].iter();
+            tree.add(chain.map(|&f| graph_entry(p, ranks, f)), period);
         } else if caller_first {
-            frames.iter().rev().map(|&f| frame_label(p, f)).collect()
-        } else {
-            frames.iter().map(|&f| frame_label(p, f)).collect()
-        };
-        root.insert(&path, period);
-    }
-    root.sort();
-    let mut out = String::new();
-    match opts.graph {
-        GraphMode::Folded => {
-            let mut chains = Vec::new();
-            collect_chains(&root, &mut Vec::new(), &mut chains);
-            for (chain, w) in chains {
-                let pct = section_pct(total, w);
-                if pct >= opts.graph_threshold {
-                    let _ = writeln!(out, "{pct:.2}% {}", chain.join(";"));
-                }
-            }
-        }
-        GraphMode::Flat => {
-            let mut chains = Vec::new();
-            collect_chains(&root, &mut Vec::new(), &mut chains);
-            for (chain, w) in chains {
-                let pct = section_pct(total, w);
-                if pct < opts.graph_threshold {
-                    continue;
-                }
-                for name in &chain {
-                    let _ = writeln!(out, "                {name}");
-                }
-                let _ = writeln!(out, "                |\n                |--{pct:.2}%--\n");
-            }
-        }
-        GraphMode::Graph | GraphMode::Fractal => {
-            out.push_str("            |\n");
-            render_tree(
-                &root,
-                opts,
-                total,
-                root.weight,
-                "            ",
-                true,
-                &mut out,
+            tree.add(
+                frames.iter().rev().map(|&f| graph_entry(p, ranks, f)),
+                period,
             );
-            out.push('\n');
+        } else {
+            tree.add(frames.iter().map(|&f| graph_entry(p, ranks, f)), period);
         }
-        GraphMode::None => {}
     }
+    let layout = match opts.graph {
+        GraphMode::Fractal => callgraph::Layout::Fractal,
+        GraphMode::Flat => callgraph::Layout::Flat,
+        _ => callgraph::Layout::Graph,
+    };
+    let parent = if opts.children {
+        row.children
+    } else {
+        row.self_
+    };
+    let skip_first = opts.sort.first() == Some(&SortKey::Sym);
+    tree.render(
+        layout,
+        total,
+        parent,
+        opts.graph_threshold,
+        skip_first,
+        &mut out,
+    );
     out
 }
 
@@ -768,42 +853,22 @@ fn collect_chains(n: &Node, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>
     }
 }
 
-fn render_tree(
-    n: &Node,
-    opts: &ReportOptions,
-    total: u64,
-    parent_weight: u64,
-    indent: &str,
-    first: bool,
-    out: &mut String,
-) {
-    let visible: Vec<&Node> = n
-        .children
-        .iter()
-        .filter(|c| section_pct(total, c.weight) >= opts.graph_threshold)
-        .collect();
-    // A lone child carrying all of its parent's weight continues the chain.
-    if visible.len() == 1 && visible[0].weight == n.weight && n.weight == parent_weight {
-        let c = visible[0];
-        if first {
-            let _ = writeln!(out, "{indent}---{}", c.name);
-        } else {
-            let _ = writeln!(out, "{indent}   {}", c.name);
-        }
-        return render_tree(c, opts, total, c.weight, indent, false, out);
+/// What perfkit knows that perf's report does not say: samples with incomplete stacks,
+/// frames without symbols by reason. The CLI prints these on standard error, so the report
+/// itself is perf's, line for line.
+pub fn notes(p: &Profile) -> Vec<String> {
+    let mut v = Vec::new();
+    if p.incomplete_stacks > 0 {
+        v.push(format!(
+            "{} samples have incomplete stacks (the user stack copy ran out): record with \
+             a larger --call-graph dwarf,SIZE (for example dwarf,16384)",
+            p.incomplete_stacks
+        ));
     }
-    for (i, c) in visible.iter().enumerate() {
-        let last = i + 1 == visible.len();
-        let pct = match opts.graph {
-            GraphMode::Fractal => section_pct(n.weight, c.weight),
-            _ => section_pct(total, c.weight),
-        };
-        let _ = writeln!(out, "{indent}   |");
-        let branch = if last { "    " } else { "   |" };
-        let _ = writeln!(out, "{indent}{branch}--{pct:.2}%--{}", c.name);
-        let child_indent = format!("{indent}{branch}       ");
-        render_tree(c, opts, total, c.weight, &child_indent, false, out);
+    for (reason, n) in &p.unknown.by_reason {
+        v.push(format!("{n} frames without symbols: {reason}"));
     }
+    v
 }
 
 /// Render the sections in perf's `--stdio` layout.
@@ -812,17 +877,6 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str(
         "# To display the perf.data header info, please use --header/--header-only options.\n#\n",
     );
-    if p.incomplete_stacks > 0 {
-        let _ = writeln!(
-            out,
-            "# {} samples have incomplete stacks (the user stack copy ran out): record with \
-             a larger --call-graph dwarf,SIZE (for example dwarf,16384)",
-            p.incomplete_stacks
-        );
-    }
-    for (reason, n) in &p.unknown.by_reason {
-        let _ = writeln!(out, "# {n} frames without symbols: {reason}");
-    }
     out.push_str("#\n");
     let _ = writeln!(out, "# Total Lost Samples: {}\n#", p.lost);
     for (si, s) in sections.iter().enumerate() {

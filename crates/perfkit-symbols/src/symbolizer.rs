@@ -362,6 +362,10 @@ impl Symbolizer {
             }
         };
         let Some(s) = k.find(addr) else {
+            if !k.covers(addr) {
+                // As perf: no map covers it (garbage in a callchain, a stale address).
+                return unknown(addr, Arc::from("[unknown]"), UnknownReason::NoMapping);
+            }
             return unknown(
                 addr,
                 self.kernel_dso.clone(),
