@@ -453,7 +453,16 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         Some(g) => parse_graph(g)?,
         None => (GraphMode::Graph, None, None),
     };
-    if args.call_graph.is_some() && graph != GraphMode::None && !has_chains {
+    // perf checks the attrs of a file before reading it; a pipe's come with its data, too
+    // late to refuse, so there it just prints no graphs.
+    let pipe_format = std::fs::File::open(&input)
+        .and_then(|mut f| {
+            let mut h = [0u8; 16];
+            std::io::Read::read_exact(&mut f, &mut h)?;
+            Ok(u64::from_le_bytes(h[8..16].try_into().unwrap_or_default()) == 16)
+        })
+        .unwrap_or(true);
+    if args.call_graph.is_some() && graph != GraphMode::None && !has_chains && !pipe_format {
         // perf prints its first lines, then refuses.
         print!(
             "# To display the perf.data header info, please use --header/--header-only options.\n#\n"
@@ -484,6 +493,15 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         },
         ..ReportOptions::default()
     };
+    let mut opts = opts;
+    // As perf: a file of tracepoints only is sorted by their text unless told otherwise.
+    if args.sort.is_empty()
+        && args.fields.is_empty()
+        && !profile.events.is_empty()
+        && profile.events.iter().all(|e| e.trace.is_some())
+    {
+        opts.sort = vec![SortKey::Trace];
+    }
     let sections = report::build(&profile, &opts);
     if !args.quiet {
         for n in report::notes(&profile) {

@@ -33,6 +33,9 @@ pub enum SortKey {
     Symoff,
     /// The first caller matching the parent pattern (`[other]` if none).
     Parent,
+    /// A tracepoint sample's fields as its print fmt formats them (perf's default key
+    /// for files of tracepoints only).
+    Trace,
 }
 
 impl SortKey {
@@ -48,11 +51,12 @@ impl SortKey {
             "srcline" => SortKey::Srcline,
             "symoff" => SortKey::Symoff,
             "parent" => SortKey::Parent,
+            "trace" => SortKey::Trace,
             _ => return None,
         })
     }
     /// Every key name, for error messages.
-    pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, symoff, parent";
+    pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, symoff, parent, trace";
 
     fn header(self) -> &'static str {
         match self {
@@ -65,6 +69,7 @@ impl SortKey {
             SortKey::Srcline => "Source:Line",
             SortKey::Symoff => "Symbol",
             SortKey::Parent => "Parent symbol",
+            SortKey::Trace => "Trace output",
         }
     }
 }
@@ -242,8 +247,8 @@ impl Section {
     }
 }
 
-type AggKey = (u32, Option<StackId>, Option<u32>, u64);
-type Agg = HashMap<AggKey, (u64, u64)>;
+/// (thread, stack, cpu, comm-time-bucket, trace text id).
+type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32);
 
 /// Build the sections of a report: one per event that has samples.
 pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
@@ -255,10 +260,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     };
     let mut ids = Ids::new(p, patterns);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
+    let by_trace = opts.sort.contains(&SortKey::Trace);
     for (ei, ev) in p.events.iter().enumerate() {
-        // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
-        // matters for the thread's name, so it is reduced to the index of that name.
-        let mut agg: Agg = HashMap::default();
+        // (thread, stack, cpu, comm-time-bucket, trace) -> (period, samples), in the order
+        // of their first samples (perf's insertion order). The time only matters for the
+        // thread's name, so it is reduced to the index of that name.
+        let mut index: HashMap<AggKey, usize> = HashMap::default();
+        let mut agg: Vec<(AggKey, (u64, u64))> = Vec::new();
         let (mut total, mut count) = (0u64, 0u64);
         for s in p.samples.iter().filter(|s| s.event as usize == ei) {
             if !opts.filter.keep(p, s) {
@@ -275,7 +283,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             } else {
                 None
             };
-            let e = agg.entry((s.thread, s.stack, cpu, name_idx)).or_default();
+            let trace = if by_trace { ids.trace(p, s) } else { u32::MAX };
+            let key = (s.thread, s.stack, cpu, name_idx, trace);
+            let i = *index.entry(key).or_insert_with(|| {
+                agg.push((key, (0, 0)));
+                agg.len() - 1
+            });
+            let e = &mut agg[i].1;
             e.0 += s.period;
             e.1 += 1;
             total += s.period;
@@ -284,11 +298,10 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         if count == 0 {
             continue;
         }
-        let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
         // Rows are keyed by interned ids; their text is formatted once, at the end.
         let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
         let mut frames: Vec<FrameId> = Vec::new();
-        for (ai, &((thread, stack, cpu, name_idx), (period, n))) in agg.iter().enumerate() {
+        for (ai, &((thread, stack, cpu, name_idx, trace), (period, n))) in agg.iter().enumerate() {
             let t = &p.threads[thread as usize];
             let comm = t
                 .names
@@ -300,6 +313,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             let parent = ids.parent_of(p, &frames);
             let seed = |f: Option<FrameId>| Seed {
                 frame: f,
+                trace,
                 thread,
                 name_idx,
                 cpu,
@@ -311,7 +325,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 .copied()
                 .find(|&f| !p.frames[f as usize].inlined)
                 .or(frames.first().copied());
-            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent);
+            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
             let (r, _) = rows
                 .entry(leaf_key)
                 .or_insert_with(|| (Row::new(leaf), seed(leaf)));
@@ -332,7 +346,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 };
                 for depth in order {
                     let f = frames[depth];
-                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent);
+                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
                     let (r, _) = rows
                         .entry(k)
                         .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
@@ -376,6 +390,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             frame: seed.frame,
                             sampled,
                         };
+                        if *k == SortKey::Trace {
+                            return ids
+                                .traces
+                                .get(seed.trace as usize)
+                                .cloned()
+                                .unwrap_or_default();
+                        }
                         format_key(p, *k, at, comm, t.pid, t.tid, seed.cpu, parent)
                     })
                     .collect();
@@ -454,6 +475,7 @@ type RowKey = [u64; 9];
 #[derive(Clone, Copy)]
 struct Seed {
     frame: Option<FrameId>,
+    trace: u32,
     thread: u32,
     name_idx: u64,
     cpu: Option<u32>,
@@ -483,6 +505,8 @@ struct Ids<'p> {
     srclines: HashMap<(&'p str, u32), u64>,
     parent_match: Vec<Option<bool>>,
     patterns: &'p [String],
+    trace_ids: HashMap<String, u32>,
+    traces: Vec<String>,
 }
 
 impl<'p> Ids<'p> {
@@ -502,7 +526,27 @@ impl<'p> Ids<'p> {
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
             patterns,
+            trace_ids: HashMap::default(),
+            traces: Vec::new(),
         }
+    }
+
+    /// The id of a tracepoint sample's text as perf's `trace` key prints it.
+    fn trace(&mut self, p: &Profile, s: &Sample) -> u32 {
+        let mut text = String::new();
+        if let Some(ev) = p
+            .events
+            .get(s.event as usize)
+            .and_then(|e| e.trace.as_ref())
+            && let Some(raw) = s.raw.and_then(|r| p.raw.get(r as usize))
+        {
+            ev.text_into(raw, &p.trace_kernel, &mut text);
+        }
+        let n = self.traces.len() as u32;
+        *self.trace_ids.entry(text.clone()).or_insert_with(|| {
+            self.traces.push(text);
+            n
+        })
     }
 
     fn comm(&mut self, name: &'p str) -> u64 {
@@ -538,6 +582,7 @@ impl<'p> Ids<'p> {
         t: &crate::Thread,
         cpu: Option<u32>,
         parent: Option<FuncId>,
+        trace: u32,
     ) -> RowKey {
         let mut key = [0u64; 9];
         let func = frame.map(|f| p.frames[f as usize].func);
@@ -566,6 +611,7 @@ impl<'p> Ids<'p> {
                     None => (1 << 63) | frame.map_or(0, u64::from),
                 },
                 SortKey::Parent => parent.map_or(u64::MAX, u64::from),
+                SortKey::Trace => u64::from(trace),
             };
         }
         key
@@ -675,6 +721,7 @@ fn format_key(
                 |(file, line)| format!("{file}:{line}"),
             ),
         SortKey::Parent => parent.unwrap_or("[other]").to_string(),
+        SortKey::Trace => String::new(),
     }
 }
 
@@ -771,7 +818,7 @@ fn call_graph(
     if opts.graph == GraphMode::Folded {
         let mut root = Node::default();
         for &(ai, pos) in &row.contrib {
-            let ((_, stack, _, _), (period, _)) = agg[ai as usize];
+            let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
             let frames: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
             let path: Vec<String> = if opts.children && pos != 0 {
                 frames[..=pos as usize]
@@ -799,7 +846,7 @@ fn call_graph(
     }
     let mut tree = callgraph::Tree::new();
     for &(ai, pos) in &row.contrib {
-        let ((_, stack, _, _), (period, _)) = agg[ai as usize];
+        let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
         let frames: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
         let pos = pos as usize;
         if opts.children && pos != 0 && caller_first {
@@ -877,6 +924,10 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str(
         "# To display the perf.data header info, please use --header/--header-only options.\n#\n",
     );
+    if p.samples.is_empty() {
+        // perf prints nothing more for a file without samples.
+        return out;
+    }
     out.push_str("#\n");
     let _ = writeln!(out, "# Total Lost Samples: {}\n#", p.lost);
     for (si, s) in sections.iter().enumerate() {
@@ -901,15 +952,32 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         if opts.show_period {
             headers.push("      Period".into());
         }
+        // perf widens the object column to 16 when a row's symbol is unresolved
+        // (`hists__set_unres_dso_col_len`).
+        let unresolved = opts
+            .sort
+            .iter()
+            .position(|k| *k == SortKey::Sym)
+            .is_some_and(|i| {
+                s.rows.iter().any(|r| {
+                    let n = r.keys[i].get(4..).unwrap_or("");
+                    n.starts_with("0x") || n == "0000000000000000" || n == "[unknown]"
+                })
+            });
         let widths: Vec<usize> = opts
             .sort
             .iter()
             .enumerate()
             .map(|(i, k)| {
+                let floor = if *k == SortKey::Dso && unresolved {
+                    16
+                } else {
+                    0
+                };
                 s.rows
                     .iter()
                     .map(|r| r.keys[i].chars().count())
-                    .chain([k.header().len()])
+                    .chain([k.header().len(), floor])
                     .max()
                     .unwrap_or(0)
             })
@@ -948,12 +1016,18 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.show_period {
                 let _ = write!(l, " {:>12} ", r.self_);
             }
+            let mut before_last = 0;
             for (k, w) in r.keys.iter().zip(&widths) {
+                before_last = l.len();
                 let _ = write!(l, " {k:<w$} ");
             }
             // A symbol in the last column is not padded (perf's symbol entry prints its
             // name as it is); other last columns are.
-            if matches!(
+            if opts.sort.last() == Some(&SortKey::Trace) {
+                // The text as it is, after the separator (even when empty).
+                let last = r.keys.last().map_or("", |k| k.as_str());
+                let _ = writeln!(out, "{} {last}", &l[..before_last]);
+            } else if matches!(
                 opts.sort.last(),
                 Some(SortKey::Sym | SortKey::Symoff) | None
             ) {
