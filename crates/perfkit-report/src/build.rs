@@ -532,6 +532,11 @@ impl Builder {
         Some(out)
     }
 
+    /// The size of the user stack copy the recording asked for (the largest of its events).
+    pub fn stack_user_size(&mut self, size: u64) {
+        self.profile.stack_user_size = self.profile.stack_user_size.max(size);
+    }
+
     /// Samples whose user stack could not be fully unwound.
     pub fn add_incomplete_stack(&mut self) {
         self.profile.incomplete_stacks += 1;

@@ -174,6 +174,9 @@ impl Loader {
             .collect();
         let mut builder = Builder::new(descs, symbols);
         builder.printk_formats(trace.printk);
+        for a in events {
+            builder.stack_user_size(u64::from(a.attr.sample_stack_user));
+        }
         // Almost every profile has kernel samples; reading kallsyms overlaps the records.
         builder.prefetch_kernel_symbols();
         let diag = Diagnostics {

@@ -906,16 +906,34 @@ fn collect_chains(n: &Node, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>
 pub fn notes(p: &Profile) -> Vec<String> {
     let mut v = Vec::new();
     if p.incomplete_stacks > 0 {
-        v.push(format!(
-            "{} samples have incomplete stacks (the user stack copy ran out): record with \
-             a larger --call-graph dwarf,SIZE (for example dwarf,16384)",
-            p.incomplete_stacks
-        ));
+        v.push(stack_advice(p.incomplete_stacks, p.stack_user_size));
     }
     for (reason, n) in &p.unknown.by_reason {
         v.push(format!("{n} frames without symbols: {reason}"));
     }
     v
+}
+
+/// The advice for samples whose user stack copy ran out: a size larger than the one
+/// recorded (twice it, up to the kernel's largest, 65528 bytes).
+fn stack_advice(samples: u64, recorded: u64) -> String {
+    const MAX: u64 = 65528;
+    if recorded >= MAX {
+        return format!(
+            "{samples} samples have incomplete stacks: the user stack copy ran out at \
+             dwarf,{recorded}, the largest the kernel copies; deeper stacks need \
+             --call-graph fp or lbr"
+        );
+    }
+    let next = if recorded == 0 {
+        16384
+    } else {
+        (recorded * 2).min(MAX)
+    };
+    format!(
+        "{samples} samples have incomplete stacks (the user stack copy ran out): record with \
+         a larger --call-graph dwarf,SIZE (for example dwarf,{next})"
+    )
 }
 
 /// Render the sections in perf's `--stdio` layout.
@@ -1139,6 +1157,14 @@ mod tests {
             ..ReportOptions::default()
         };
         assert_eq!(build(&p, &opts)[0].rows.len(), 2);
+    }
+
+    #[test]
+    fn stack_advice_asks_for_more_than_recorded() {
+        assert!(stack_advice(3, 8192).contains("dwarf,16384"));
+        assert!(stack_advice(3, 32768).contains("dwarf,65528"));
+        assert!(!stack_advice(3, 32768).contains("dwarf,16384"));
+        assert!(stack_advice(3, 65528).contains("largest"));
     }
 
     #[test]
