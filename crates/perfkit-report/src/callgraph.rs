@@ -38,6 +38,8 @@ pub(crate) struct Entry {
     pub order: (u64, u64),
     /// The text printed.
     pub label: String,
+    /// A function found inlined: perf orders it among its siblings by name.
+    pub inlined: bool,
 }
 
 struct Node {
@@ -116,7 +118,13 @@ impl Tree {
                 &self.entries[self.nodes[a].entry],
                 &self.entries[self.nodes[b].entry],
             );
-            eb.order.cmp(&ea.order).then(eb.key.cmp(&ea.key))
+            if ea.inlined || eb.inlined {
+                // perf's match_chain_strings: by name, larger first.
+                let name = |e: &Entry| e.label.trim_end_matches(" (inlined)").to_string();
+                name(eb).cmp(&name(ea))
+            } else {
+                eb.order.cmp(&ea.order).then(eb.key.cmp(&ea.key))
+            }
         });
         k
     }

@@ -798,6 +798,7 @@ fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
         key: (fr.func, if unnamed { fr.addr } else { 0 }),
         order: (ranks[fr.func as usize], start),
         label: frame_label(p, f),
+        inlined: fr.inlined,
     }
 }
 
