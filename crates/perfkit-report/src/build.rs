@@ -357,8 +357,11 @@ impl Builder {
         out.frames
     }
 
+    /// `kernel`: the address came in the kernel's part of the sample (its cpumode or its
+    /// callchain context). As perf, that alone picks the maps it is looked up in: a
+    /// kernel-half address in the user part has no map (`[.]`), a user address in the
+    /// kernel part none either (`[k]`).
     fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
-        let kernel = kernel || perfkit_symbols::is_kernel_address(addr);
         let generation = if kernel {
             self.kernel_maps.generation()
         } else {
@@ -386,6 +389,27 @@ impl Builder {
                 inlined: false,
             });
             self.pending_kernel.push(frame);
+            self.memo.insert(key, frame);
+            return frame;
+        }
+        if perfkit_symbols::is_kernel_address(addr) {
+            let func = self.profile.func(Func {
+                name: "[unknown]".into(),
+                dso: "[unknown]".into(),
+                kernel: false,
+            });
+            *self
+                .unknown
+                .entry(perfkit_symbols::UnknownReason::NoMapping)
+                .or_default() += 1;
+            let frame = self.profile.frame(Frame {
+                func,
+                addr,
+                map_offset: None,
+                sym_offset: None,
+                srcline: None,
+                inlined: false,
+            });
             self.memo.insert(key, frame);
             return frame;
         }
