@@ -118,13 +118,22 @@ impl Tree {
                 &self.entries[self.nodes[a].entry],
                 &self.entries[self.nodes[b].entry],
             );
-            if ea.inlined || eb.inlined {
-                // perf's match_chain_strings: by name, larger first.
-                let name = |e: &Entry| e.label.trim_end_matches(" (inlined)").to_string();
-                name(eb).cmp(&name(ea))
-            } else {
-                eb.order.cmp(&ea.order).then(eb.key.cmp(&ea.key))
-            }
+            // Larger first. perf compares inlined functions by name (match_chain_strings)
+            // and others by object and address; a total order needs one rule for a mixed
+            // pair, so inlined ones come after the others.
+            let key = |e: &Entry| {
+                if e.inlined {
+                    (
+                        0,
+                        e.label.trim_end_matches(" (inlined)").to_string(),
+                        (0, 0),
+                        e.key,
+                    )
+                } else {
+                    (1, String::new(), e.order, e.key)
+                }
+            };
+            key(eb).cmp(&key(ea))
         });
         k
     }

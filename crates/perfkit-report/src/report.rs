@@ -218,8 +218,6 @@ pub struct Row {
     last_stack: Option<u32>,
     /// The longest chain added to the row (perf's `callchain->max_depth`, children mode).
     max_depth: u32,
-    /// The thread of the row's first sample (perf's `he->thread`).
-    thread: Option<u32>,
 }
 
 /// One event's section of the report.
@@ -364,7 +362,6 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                         len - depth
                     };
                     r.max_depth = r.max_depth.max(chain_len as u32);
-                    r.thread = Some(thread);
                     r.contrib
                         .push((ai as u32, depth.min(u16::MAX as usize) as u16));
                 }
@@ -407,16 +404,16 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
         if opts.overhead && opts.children {
-            // perf's children sort: the children column; equal ones of one thread put
-            // callers above callees (the longer callchain first in caller order,
+            // perf's children sort: the children column; equal ones put callers above
+            // callees (the longer callchain first in caller order,
             // the shorter in callee order).
             rows.sort_by(|a, b| {
                 weight(b)
                     .cmp(&weight(a))
                     .then_with(|| {
-                        if a.thread != b.thread {
-                            std::cmp::Ordering::Equal
-                        } else if caller_first {
+                        // perf compares depths of one thread's rows only; a sort needs a
+                        // total order, so rows of different threads are compared too.
+                        if caller_first {
                             b.max_depth.cmp(&a.max_depth)
                         } else {
                             a.max_depth.cmp(&b.max_depth)
@@ -493,7 +490,6 @@ impl Row {
             contrib: Vec::new(),
             last_stack: None,
             max_depth: 0,
-            thread: None,
         }
     }
 }
