@@ -494,8 +494,10 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         ..ReportOptions::default()
     };
     let mut opts = opts;
-    // As perf: a file of tracepoints only is sorted by their text unless told otherwise.
+    // As perf: a file of tracepoints only is sorted by their text unless told otherwise
+    // (not a pipe: perf decides before the stream's tracing data arrives).
     if args.sort.is_empty()
+        && !pipe_format
         && args.fields.is_empty()
         && !profile.events.is_empty()
         && profile.events.iter().all(|e| e.trace.is_some())
