@@ -356,6 +356,13 @@ ffffffffc0001100 T nft_register\t[nf_tables]
         assert_eq!(m.module.as_deref(), Some("nf_tables"));
         assert!(k.find(0xffffffff80000000).is_none());
         assert!(k.find(0xffffffffc0001100 + LAST_SYMBOL_SIZE).is_none());
+        // The kernel's map, as perf draws it: garbage of the kernel half outside it has no
+        // map at all.
+        assert!(k.covers(0xffffffff81000004));
+        assert!(k.covers(0xffffffffc0001004));
+        assert!(!k.covers(0xffffffff80000000));
+        assert!(!k.covers(0xffffffffc0001100 + LAST_SYMBOL_SIZE));
+        assert!(!k.covers(0xff5bba430e94b77c));
     }
 
     #[test]
