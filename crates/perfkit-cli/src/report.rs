@@ -474,10 +474,16 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     }
     let opts = ReportOptions {
         sort,
-        children,
+        children: children && (args.children || !pipe_format),
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
-        caller_order: order,
+        // perf sets up a pipe's report before its attrs arrive: no children column unless
+        // asked for, callchains still in the caller order it chose for children mode.
+        caller_order: if pipe_format && !args.children && !args.no_children && has_chains {
+            order.or(Some(true))
+        } else {
+            order
+        },
         percent_limit: args.percent_limit,
         show_samples,
         overhead,

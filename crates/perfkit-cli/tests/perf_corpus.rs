@@ -256,3 +256,29 @@ fn dwarf_callers_and_memfd_code_are_perfs() {
         .unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("(/memfd:corpus-code (deleted))"));
 }
+
+#[test]
+fn pipe_recordings_are_reported_as_perf_reports_them() {
+    let Some((dir, wl)) = setup() else { return };
+    // perf sets up a pipe's report before its attrs arrive: no children column, callchains
+    // in caller order, and a file of tracepoints keeps comm,dso,sym.
+    let data = dir.path().join("pipe.data");
+    let out = std::fs::File::create(&data).unwrap();
+    let st = Command::new("perf")
+        .args(["record", "-q", "-g", "-o", "-", "--"])
+        .arg(&wl)
+        .args(["spin", "200"])
+        .stdout(out)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for args in [
+        &["report", "--stdio"][..],
+        &["report", "--stdio", "--no-children"],
+        &["report", "--stdio", "-g", "flat"],
+        &["script"],
+    ] {
+        same_as_perf(args, &data);
+    }
+}
