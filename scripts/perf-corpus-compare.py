@@ -6,11 +6,13 @@
 
 DIR (default /work/corpora/perf61, made by scripts/perf-corpus.sh) holds *.data files; any
 other directory of perf.data files works too. For each file and mode both tools run with the
-same arguments and their standard output is compared byte for byte (stderr is ignored).
+same arguments and their standard output is compared byte for byte (stderr is ignored),
+except for report's last comment line: perf picks a random tip (`# (Tip: ...)`), perfkit
+prints `# (Report by perfkit)`; both become `# (tip)`.
 Prints the pass count per mode, the files that differ, and (-v) the first lines of each
 diff; every diff is written to OUTDIR/FILE.MODE.diff (default /work/corpora/diffs).
 """
-import argparse, concurrent.futures, difflib, glob, os, subprocess, sys
+import argparse, re, concurrent.futures, difflib, glob, os, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = {
@@ -45,11 +47,14 @@ modes = a.mode or list(MODES)
 os.makedirs(a.diffs, exist_ok=True)
 
 
+TIP = re.compile(rb"^# \((Tip: .*|Report by perfkit|Cannot load tips\.txt file, please install perf!)\)$", re.M)
+
+
 def run(tool, args, path):
     try:
         p = subprocess.run([tool] + args + ["-i", path], capture_output=True,
                            timeout=a.timeout, stdin=subprocess.DEVNULL)
-        return p.stdout, p.returncode
+        return TIP.sub(b"# (tip)", p.stdout), p.returncode
     except subprocess.TimeoutExpired:
         return b"<timeout>\n", -1
 

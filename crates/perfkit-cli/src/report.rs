@@ -651,13 +651,34 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         }
         return exit_code(&input, diag);
     }
-    let has_chains = profile.stacks.iter().any(|s| s.parent.is_some());
+    let has_chains = profile.events.iter().any(|e| e.callchain)
+        || profile.stacks.iter().any(|s| s.parent.is_some());
     // As perf: the children column needs callchains, whatever --children says.
     let children = !args.no_children && has_chains;
     let (graph, threshold, order) = match &args.call_graph {
         Some(g) => parse_graph(g)?,
         None => (GraphMode::Graph, None, None),
     };
+    // perf checks the attrs of a file before reading it; a pipe's come with its data, too
+    // late to refuse, so there it just prints no graphs.
+    let pipe_format = pprof.is_none()
+        && std::fs::File::open(&input)
+            .and_then(|mut f| {
+                let mut h = [0u8; 16];
+                std::io::Read::read_exact(&mut f, &mut h)?;
+                Ok(u64::from_le_bytes(h[8..16].try_into().unwrap_or_default()) == 16)
+            })
+            .unwrap_or(true);
+    if args.call_graph.is_some() && graph != GraphMode::None && !has_chains && !pipe_format {
+        // perf prints its first lines, then refuses.
+        print!(
+            "# To display the perf.data header info, please use --header/--header-only options.\n#\n"
+        );
+        bail!(
+            "-g: {} has no callchains (record with -g or --call-graph), or use -g none",
+            input.display()
+        );
+    }
     let filter = Filter {
         comms: args.only.comm.clone(),
         pids: args.only.pid.clone(),
@@ -676,7 +697,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let order = order.or((args.hierarchy && children).then_some(true));
     let mut opts = ReportOptions {
         sort,
-        children: children && !args.hierarchy,
+        children: children && (args.children || !pipe_format) && !args.hierarchy,
         relative,
         hierarchy: args.hierarchy,
         notes,
@@ -688,7 +709,13 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         long_dso: args.verbose > 0,
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
-        caller_order: order,
+        // perf sets up a pipe's report before its attrs arrive: no children column unless
+        // asked for, callchains still in the caller order it chose for children mode.
+        caller_order: if pipe_format && !args.children && !args.no_children && has_chains {
+            order.or(Some(true))
+        } else {
+            order
+        },
         percent_limit: args.percent_limit,
         show_samples,
         overhead,
@@ -699,7 +726,23 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     if let Some(re) = &args.parent {
         opts.parent_pattern = vec![re.clone()];
     }
+    // As perf: a file of tracepoints only is sorted by their text unless told otherwise
+    // (not a pipe: perf decides before the stream's tracing data arrives).
+    if args.sort.is_empty()
+        && args.parent.is_none()
+        && !pipe_format
+        && args.fields.is_empty()
+        && !profile.events.is_empty()
+        && profile.events.iter().all(|e| e.trace.is_some())
+    {
+        opts.sort = vec![SortKey::Trace];
+    }
     let sections = report::build(&profile, &opts);
+    if !args.quiet {
+        for n in report::notes(&profile) {
+            eprintln!("perfkit: {n}");
+        }
+    }
     let mut text = report::render(&profile, &sections, &opts);
     if let Some(t) = threads {
         text.push_str(&t.render());
@@ -852,9 +895,17 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     }
     let defaults = spec.explicit.is_none();
     let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
+    // A recording without timestamps (perf record --per-thread) prints no time column, as
+    // perf's defaults leave it out when the samples have no PERF_SAMPLE_TIME.
+    let has_time = profile.samples.iter().any(|s| s.time != 0);
+    let no_time = |f: Vec<Field>| -> Vec<Field> {
+        f.into_iter()
+            .filter(|f| has_time || *f != Field::Time)
+            .collect()
+    };
     let fields = match &spec.explicit {
         Some(f) => f.clone(),
-        None => spec.apply(Field::defaults(has_cpu)),
+        None => spec.apply(no_time(Field::defaults(has_cpu))),
     };
     if fields.contains(&Field::Cpu) && !has_cpu && !profile.samples.is_empty() {
         let ev = profile.events.first().map_or("", |e| e.name.as_str());
@@ -891,7 +942,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         .with_callchains(!args.hide_call_graph)
         .with_extras(&extras);
     if defaults {
-        sw = sw.with_trace_fields(spec.apply(Field::tracepoint_defaults(has_cpu)));
+        sw = sw.with_trace_fields(spec.apply(no_time(Field::tracepoint_defaults(has_cpu))));
     }
     if let Some(n) = args.max_stack {
         sw = sw.with_max_stack(n);

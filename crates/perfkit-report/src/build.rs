@@ -136,6 +136,9 @@ pub struct Builder {
     memo: HashMap<(i32, u64, u64), u32>,
     /// Frames of the functions inlined at a frame's address (`--inline`), innermost first.
     inlined_at: HashMap<FrameId, Vec<FrameId>>,
+    /// DWARF-unwound user frames by (pid, address, maps generation, leaf): the functions
+    /// perf's unwinder lists there, innermost first.
+    dwarf_frames: HashMap<(i32, u64, u64, bool), Vec<FrameId>>,
     unknown: HashMap<UnknownReason, u64>,
     chain: Vec<u32>,
     /// Kernel frames whose symbols are looked up in `finish`, when kallsyms (loaded on
@@ -163,6 +166,7 @@ impl Builder {
             kernel_maps: ProcessMaps::new(),
             memo: HashMap::default(),
             inlined_at: HashMap::default(),
+            dwarf_frames: HashMap::default(),
             unknown: HashMap::default(),
             chain: Vec::new(),
             pending_kernel: Vec::new(),
@@ -271,9 +275,11 @@ impl Builder {
                 exec,
                 time,
             } => {
+                // An exec keeps the old maps, as perf's do: samples inside execve() and
+                // before the new program's MMAPs still name the old program's code, and
+                // each new mapping replaces what it overlaps. The main executable is the
+                // new program's: its first file mapping after the exec claims it.
                 if exec {
-                    // The old address space is gone.
-                    self.maps.remove(&pid);
                     self.main_exe.remove(&pid);
                 }
                 let id = self.thread(pid, tid, time);
@@ -371,8 +377,11 @@ impl Builder {
                             self.push_frame(&mut chain, pid, addr, true);
                         }
                     }
-                    for addr in self.unwind(pid, &u) {
-                        self.push_frame(&mut chain, pid, addr, false);
+                    // As perf's unwinders: a caller's frame is looked up at its return
+                    // address - 1 (inside the call), which is also the address printed.
+                    for (i, addr) in self.unwind(pid, &u).into_iter().enumerate() {
+                        let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
+                        self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
                     }
                 } else if callchain.is_empty() {
                     self.push_frame(&mut chain, pid, ip, kernel);
@@ -436,8 +445,11 @@ impl Builder {
         out.frames
     }
 
+    /// `kernel`: the address came in the kernel's part of the sample (its cpumode or its
+    /// callchain context). As perf, that alone picks the maps it is looked up in: a
+    /// kernel-half address in the user part has no map (`[.]`), a user address in the
+    /// kernel part none either (`[k]`).
     fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
-        let kernel = kernel || perfkit_symbols::is_kernel_address(addr);
         let generation = if kernel {
             self.kernel_maps.generation()
         } else {
@@ -469,6 +481,27 @@ impl Builder {
                 let image = self.image(-1, &m);
                 self.profile.frame_images.entry(frame).or_insert(image);
             }
+            self.memo.insert(key, frame);
+            return frame;
+        }
+        if perfkit_symbols::is_kernel_address(addr) {
+            let func = self.profile.func(Func {
+                name: "[unknown]".into(),
+                dso: "[unknown]".into(),
+                kernel: false,
+            });
+            *self
+                .unknown
+                .entry(perfkit_symbols::UnknownReason::NoMapping)
+                .or_default() += 1;
+            let frame = self.profile.frame(Frame {
+                func,
+                addr,
+                map_offset: None,
+                sym_offset: None,
+                srcline: None,
+                inlined: false,
+            });
             self.memo.insert(key, frame);
             return frame;
         }
@@ -545,6 +578,87 @@ impl Builder {
             chain.extend_from_slice(inl);
         }
         chain.push(f);
+    }
+
+    /// Push a DWARF-unwound user frame as perf's unwinder reports it: where the file has
+    /// debug information, every function DWARF places at the address, innermost first,
+    /// each named by DWARF; one whose name is not the ELF symbol's is perf's "inlined"
+    /// frame (the offset still from the symbol). The leaf keeps its symbol's frame when
+    /// DWARF names none, as that is the row its sample counts for in perf's report.
+    fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
+        let generation = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+        let key = (pid, addr, generation, leaf);
+        if let Some(v) = self.dwarf_frames.get(&key) {
+            chain.extend_from_slice(v);
+            return;
+        }
+        let frames = self.dwarf_chain(pid, addr, leaf);
+        let frames = match frames {
+            Some(v) => v,
+            None => {
+                let mut v = Vec::new();
+                self.push_frame(&mut v, pid, addr, false);
+                v
+            }
+        };
+        chain.extend_from_slice(&frames);
+        self.dwarf_frames.insert(key, frames);
+    }
+
+    fn dwarf_chain(&mut self, pid: i32, addr: u64, leaf: bool) -> Option<Vec<FrameId>> {
+        if perfkit_symbols::is_kernel_address(addr) {
+            return None;
+        }
+        let empty = ProcessMaps::new();
+        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let map_offset = maps
+            .find(addr)
+            .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
+            .map(|m| m.file_offset(addr));
+        let sym = self
+            .symbolizer
+            .symbolize_chain(pid.max(0) as u32, maps, addr);
+        let symbol = sym.symbol.as_ref()?;
+        if sym.inlined.is_empty() {
+            return None;
+        }
+        let outer_matches = sym
+            .inlined
+            .last()
+            .and_then(|f| f.function.as_deref())
+            .is_some_and(|n| n == &*symbol.name);
+        if leaf && !outer_matches {
+            return None;
+        }
+        let dso = sym.dso.to_string();
+        let mut out = Vec::with_capacity(sym.inlined.len());
+        for i in &sym.inlined {
+            let name = i.function.as_deref().unwrap_or("??");
+            let real = name == &*symbol.name;
+            let func = self.profile.func(Func {
+                name: if real {
+                    name.to_string()
+                } else {
+                    format!("{name} (inlined)")
+                },
+                dso: dso.clone(),
+                kernel: false,
+            });
+            out.push(self.profile.frame(Frame {
+                func,
+                addr,
+                map_offset,
+                sym_offset: Some(symbol.offset),
+                srcline: None,
+                inlined: !real,
+            }));
+        }
+        Some(out)
+    }
+
+    /// The size of the user stack copy the recording asked for (the largest of its events).
+    pub fn stack_user_size(&mut self, size: u64) {
+        self.profile.stack_user_size = self.profile.stack_user_size.max(size);
     }
 
     /// Samples whose user stack could not be fully unwound.

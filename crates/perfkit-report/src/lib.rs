@@ -39,6 +39,7 @@
 
 pub mod annotate;
 pub mod build;
+mod callgraph;
 pub mod data_src;
 pub mod diff;
 pub mod dump;

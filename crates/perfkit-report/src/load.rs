@@ -188,6 +188,9 @@ impl Loader {
             .collect();
         let mut builder = Builder::with_symbolizer(descs, symbolizer);
         builder.printk_formats(trace.printk);
+        for a in events {
+            builder.stack_user_size(u64::from(a.attr.sample_stack_user));
+        }
         // Almost every profile has kernel samples; reading kallsyms overlaps the records.
         builder.prefetch_kernel_symbols();
         let diag = Diagnostics {

@@ -268,6 +268,8 @@ pub struct Profile {
     pub lost_records: u64,
     /// Samples whose stack could not be fully unwound (dwarf mode).
     pub incomplete_stacks: u64,
+    /// The largest user stack copy recorded (`sample_stack_user`, dwarf mode), for advice.
+    pub stack_user_size: u64,
     /// Frames without symbols, by reason.
     pub unknown: UnknownCounts,
     /// Header facts shown by `--header` (hostname, os release, command line ...).

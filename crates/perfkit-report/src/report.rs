@@ -6,6 +6,7 @@
 //! walk per distinct stack, not per sample (perf's children mode walks every sample's chain,
 //! which is why it is seven times slower than its self mode).
 
+use crate::callgraph;
 use crate::{FrameId, FuncId, Profile, Sample, StackId};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
@@ -32,7 +33,8 @@ pub enum SortKey {
     Symoff,
     /// The first caller matching the parent pattern (`[other]` if none).
     Parent,
-    /// A tracepoint sample's fields as perf prints them (`N/A` for other samples).
+    /// A tracepoint sample's fields as its print fmt formats them (`N/A` for other
+    /// samples; perf's default key for files of tracepoints only).
     Trace,
     /// The source file of the sampled address (blank where unknown).
     Srcfile,
@@ -294,6 +296,8 @@ pub struct Row {
     contrib: Vec<(u32, u16)>,
     /// The last aggregated stack that counted this row's children.
     last_stack: Option<u32>,
+    /// The longest chain added to the row (perf's `callchain->max_depth`, children mode).
+    max_depth: u32,
 }
 
 /// One event's section of the report.
@@ -321,8 +325,8 @@ impl Section {
     }
 }
 
-type AggKey = (u32, Option<StackId>, Option<u32>, u64);
-type Agg = HashMap<AggKey, (u64, u64)>;
+/// (thread, stack, cpu, comm-time-bucket, trace text id).
+type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32);
 
 /// Build the sections of a report: one per event that has samples.
 pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
@@ -335,11 +339,13 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     let mut ids = Ids::new(p, patterns);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
-    let trace_texts = opts.sort.contains(&SortKey::Trace).then_some(());
+    let by_trace = opts.sort.contains(&SortKey::Trace);
     for (ei, ev) in p.events.iter().enumerate() {
-        // (thread, stack, cpu, comm-time-bucket) -> (period, samples). The time only
-        // matters for the thread's name, so it is reduced to the index of that name.
-        let mut agg: Agg = HashMap::default();
+        // (thread, stack, cpu, comm-time-bucket, trace) -> (period, samples), in the order
+        // of their first samples (perf's insertion order). The time only matters for the
+        // thread's name, so it is reduced to the index of that name.
+        let mut index: HashMap<AggKey, usize> = HashMap::default();
+        let mut agg: Vec<(AggKey, (u64, u64))> = Vec::new();
         let (mut total, mut count) = (0u64, 0u64);
         // Every sample in the CPUs and times asked for: the base of absolute percentages.
         let (mut all_total, mut all_count) = (0u64, 0u64);
@@ -363,15 +369,14 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             } else {
                 None
             };
-            // A tracepoint's text (`--sort trace`) rides in the high half of the name slot.
-            let text = if trace_texts.is_some() {
-                u64::from(ids.trace_text(p, s)) << 32
-            } else {
-                0
-            };
-            let e = agg
-                .entry((s.thread, s.stack, cpu, name_idx | text))
-                .or_default();
+            // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
+            let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
+            let key = (s.thread, s.stack, cpu, name_idx, trace);
+            let i = *index.entry(key).or_insert_with(|| {
+                agg.push((key, (0, 0)));
+                agg.len() - 1
+            });
+            let e = &mut agg[i].1;
             e.0 += s.period;
             e.1 += 1;
             total += s.period;
@@ -385,12 +390,10 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         } else {
             (all_total, all_count)
         };
-        let agg: Vec<(AggKey, (u64, u64))> = agg.into_iter().collect();
         // Rows are keyed by interned ids; their text is formatted once, at the end.
         let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
         let mut frames: Vec<FrameId> = Vec::new();
-        for (ai, &((thread, stack, cpu, slot), (period, n))) in agg.iter().enumerate() {
-            let (name_idx, text) = (slot & u64::from(u32::MAX), (slot >> 32) as u32);
+        for (ai, &((thread, stack, cpu, name_idx, trace), (period, n))) in agg.iter().enumerate() {
             let t = &p.threads[thread as usize];
             let comm = t
                 .names
@@ -403,11 +406,11 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             let parent = ids.parent_of(p, chain, caller_first);
             let seed = |f: Option<FrameId>| Seed {
                 frame: f,
+                trace,
                 thread,
                 name_idx,
                 cpu,
                 parent,
-                text,
             };
             // Self time goes to the function the address is in, not to what is inlined there.
             let leaf = root.or_else(|| {
@@ -417,7 +420,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     .find(|&f| !p.frames[f as usize].inlined)
                     .or(frames.first().copied())
             });
-            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, text);
+            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
             let (r, _) = rows
                 .entry(leaf_key)
                 .or_insert_with(|| (Row::new(leaf), seed(leaf)));
@@ -437,9 +440,18 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     r.contrib.push((ai as u32, SELF));
                 }
                 // A row is counted once per stack, however often it recurs in it: the
-                // row remembers the last stack (by index) that counted it.
-                for (depth, &f) in chain.iter().enumerate() {
-                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, text);
+                // row remembers the last stack (by index) that counted it. As perf, the
+                // leaf first, then the occurrence perf's walk meets first: the outermost
+                // in caller order, the innermost in callee order.
+                let len = chain.len();
+                let order: Box<dyn Iterator<Item = usize>> = if caller_first {
+                    Box::new((0..len.min(1)).chain((1..len).rev()))
+                } else {
+                    Box::new(0..len)
+                };
+                for depth in order {
+                    let f = chain[depth];
+                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
                     let (r, _) = rows
                         .entry(k)
                         .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
@@ -448,6 +460,15 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     }
                     r.last_stack = Some(ai as u32);
                     r.children += period;
+                    // perf's callchain max_depth: the length of the chain it adds.
+                    let chain_len = if depth == 0 {
+                        len
+                    } else if caller_first {
+                        depth + 1
+                    } else {
+                        len - depth
+                    };
+                    r.max_depth = r.max_depth.max(chain_len as u32);
                     r.contrib
                         .push((ai as u32, depth.min(SELF as usize - 1) as u16));
                 }
@@ -475,7 +496,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             long_dso: opts.long_dso,
                         };
                         if *k == SortKey::Trace {
-                            return ids.texts[seed.text as usize].clone();
+                            return ids.texts[seed.trace as usize].clone();
                         }
                         format_key(p, *k, at, comm, t.pid, t.tid, seed.cpu, parent)
                     })
@@ -489,8 +510,28 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         }
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
-        if opts.overhead {
-            // perf's output sort: the children column, then self, then the keys.
+        if opts.overhead && opts.children && opts.graph != GraphMode::None {
+            // perf's children sort: the children column; equal ones put callers above
+            // callees (the longer callchain first in caller order,
+            // the shorter in callee order). perf skips that step without callchains
+            // shown (`-g none`: its use_callchain is off).
+            rows.sort_by(|a, b| {
+                weight(b)
+                    .cmp(&weight(a))
+                    .then_with(|| {
+                        // perf compares depths of one thread's rows only; a sort needs a
+                        // total order, so rows of different threads are compared too.
+                        if caller_first {
+                            b.max_depth.cmp(&a.max_depth)
+                        } else {
+                            a.max_depth.cmp(&b.max_depth)
+                        }
+                    })
+                    .then_with(|| b.self_.cmp(&a.self_))
+                    .then_with(|| by_keys(a, b))
+            });
+        } else if opts.overhead {
+            // perf's output sort: the overhead column, then the keys.
             rows.sort_by(|a, b| {
                 weight(b)
                     .cmp(&weight(a))
@@ -513,7 +554,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 .rows
                 .retain(|r| section_pct(total, weight(r)) >= opts.percent_limit);
         }
-        if opts.graph != GraphMode::None && p.stacks.iter().any(|s| s.parent.is_some()) {
+        // Only an event that recorded callchains gets graphs.
+        if opts.graph != GraphMode::None && ev.callchain {
             // perf prints graph percentages of every sample, relative or not, but its
             // threshold is of the report's total: the same threshold over every sample.
             let scaled;
@@ -526,16 +568,11 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             } else {
                 opts
             };
+            let ranks = dso_ranks(p);
             section.graphs = section
                 .rows
                 .iter()
-                .map(|r| {
-                    if section_pct(total, weight(r)) < opts.graph_threshold {
-                        String::new()
-                    } else {
-                        call_graph(p, gopts, &agg, r, all_total)
-                    }
-                })
+                .map(|r| call_graph(p, gopts, &agg, r, all_total, &ranks))
                 .collect();
         }
         sections.push(section);
@@ -645,12 +682,12 @@ type RowKey = [u64; 9];
 #[derive(Clone, Copy)]
 struct Seed {
     frame: Option<FrameId>,
+    /// Index of the sample's trace text (`--sort trace`).
+    trace: u32,
     thread: u32,
     name_idx: u64,
     cpu: Option<u32>,
     parent: Option<FuncId>,
-    /// Index of the sample's trace text (`--sort trace`).
-    text: u32,
 }
 
 impl Row {
@@ -664,6 +701,7 @@ impl Row {
             frame,
             contrib: Vec::new(),
             last_stack: None,
+            max_depth: 0,
         }
     }
 }
@@ -704,13 +742,15 @@ impl<'p> Ids<'p> {
         }
     }
 
-    /// The index of sample `s`'s trace text (0: `N/A`, not a tracepoint sample).
+    /// The index of sample `s`'s trace text as perf's `trace` key prints it (0: `N/A`, not
+    /// a tracepoint sample).
     fn trace_text(&mut self, p: &Profile, s: &Sample) -> u32 {
         let ev = &p.events[s.event as usize];
         let (Some(tr), Some(raw)) = (&ev.trace, s.raw.and_then(|r| p.raw.get(r as usize))) else {
             return 0;
         };
-        let text = tr.text(raw, &p.trace_kernel);
+        let mut text = String::new();
+        tr.text_into(raw, &p.trace_kernel, &mut text);
         let n = self.texts.len() as u32;
         *self.text_ids.entry(text).or_insert_with_key(|t| {
             self.texts.push(t.clone());
@@ -751,7 +791,7 @@ impl<'p> Ids<'p> {
         t: &crate::Thread,
         cpu: Option<u32>,
         parent: Option<FuncId>,
-        text: u32,
+        trace: u32,
     ) -> RowKey {
         let mut key = [0u64; 9];
         let func = frame.map(|f| p.frames[f as usize].func);
@@ -780,7 +820,7 @@ impl<'p> Ids<'p> {
                     None => (1 << 63) | frame.map_or(0, u64::from),
                 },
                 SortKey::Parent => parent.map_or(u64::MAX, u64::from),
-                SortKey::Trace => u64::from(text),
+                SortKey::Trace => u64::from(trace),
                 SortKey::Srcfile => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
                 {
                     Some((file, _)) => {
@@ -930,7 +970,7 @@ fn format_key(
     }
 }
 
-/// A call tree node for rendering.
+/// A call tree node for `-g folded`.
 #[derive(Default)]
 struct Node {
     name: String,
@@ -967,9 +1007,43 @@ impl Node {
 fn frame_label(p: &Profile, f: FrameId) -> String {
     let func = p.func_of(f);
     if func.name == "[unknown]" {
-        format!("{:#x}", p.frames[f as usize].addr)
+        // perf's `%#llx`: zero without `0x`.
+        match p.frames[f as usize].addr {
+            0 => "0".into(),
+            a => format!("{a:#x}"),
+        }
     } else {
         func.name.clone()
+    }
+}
+
+/// Each function's object in perf's order of `struct dso` pointers, which follows the
+/// order objects were first met (the kernel first).
+fn dso_ranks(p: &Profile) -> Vec<u64> {
+    let mut seen: HashMap<&str, u64> = HashMap::default();
+    let mut kernel_first: Vec<&crate::Func> = p.funcs.iter().filter(|f| f.kernel).collect();
+    kernel_first.extend(p.funcs.iter().filter(|f| !f.kernel));
+    for f in kernel_first {
+        let n = seen.len() as u64;
+        seen.entry(f.dso.as_str()).or_insert(n);
+    }
+    p.funcs.iter().map(|f| seen[f.dso.as_str()]).collect()
+}
+
+/// A frame as the call graph matches, orders and prints it.
+fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
+    let fr = &p.frames[f as usize];
+    let func = &p.funcs[fr.func as usize];
+    let unnamed = func.name == "[unknown]";
+    let start = match fr.sym_offset {
+        Some(off) if !unnamed => fr.addr.wrapping_sub(off),
+        _ => fr.addr,
+    };
+    callgraph::Entry {
+        key: (fr.func, if unnamed { fr.addr } else { 0 }),
+        order: (ranks[fr.func as usize], start),
+        label: frame_label(p, f),
+        inlined: fr.inlined,
     }
 }
 
@@ -980,76 +1054,92 @@ fn call_graph(
     agg: &[(AggKey, (u64, u64))],
     row: &Row,
     total: u64,
+    ranks: &[u64],
 ) -> String {
     if row.frame.is_none() {
         return String::new();
     }
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
-    let mut root = Node::default();
-    for &(ai, pos) in &row.contrib {
-        let ((_, stack, _, _), (period, _)) = agg[ai as usize];
+    // What perf keeps of a stack (`--max-stack`, `--ignore-callees`) and whether the row
+    // is the sample's own entry there.
+    let kept = |stack, pos: u16| {
         let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
-        let (frames, entry) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
-        let is_self =
-            pos == SELF || (pos == 0 && frames.first() == entry.as_ref().or(full.first()));
-        let pos = pos as usize;
-        let path: Vec<String> = if opts.children && !is_self {
-            // The entry's callees, from the entry down to the leaf.
-            frames[..=pos]
-                .iter()
-                .rev()
-                .map(|&f| frame_label(p, f))
-                .collect()
-        } else if caller_first {
-            frames.iter().rev().map(|&f| frame_label(p, f)).collect()
-        } else {
-            frames.iter().map(|&f| frame_label(p, f)).collect()
-        };
-        root.insert(&path, period);
-    }
-    root.sort();
+        let (chain, entry) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
+        let is_self = pos == SELF || (pos == 0 && chain.first() == entry.as_ref().or(full.first()));
+        (chain.to_vec(), is_self)
+    };
     let mut out = String::new();
-    match opts.graph {
-        GraphMode::Folded => {
-            let mut chains = Vec::new();
-            collect_chains(&root, &mut Vec::new(), &mut chains);
-            for (chain, w) in chains {
-                let pct = section_pct(total, w);
-                if pct >= opts.graph_threshold {
-                    let _ = writeln!(out, "{pct:.2}% {}", chain.join(";"));
-                }
+    if opts.graph == GraphMode::Folded {
+        let mut root = Node::default();
+        for &(ai, pos) in &row.contrib {
+            let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
+            let (frames, is_self) = kept(stack, pos);
+            let path: Vec<String> = if opts.children && !is_self {
+                frames[..=pos as usize]
+                    .iter()
+                    .rev()
+                    .map(|&f| frame_label(p, f))
+                    .collect()
+            } else if caller_first {
+                frames.iter().rev().map(|&f| frame_label(p, f)).collect()
+            } else {
+                frames.iter().map(|&f| frame_label(p, f)).collect()
+            };
+            root.insert(&path, period);
+        }
+        root.sort();
+        let mut chains = Vec::new();
+        collect_chains(&root, &mut Vec::new(), &mut chains);
+        for (chain, w) in chains {
+            let pct = section_pct(total, w);
+            if pct >= opts.graph_threshold {
+                let _ = writeln!(out, "{pct:.2}% {}", chain.join(";"));
             }
         }
-        GraphMode::Flat => {
-            let mut chains = Vec::new();
-            collect_chains(&root, &mut Vec::new(), &mut chains);
-            for (chain, w) in chains {
-                let pct = section_pct(total, w);
-                if pct < opts.graph_threshold {
-                    continue;
-                }
-                for name in &chain {
-                    let _ = writeln!(out, "                {name}");
-                }
-                let _ = writeln!(out, "                |\n                |--{pct:.2}%--\n");
-            }
-        }
-        GraphMode::Graph | GraphMode::Fractal => {
-            out.push_str("            |\n");
-            render_tree(
-                &root,
-                opts,
-                total,
-                root.weight,
-                "            ",
-                true,
-                &mut out,
-            );
-            out.push('\n');
-        }
-        GraphMode::None => {}
+        return out;
     }
+    let mut tree = callgraph::Tree::new();
+    for &(ai, pos) in &row.contrib {
+        let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
+        let (frames, is_self) = kept(stack, pos);
+        let pos = pos as usize;
+        if opts.children && !is_self && caller_first {
+            // The entry's callees, from the entry down to the leaf.
+            let chain = frames[..=pos].iter().rev();
+            tree.add(chain.map(|&f| graph_entry(p, ranks, f)), period);
+        } else if opts.children && !is_self {
+            // The entry's callers, from the entry up to the root.
+            let chain = frames[pos..].iter();
+            tree.add(chain.map(|&f| graph_entry(p, ranks, f)), period);
+        } else if caller_first {
+            tree.add(
+                frames.iter().rev().map(|&f| graph_entry(p, ranks, f)),
+                period,
+            );
+        } else {
+            tree.add(frames.iter().map(|&f| graph_entry(p, ranks, f)), period);
+        }
+    }
+    let layout = match opts.graph {
+        GraphMode::Fractal => callgraph::Layout::Fractal,
+        GraphMode::Flat => callgraph::Layout::Flat,
+        _ => callgraph::Layout::Graph,
+    };
+    let parent = if opts.children {
+        row.children
+    } else {
+        row.self_
+    };
+    let skip_first = opts.sort.first() == Some(&SortKey::Sym);
+    tree.render(
+        layout,
+        total,
+        parent,
+        opts.graph_threshold,
+        skip_first,
+        &mut out,
+    );
     out
 }
 
@@ -1065,42 +1155,40 @@ fn collect_chains(n: &Node, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>
     }
 }
 
-fn render_tree(
-    n: &Node,
-    opts: &ReportOptions,
-    total: u64,
-    parent_weight: u64,
-    indent: &str,
-    first: bool,
-    out: &mut String,
-) {
-    let visible: Vec<&Node> = n
-        .children
-        .iter()
-        .filter(|c| section_pct(total, c.weight) >= opts.graph_threshold)
-        .collect();
-    // A lone child carrying all of its parent's weight continues the chain.
-    if visible.len() == 1 && visible[0].weight == n.weight && n.weight == parent_weight {
-        let c = visible[0];
-        if first {
-            let _ = writeln!(out, "{indent}---{}", c.name);
-        } else {
-            let _ = writeln!(out, "{indent}   {}", c.name);
-        }
-        return render_tree(c, opts, total, c.weight, indent, false, out);
+/// What perfkit knows that perf's report does not say: samples with incomplete stacks,
+/// frames without symbols by reason. The CLI prints these on standard error, so the report
+/// itself is perf's, line for line.
+pub fn notes(p: &Profile) -> Vec<String> {
+    let mut v = Vec::new();
+    if p.incomplete_stacks > 0 {
+        v.push(stack_advice(p.incomplete_stacks, p.stack_user_size));
     }
-    for (i, c) in visible.iter().enumerate() {
-        let last = i + 1 == visible.len();
-        let pct = match opts.graph {
-            GraphMode::Fractal => section_pct(n.weight, c.weight),
-            _ => section_pct(total, c.weight),
-        };
-        let _ = writeln!(out, "{indent}   |");
-        let branch = if last { "    " } else { "   |" };
-        let _ = writeln!(out, "{indent}{branch}--{pct:.2}%--{}", c.name);
-        let child_indent = format!("{indent}{branch}       ");
-        render_tree(c, opts, total, c.weight, &child_indent, false, out);
+    for (reason, n) in &p.unknown.by_reason {
+        v.push(format!("{n} frames without symbols: {reason}"));
     }
+    v
+}
+
+/// The advice for samples whose user stack copy ran out: a size larger than the one
+/// recorded (twice it, up to the kernel's largest, 65528 bytes).
+fn stack_advice(samples: u64, recorded: u64) -> String {
+    const MAX: u64 = 65528;
+    if recorded >= MAX {
+        return format!(
+            "{samples} samples have incomplete stacks: the user stack copy ran out at \
+             dwarf,{recorded}, the largest the kernel copies; deeper stacks need \
+             --call-graph fp or lbr"
+        );
+    }
+    let next = if recorded == 0 {
+        16384
+    } else {
+        (recorded * 2).min(MAX)
+    };
+    format!(
+        "{samples} samples have incomplete stacks (the user stack copy ran out): record with \
+         a larger --call-graph dwarf,SIZE (for example dwarf,{next})"
+    )
 }
 
 /// Render the sections in perf's `--stdio` layout.
@@ -1109,19 +1197,12 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str(
         "# To display the perf.data header info, please use --header/--header-only options.\n#\n",
     );
+    if p.samples.is_empty() {
+        // perf prints nothing more for a file without samples.
+        return out;
+    }
     for n in &opts.notes {
         let _ = writeln!(out, "# {n}");
-    }
-    if p.incomplete_stacks > 0 {
-        let _ = writeln!(
-            out,
-            "# {} samples have incomplete stacks (the user stack copy ran out): record with \
-             a larger --call-graph dwarf,SIZE (for example dwarf,16384)",
-            p.incomplete_stacks
-        );
-    }
-    for (reason, n) in &p.unknown.by_reason {
-        let _ = writeln!(out, "# {n} frames without symbols: {reason}");
     }
     out.push_str("#\n");
     let _ = writeln!(out, "# Total Lost Samples: {}\n#", p.lost);
@@ -1158,15 +1239,32 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         if opts.show_period {
             headers.push("      Period".into());
         }
+        // perf widens the object column to 16 when a row's symbol is unresolved
+        // (`hists__set_unres_dso_col_len`).
+        let unresolved = opts
+            .sort
+            .iter()
+            .position(|k| *k == SortKey::Sym)
+            .is_some_and(|i| {
+                s.rows.iter().any(|r| {
+                    let n = r.keys[i].get(4..).unwrap_or("");
+                    n.starts_with("0x") || n == "0000000000000000" || n == "[unknown]"
+                })
+            });
         let widths: Vec<usize> = opts
             .sort
             .iter()
             .enumerate()
             .map(|(i, k)| {
+                let floor = if *k == SortKey::Dso && unresolved {
+                    16
+                } else {
+                    0
+                };
                 s.rows
                     .iter()
                     .map(|r| r.keys[i].chars().count())
-                    .chain([k.header().len()])
+                    .chain([k.header().len(), floor])
                     .max()
                     .unwrap_or(0)
             })
@@ -1209,7 +1307,9 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.show_period {
                 let _ = write!(l, " {:>12} ", r.self_);
             }
+            let mut before_last = 0;
             for ((k, w), key) in r.keys.iter().zip(&widths).zip(&opts.sort) {
+                before_last = l.len();
                 if *key == SortKey::SymbolSize {
                     let _ = write!(l, " {k:>w$} ");
                 } else {
@@ -1218,7 +1318,11 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             }
             // A symbol in the last column is not padded (perf's symbol entry prints its
             // name as it is); other last columns are.
-            if matches!(
+            if opts.sort.last() == Some(&SortKey::Trace) {
+                // The text as it is, after the separator (even when empty).
+                let last = r.keys.last().map_or("", |k| k.as_str());
+                let _ = writeln!(out, "{} {last}", &l[..before_last]);
+            } else if matches!(
                 opts.sort.last(),
                 Some(SortKey::Sym | SortKey::Symoff) | None
             ) {
@@ -1339,6 +1443,14 @@ mod tests {
             ..ReportOptions::default()
         };
         assert_eq!(build(&p, &opts)[0].rows.len(), 2);
+    }
+
+    #[test]
+    fn stack_advice_asks_for_more_than_recorded() {
+        assert!(stack_advice(3, 8192).contains("dwarf,16384"));
+        assert!(stack_advice(3, 32768).contains("dwarf,65528"));
+        assert!(!stack_advice(3, 32768).contains("dwarf,16384"));
+        assert!(stack_advice(3, 65528).contains("largest"));
     }
 
     #[test]

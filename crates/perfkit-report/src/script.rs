@@ -237,6 +237,23 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
         };
         let _ = write!(s, "{addr:>16x}");
     }
+    // A function perf's DWARF unwinder found inlined: `name+off (inlined)`, no object.
+    let inlined_name = func
+        .name
+        .strip_suffix(" (inlined)")
+        .filter(|_| fr.inlined && fr.sym_offset.is_some());
+    if let Some(name) = inlined_name {
+        if fields.contains(&Field::Sym) {
+            let _ = write!(s, " {name}");
+            if let (true, Some(off)) = (fields.contains(&Field::Symoff), fr.sym_offset) {
+                let _ = write!(s, "+{off:#x}");
+            }
+        }
+        if fields.contains(&Field::Dso) {
+            s.push_str(" (inlined)");
+        }
+        return s;
+    }
     if fields.contains(&Field::Sym) {
         let _ = write!(s, " {}", func.name);
         if fields.contains(&Field::Symoff)

@@ -36,10 +36,28 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
         if let Ok(sym) = cpp_demangle::Symbol::new(base)
             && let Ok(s) = sym.demangle_with_options(&opts)
         {
-            return Cow::Owned(literal_suffixes(s));
+            return Cow::Owned(libiberty_spelling(literal_suffixes(s)));
         }
     }
     Cow::Borrowed(name)
+}
+
+/// What cpp_demangle prints differently from libiberty without DMGL_PARAMS: a method's
+/// qualifiers (`operator() const`: libiberty drops them with the parameters) and an empty
+/// template parameter pack (`AnalysisManager<llvm::Function, >`).
+fn libiberty_spelling(mut s: String) -> String {
+    if s.contains(", >") {
+        s = s.replace(", >", ">");
+    }
+    loop {
+        let cut = [" const", " volatile", " &&", " &"]
+            .iter()
+            .find_map(|q| s.strip_suffix(q).map(str::len));
+        match cut {
+            Some(n) => s.truncate(n),
+            None => return s,
+        }
+    }
 }
 
 /// Integer template arguments as libiberty (and so perf and c++filt) writes them:
@@ -126,6 +144,10 @@ mod tests {
             "A<true, 5l, 7ll, 3u>::f"
         );
         assert_eq!(demangle("_Znwm@plt"), "operator new@plt");
+        assert_eq!(
+            demangle("_ZZ4mainENKUlllE_clEll"),
+            "main::{lambda(long, long)#1}::operator()"
+        );
         assert_eq!(demangle("free@plt"), "free@plt");
     }
 

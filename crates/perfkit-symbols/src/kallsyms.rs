@@ -288,6 +288,18 @@ impl Kallsyms {
         (addr - s.start < s.size).then_some(s)
     }
 
+    /// Whether `addr` is inside the kernel's map as perf draws it: from the first symbol to
+    /// the end of the last (perf's `map__fixup_start`/`fixup_end`). An address outside it
+    /// has no map at all (`[unknown]`), even in the kernel's half of the address space.
+    pub fn covers(&self, addr: u64) -> bool {
+        match (self.symbols.first(), self.symbols.last()) {
+            (Some(first), Some(last)) => {
+                first.start <= addr && addr < last.start.saturating_add(last.size.max(1))
+            }
+            _ => false,
+        }
+    }
+
     /// The first symbol with this name (tests, `perf probe`-like uses).
     pub fn by_name(&self, name: &str) -> Option<&KernelSymbol> {
         self.symbols.iter().find(|s| &*s.name == name)
@@ -344,6 +356,13 @@ ffffffffc0001100 T nft_register\t[nf_tables]
         assert_eq!(m.module.as_deref(), Some("nf_tables"));
         assert!(k.find(0xffffffff80000000).is_none());
         assert!(k.find(0xffffffffc0001100 + LAST_SYMBOL_SIZE).is_none());
+        // The kernel's map, as perf draws it: garbage of the kernel half outside it has no
+        // map at all.
+        assert!(k.covers(0xffffffff81000004));
+        assert!(k.covers(0xffffffffc0001004));
+        assert!(!k.covers(0xffffffff80000000));
+        assert!(!k.covers(0xffffffffc0001100 + LAST_SYMBOL_SIZE));
+        assert!(!k.covers(0xff5bba430e94b77c));
     }
 
     #[test]

@@ -144,12 +144,18 @@ pub(crate) fn find_debug_file(bin: &ElfFile, sp: &SearchPaths) -> Option<ElfFile
         if let Some(dir) = &sp.buildid_dir
             && hex.len() > 2
         {
-            let c = dir
-                .join(".build-id")
-                .join(&hex[..2])
-                .join(&hex[2..])
-                .join("debug");
-            if let Some(f) = open_matching(&c, id) {
+            let entry = dir.join(".build-id").join(&hex[..2]).join(&hex[2..]);
+            if let Some(f) = open_matching(&entry.join("debug"), id) {
+                return Some(f);
+            }
+            // perf's own copy of the binary, when it kept the symbol table that this one
+            // lost (a stripped file with the same build id): perf reads it before the
+            // file on disk.
+            if !bin.has_symtab
+                && let Some(f) = open_matching(&entry.join("elf"), id)
+                && f.has_symtab
+                && f.path != bin.path
+            {
                 return Some(f);
             }
         }

@@ -108,6 +108,8 @@ pub(crate) struct Dso {
     pub(crate) symbols: Option<SymbolTable>,
     pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
+    /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
+    chain_memo: FxMap<u64, Resolved>,
 }
 
 type BuildIdSlot = (Option<Vec<u8>>, usize);
@@ -278,11 +280,30 @@ impl Symbolizer {
             symbols,
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
+            chain_memo: FxMap::default(),
         }))
     }
 
     /// Symbolize `addr` inside the file mapping `m` (the mapping must contain `addr`).
     pub fn symbolize_in_mapping(&mut self, m: &Mapping, addr: u64) -> Frame {
+        self.in_mapping(m, addr, false)
+    }
+
+    /// Symbolize `addr` as perf does the frames its DWARF unwinder finds: for a file with
+    /// debug information, [`Frame::inlined`] holds every function DWARF places at the
+    /// address, innermost first and the containing function last (empty when the file has
+    /// none). Other addresses are symbolized as [`Symbolizer::symbolize`] does.
+    pub fn symbolize_chain(&mut self, pid: u32, maps: &ProcessMaps, addr: u64) -> Frame {
+        match maps.find(addr) {
+            Some(m) if !is_kernel_address(addr) && !m.is_kernel() && !m.is_anonymous() => {
+                let m = m.clone();
+                self.in_mapping(&m, addr, true)
+            }
+            _ => self.symbolize(pid, maps, addr),
+        }
+    }
+
+    fn in_mapping(&mut self, m: &Mapping, addr: u64, whole_chain: bool) -> Frame {
         let i = self.slot_for(m);
         let slot = &mut self.slots[i];
         let dso_name = slot.name.clone();
@@ -293,11 +314,20 @@ impl Symbolizer {
         let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
             return unknown(addr, dso_name, UnknownReason::OutsideSegments);
         };
-        let r = match dso.memo.get(&vaddr) {
+        let memo = if whole_chain {
+            &dso.chain_memo
+        } else {
+            &dso.memo
+        };
+        let r = match memo.get(&vaddr) {
             Some(r) => r.clone(),
             None => {
-                let r = resolve(dso, vaddr, &self.opts);
-                dso.memo.insert(vaddr, r.clone());
+                let r = resolve(dso, vaddr, &self.opts, whole_chain);
+                if whole_chain {
+                    dso.chain_memo.insert(vaddr, r.clone());
+                } else {
+                    dso.memo.insert(vaddr, r.clone());
+                }
                 r
             }
         };
@@ -379,6 +409,10 @@ impl Symbolizer {
             }
         };
         let Some(s) = k.find(addr) else {
+            if !k.covers(addr) {
+                // As perf: no map covers it (garbage in a callchain, a stale address).
+                return unknown(addr, Arc::from("[unknown]"), UnknownReason::NoMapping);
+            }
             return unknown(
                 addr,
                 self.kernel_dso.clone(),
@@ -502,7 +536,7 @@ fn srcline_of(loc: &addr2line::Location<'_>) -> Option<SrcLine> {
     })
 }
 
-fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options) -> Resolved {
+fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Resolved {
     let (symbol, reason) = match &mut dso.symbols {
         None => (None, Some(UnknownReason::NoSymbols)),
         Some(t) => match t.find(vaddr) {
@@ -523,7 +557,7 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options) -> Resolved {
     };
     let mut srcline = None;
     let mut inlined = Vec::new();
-    if opts.srcline || opts.inline {
+    if opts.srcline || opts.inline || whole_chain {
         if matches!(dso.dwarf, DwarfState::NotLoaded) {
             let file = if dso.binary.has_debug_info {
                 Some(&dso.binary)
@@ -536,7 +570,7 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options) -> Resolved {
             };
         }
         if let DwarfState::Loaded(ctx) = &dso.dwarf {
-            if opts.inline {
+            if opts.inline || whole_chain {
                 if let Ok(mut frames) = ctx.find_frames(vaddr).skip_all_loads() {
                     let mut chain = Vec::new();
                     while let Ok(Some(f)) = frames.next() {
@@ -558,7 +592,9 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options) -> Resolved {
                         });
                     }
                     srcline = chain.first().and_then(|f| f.srcline.clone());
-                    if chain.len() > 1 {
+                    if whole_chain {
+                        inlined = chain;
+                    } else if chain.len() > 1 {
                         chain.pop();
                         inlined = chain;
                     }

@@ -30,14 +30,14 @@ impl Mapping {
     /// Does this mapping hold no file (anonymous memory, where JIT compilers put code)?
     ///
     /// perf names such mappings `//anon`; the kernel's maps file shows `[anon:NAME]` for
-    /// named anonymous memory, `/memfd:...` for memfd code, and nothing at all for plain
-    /// anonymous memory.
+    /// named anonymous memory and nothing at all for plain anonymous memory. A memfd
+    /// (`/memfd:NAME (deleted)`) is a file to perf 6.1: its addresses are printed relative
+    /// to it and no JIT map is consulted.
     pub fn is_anonymous(&self) -> bool {
         let p = self.path.as_str();
         p.is_empty()
             || p == "//anon"
             || p.starts_with("[anon")
-            || p.starts_with("/memfd:")
             || p == "[heap]"
             || p.starts_with("[stack")
     }
