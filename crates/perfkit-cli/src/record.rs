@@ -159,15 +159,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         }
     }
     let n_main = specs.len();
-    let places: Vec<Place> = cpus
-        .iter()
-        .flat_map(|&cpu| {
-            tasks.iter().map(move |&t| match t {
-                -1 => Place::cpu(cpu),
-                t => Place::thread_on_cpu(t, cpu),
-            })
-        })
-        .collect();
+    let places = Place::on_cpus(&cpus, &tasks);
     let opts = OpenOptions {
         cycles_fallback: default_event,
         inherit: !args.no_inherit,

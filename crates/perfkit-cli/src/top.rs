@@ -216,15 +216,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
         Some(c) => vec![c.pid()],
         None => attached.clone(),
     };
-    let places: Vec<Place> = cpus
-        .iter()
-        .flat_map(|&cpu| {
-            tasks.iter().map(move |&t| match t {
-                -1 => Place::cpu(cpu),
-                t => Place::thread_on_cpu(t, cpu),
-            })
-        })
-        .collect();
+    let places = Place::on_cpus(&cpus, &tasks);
     let opts = OpenOptions {
         cycles_fallback: default_event,
         inherit: true,

@@ -83,6 +83,25 @@ impl Place {
             .collect()
     }
 
+    /// Every task of `tasks` on every CPU of `cpus`, CPU by CPU (the places of a sampling
+    /// session, one ring each); a task of -1 is the whole CPU (system wide).
+    ///
+    /// ```
+    /// use perfkit_engine::Place;
+    /// let p = Place::on_cpus(&[0, 1], &[-1]);
+    /// assert_eq!(p, [Place::cpu(0), Place::cpu(1)]);
+    /// ```
+    pub fn on_cpus(cpus: &[u32], tasks: &[i32]) -> Vec<Place> {
+        cpus.iter()
+            .flat_map(|&cpu| {
+                tasks.iter().map(move |&t| match t {
+                    -1 => Place::cpu(cpu),
+                    t => Place::thread_on_cpu(t, cpu),
+                })
+            })
+            .collect()
+    }
+
     /// Whether this place is a task (not a whole CPU or cgroup).
     pub fn is_task(&self) -> bool {
         self.tid >= 0 && self.cgroup.is_none()
