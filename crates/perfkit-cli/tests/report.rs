@@ -209,7 +209,9 @@ fn report_matches_perf_report() {
                 // profiles; perfkit names the function they were inlined into.
                 // perf prints unresolved addresses as bare hex (`0000000000000000`);
                 // perfkit says `[unknown]` with the reason in the header.
-                let unresolved = sym.chars().all(|c| c.is_ascii_hexdigit());
+                // (In children mode a caller's address is printed as it ran, `0x...`.)
+                let hex = sym.strip_prefix("0x").unwrap_or(sym);
+                let unresolved = hex.chars().all(|c| c.is_ascii_hexdigit());
                 if *pct < 1.0 || sym.ends_with("(inlined)") || unresolved {
                     continue;
                 }
