@@ -4,18 +4,9 @@
 
 mod common;
 
-use common::{have_perf, perfkit, skip};
+use common::{have_perf, perf_stat_stderr, perfkit, skip};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn perf_stderr(args: &[&str]) -> String {
-    let out = Command::new("perf")
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("run perf");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn perfkit_stderr(args: &[&str]) -> String {
     let out = perfkit()
@@ -106,7 +97,7 @@ fn json_keys_and_formats_match_perf() {
         &["-j", "-r", "2", "-e", "page-faults", "true"],
         &["-j", "-e", "cycles,dummy", "true"],
     ] {
-        let (p, k) = (perf_stderr(args), perfkit_stderr(args));
+        let (p, k) = (perf_stat_stderr(args), perfkit_stderr(args));
         assert_eq!(
             json_keys(&k),
             json_keys(&p),
@@ -163,7 +154,7 @@ fn csv_layouts_match_perf() {
             "cpu-clock",
         ],
     ] {
-        let (p, k) = (perf_stderr(args), perfkit_stderr(args));
+        let (p, k) = (perf_stat_stderr(args), perfkit_stderr(args));
         assert_eq!(shape(&k), shape(&p), "{args:?}\nperf:\n{p}\nperfkit:\n{k}");
     }
     // The totals after intervals carry perf's `summary` column unless --no-csv-summary.
@@ -225,7 +216,7 @@ fn text_headers_and_repeat_layout_match_perf() {
             "cpu-clock",
         ],
     ] {
-        let (p, k) = (perf_stderr(args), perfkit_stderr(args));
+        let (p, k) = (perf_stat_stderr(args), perfkit_stderr(args));
         let trim = |t: &str| -> Vec<String> {
             shape(t)
                 .into_iter()

@@ -4,17 +4,7 @@
 
 mod common;
 
-use common::{have_perf, perfkit, skip};
-use std::process::Command;
-
-fn perf_stat(args: &[&str]) -> String {
-    let out = Command::new("perf")
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("run perf");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{have_perf, perf_stat_stderr, perfkit, skip};
 
 fn kit_stat(args: &[&str]) -> String {
     let out = perfkit()
@@ -79,7 +69,7 @@ fn tool_events_count_wall_and_cpu_time_in_ns() {
             "sleep",
             "0.01",
         ];
-        let p = perf_stat(&args);
+        let p = perf_stat_stderr(&args);
         let k = kit_stat(&args);
         let layout = |t: &str| -> Vec<String> {
             t.lines()
@@ -150,7 +140,7 @@ fn repeat_prints_the_last_runs_runtime_and_perfs_table() {
                 })
                 .collect()
         };
-        let p = perf_stat(&["-r", "3", "--table", "-e", "task-clock", "true"]);
+        let p = perf_stat_stderr(&["-r", "3", "--table", "-e", "task-clock", "true"]);
         assert_eq!(mask(&k).len(), mask(&p).len(), "perf:\n{p}\nperfkit:\n{k}");
         let out = perfkit()
             .args(["stat", "--table", "true"])
@@ -182,7 +172,7 @@ fn repeat_prints_no_deviation_where_there_is_none() {
     let k = kit_stat(&["-r", "2", "-x,", "-e", "duration_time", "true"]);
     assert!(k.starts_with(|c: char| c.is_ascii_digit()), "{k}");
     if have_perf() {
-        let p = perf_stat(&args);
+        let p = perf_stat_stderr(&args);
         assert!(!line(&p, "alignment-faults").contains("( +-"), "{p}");
     }
 }

@@ -54,3 +54,13 @@ pub fn perf_ok(args: &[&str], file: &Path) -> String {
     stdout_ok(&mut cmd)
 }
 pub mod hotloop;
+
+/// What `perf stat ARGS` prints on standard error (its counts), whatever its exit status.
+pub fn perf_stat_stderr(args: &[&str]) -> String {
+    let out = std::process::Command::new("perf")
+        .arg("stat")
+        .args(args)
+        .output()
+        .expect("run perf");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
