@@ -226,7 +226,9 @@ fn text_headers_and_repeat_layout_match_perf() {
         assert_eq!(trim(&k), trim(&p), "{args:?}\nperf:\n{p}\nperfkit:\n{k}");
     }
     // -r: perf's noise column and its precision for the elapsed time.
-    let k = perfkit_stderr(&["-r", "3", "-e", "page-faults", "true"]);
+    // (task-clock varies between runs; page-faults of `true` can be equal in every run,
+    // and then perf prints no `+-` on its line.)
+    let k = perfkit_stderr(&["-r", "3", "-e", "page-faults,task-clock", "true"]);
     let line = k.lines().find(|l| l.contains("time elapsed")).unwrap();
     let (mean, rest) = line.trim().split_once(" +- ").unwrap();
     let sd = rest.split_whitespace().next().unwrap();
