@@ -38,6 +38,8 @@ pub struct ViewOptions {
     pub filter: Option<String>,
     /// Zoomed into a DSO or thread.
     pub zoom: Option<Zoom>,
+    /// Which event to show (an index into the profile's events; Tab in the TUI).
+    pub event: usize,
 }
 
 impl Default for ViewOptions {
@@ -51,6 +53,7 @@ impl Default for ViewOptions {
             entries: None,
             filter: None,
             zoom: None,
+            event: 0,
         }
     }
 }
@@ -88,8 +91,12 @@ impl ViewRow {
 /// A snapshot of the view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct View {
-    /// The first event's name.
+    /// The shown event's name.
     pub event: String,
+    /// The index of the shown event among [`events`](Self::events).
+    pub event_index: usize,
+    /// Every event of the profile: its name and the samples it has so far.
+    pub events: Vec<(String, u64)>,
     /// Samples in the profile (after the zoom).
     pub samples: u64,
     /// Share of the period in the kernel, in percent.
@@ -119,13 +126,37 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
         relative: true,
         ..ReportOptions::default()
     };
+    // Samples, period and kernel period of each event: which events have a section
+    // (report leaves out those without samples), and the kernel share of the shown one.
+    let n = p.events.len();
+    let (mut counts, mut periods, mut kernel_periods) =
+        (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+    for s in &p.samples {
+        let e = s.event as usize;
+        if e >= n {
+            continue;
+        }
+        counts[e] += 1;
+        periods[e] += s.period;
+        if p.stack_frames(s.stack)
+            .next()
+            .is_some_and(|f| p.func_of(f).kernel)
+        {
+            kernel_periods[e] += s.period;
+        }
+    }
+    let shown = opts.event.min(n.saturating_sub(1));
+    let section = (counts.get(shown).copied().unwrap_or(0) > 0)
+        .then(|| counts[..shown].iter().filter(|&&c| c > 0).count());
     let sections = report::build(p, &ropts);
     let mut rows = Vec::new();
     let (mut samples, mut event) = (
         0,
-        p.events.first().map_or(String::new(), |e| e.name.clone()),
+        p.events
+            .get(shown)
+            .map_or(String::new(), |e| e.name.clone()),
     );
-    if let Some(s) = sections.first() {
+    if let Some(s) = section.and_then(|i| sections.get(i)) {
         samples = s.samples;
         event = s.event.clone();
         for r in &s.rows {
@@ -156,16 +187,8 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
     if let Some(n) = opts.entries {
         rows.truncate(n);
     }
-    let (mut kernel_period, mut all_period) = (0u64, 0u64);
-    for s in &p.samples {
-        all_period += s.period;
-        if p.stack_frames(s.stack)
-            .next()
-            .is_some_and(|f| p.func_of(f).kernel)
-        {
-            kernel_period += s.period;
-        }
-    }
+    let kernel_period = kernel_periods.get(shown).copied().unwrap_or(0);
+    let all_period = periods.get(shown).copied().unwrap_or(0);
     let unresolved = p
         .frames
         .iter()
@@ -173,6 +196,13 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
         .count() as u64;
     View {
         event,
+        event_index: shown,
+        events: p
+            .events
+            .iter()
+            .zip(&counts)
+            .map(|(e, &c)| (e.name.clone(), c))
+            .collect(),
         samples,
         kernel_pct: if all_period == 0 {
             0.0
