@@ -66,7 +66,7 @@ pub struct TopArgs {
     /// Zero the history at each refresh (else it decays: 7/8 of its weight stays).
     #[arg(short = 'z', long = "zero")]
     pub zero: bool,
-    /// At most this many rows.
+    /// At most this many rows (--stdio default: as many as the terminal, LINES or 25 lines hold).
     #[arg(short = 'E', long = "entries")]
     pub entries: Option<usize>,
     /// Hide rows below this percentage.
@@ -369,10 +369,23 @@ pub fn run(args: TopArgs) -> Result<u8> {
 
 fn run_stdio(s: &mut Session, args: &TopArgs) -> Result<u8> {
     let delay = Duration::from_secs_f64(args.delay);
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
+    // perf top --stdio's screen: the terminal's size, else LINES/COLUMNS, else 25x80; as
+    // many rows as fit below the header unless -E says.
+    let term = ratatui::crossterm::terminal::size().ok();
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|c| c.parse::<usize>().ok())
+    };
+    let width = env("COLUMNS")
+        .or(term.map(|t| usize::from(t.0)))
         .unwrap_or(80);
+    let height = env("LINES")
+        .or(term.map(|t| usize::from(t.1)))
+        .unwrap_or(25);
+    if s.view.entries.is_none() {
+        s.view.entries = Some(height.saturating_sub(5).max(1));
+    }
     let mut shown = 0u64;
     let mut next = Instant::now() + delay;
     let out = std::io::stdout();
