@@ -115,6 +115,7 @@ pub struct Session {
     pub status: Status,
     /// Zero the history at each refresh.
     pub zero: bool,
+    unresolved: top::Unresolved,
     samples_at_refresh: u64,
     refreshed_at: Instant,
 }
@@ -138,9 +139,15 @@ impl Session {
 
     /// Take a snapshot of the view and update the rate; `-z` then forgets the samples.
     pub fn snapshot(&mut self) -> top::View {
-        self.snapshot_events(false)
-            .pop()
-            .unwrap_or_else(|| top::view(self.loader.profile(), &self.view))
+        match self.snapshot_events(false).pop() {
+            Some(v) => v,
+            None => self.view_now(),
+        }
+    }
+
+    /// The view of the profile as it is (after a key changed what it shows).
+    pub fn view_now(&mut self) -> top::View {
+        top::view_live(self.loader.profile(), &self.view, &mut self.unresolved)
     }
 
     /// [`snapshot`](Self::snapshot) of the shown event, or with `all` of every event
@@ -163,18 +170,18 @@ impl Session {
                     event: e,
                     ..self.view.clone()
                 };
-                let view = top::view(profile, &opts);
+                let view = top::view_live(profile, &opts, &mut self.unresolved);
                 if view.events[e].1 > 0 {
                     v.push(view);
                 }
             }
             if v.is_empty() {
                 // Nothing sampled yet: the first event's empty screen.
-                v.push(top::view(profile, &self.view));
+                v.push(top::view_live(profile, &self.view, &mut self.unresolved));
             }
             v
         } else {
-            vec![top::view(profile, &self.view)]
+            vec![top::view_live(profile, &self.view, &mut self.unresolved)]
         };
         if self.zero {
             self.loader.clear_samples();
@@ -335,6 +342,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             ..Status::default()
         },
         zero: args.zero,
+        unresolved: top::Unresolved::default(),
         samples_at_refresh: 0,
         refreshed_at: Instant::now(),
     })

@@ -134,7 +134,7 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
                 KeyCode::Enter => {
                     s.view.filter = (!text.is_empty()).then(|| text.clone());
                     ui.mode = Mode::Rows;
-                    ui.view = top::view(s.loader.profile(), &s.view);
+                    ui.view = s.view_now();
                     ui.list.select(Some(0));
                 }
                 KeyCode::Esc => ui.mode = Mode::Rows,
@@ -222,7 +222,7 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
                         .map_or("", |e| e.0.as_str())
                 ),
             );
-            ui.view = top::view(s.loader.profile(), &s.view);
+            ui.view = s.view_now();
             ui.list.select(Some(0));
         }
         KeyCode::Char('E') => ui.expanded = true,
@@ -243,7 +243,7 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
                 .map(|k| format!("{k:?}").to_lowercase())
                 .collect();
             say(ui, format!("sorted by {}", names.join(",")));
-            ui.view = top::view(s.loader.profile(), &s.view);
+            ui.view = s.view_now();
             ui.list.select(Some(0));
         }
         KeyCode::Char('P') => act(Action::Save, s, ui)?,
@@ -366,7 +366,7 @@ fn act(a: Action, s: &mut Session, ui: &mut Ui) -> Result<()> {
         }
     }
     if rebuild {
-        ui.view = top::view(s.loader.profile(), &s.view);
+        ui.view = s.view_now();
         ui.list.select(Some(0));
     }
     Ok(())

@@ -109,12 +109,49 @@ pub struct View {
 
 /// The rows of `p` as `opts` narrow them.
 pub fn view(p: &Profile, opts: &ViewOptions) -> View {
-    view_with(p, opts, true)
+    view_with(p, opts, true, &mut Unresolved::default())
+}
+
+/// [`view`] for a live profile: `unresolved` counts the frames that could not be named
+/// across calls, looking only at the frames added since the last (frames are only ever
+/// added, and named before the profile is looked at), so a refresh costs what is new, not
+/// every address top has seen.
+pub fn view_live(p: &Profile, opts: &ViewOptions, unresolved: &mut Unresolved) -> View {
+    view_with(p, opts, true, unresolved)
+}
+
+/// The running count of unnamed frames of a growing profile (see [`view_live`]).
+#[derive(Clone, Debug, Default)]
+pub struct Unresolved {
+    frames_seen: usize,
+    count: u64,
+    unknown_funcs: Vec<bool>,
+}
+
+impl Unresolved {
+    /// The frames of `p` named `[unknown]`, counting those added since the last call.
+    pub fn count(&mut self, p: &Profile) -> u64 {
+        for f in &p.funcs[self.unknown_funcs.len().min(p.funcs.len())..] {
+            self.unknown_funcs.push(f.name == "[unknown]");
+        }
+        for f in &p.frames[self.frames_seen.min(p.frames.len())..] {
+            if self
+                .unknown_funcs
+                .get(f.func as usize)
+                .copied()
+                .unwrap_or(false)
+            {
+                self.count += 1;
+            }
+        }
+        self.frames_seen = p.frames.len();
+        self.count
+    }
 }
 
 /// [`view`], with `fast`: self rows by [`self_rows`] where the keys allow (else, and for
 /// the children column, report's aggregation).
-fn view_with(p: &Profile, opts: &ViewOptions, fast: bool) -> View {
+fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unresolved) -> View {
     let mut filter = Filter::default();
     match &opts.zoom {
         Some(Zoom::Dso(d)) => filter.dsos = vec![d.clone()],
@@ -202,8 +239,7 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool) -> View {
     }
     let kernel_period = kernel_periods.get(shown).copied().unwrap_or(0);
     let all_period = periods.get(shown).copied().unwrap_or(0);
-    let unknown: Vec<bool> = p.funcs.iter().map(|f| f.name == "[unknown]").collect();
-    let unresolved = p.frames.iter().filter(|f| unknown[f.func as usize]).count() as u64;
+    let unresolved = unresolved.count(p);
     View {
         event,
         event_index: shown,
@@ -253,11 +289,11 @@ enum KeyId {
 /// live view refreshes every few seconds over every sample it keeps, so this is what its
 /// cost is. Returns the rows (narrowed as `opts` says) and the samples they cover.
 fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u64) {
-    use std::collections::HashMap;
-    let mut dso_ids: HashMap<&str, u32> = HashMap::new();
-    let mut comm_ids: HashMap<&str, u32> = HashMap::new();
-    let mut func_dso: HashMap<u32, u32> = HashMap::new();
-    let mut index: HashMap<Vec<KeyId>, usize> = HashMap::new();
+    use rustc_hash::FxHashMap as HashMap;
+    let mut dso_ids: HashMap<&str, u32> = HashMap::default();
+    let mut comm_ids: HashMap<&str, u32> = HashMap::default();
+    let mut func_dso: HashMap<u32, u32> = HashMap::default();
+    let mut index: HashMap<Vec<KeyId>, usize> = HashMap::default();
     // (keys, period, samples, leaf frame, thread, cpu, command) in first-seen order.
     type Agg<'a> = (Vec<KeyId>, u64, u64, Option<u32>, u32, Option<u32>, &'a str);
     let mut agg: Vec<Agg> = Vec::new();
@@ -565,8 +601,8 @@ mod tests {
                         v
                     };
                     assert_eq!(
-                        norm(view_with(&p, &opts, true)),
-                        norm(view_with(&p, &opts, false)),
+                        norm(view_with(&p, &opts, true, &mut Unresolved::default())),
+                        norm(view_with(&p, &opts, false, &mut Unresolved::default())),
                         "{opts:?}"
                     );
                 }
