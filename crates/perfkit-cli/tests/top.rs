@@ -444,10 +444,40 @@ fn tui_in_tmux_sorts_zooms_annotates_filters_saves_and_quits() {
 
     // q quits: the session ends (and the workload with it).
     t.keys(&["q"]);
+    wait_gone(&t);
+
+    // Ctrl-C quits too.
+    let t = Tmux {
+        name: format!("perfkit-top-c-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} top -d 1 -- {} 400000000 0",
+        exe.display(),
+        bin.display()
+    );
+    let st = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    assert!(st.status.success());
+    t.wait_for("rows", |s| first_row(s).contains('%'));
+    t.keys(&["C-c"]);
+    wait_gone(&t);
+}
+
+/// Wait (generously) for the tmux session of a quitting top to end.
+fn wait_gone(t: &Tmux) {
     let start = Instant::now();
     while t.alive() {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
+            start.elapsed() < Duration::from_secs(60),
             "top did not quit"
         );
         std::thread::sleep(Duration::from_millis(100));
