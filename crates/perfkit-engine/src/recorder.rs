@@ -347,7 +347,45 @@ impl Recorder {
         }
         stats.records += n;
         stats.lost = stats.lost.max(*lost_records);
+        if let Some(o) = &mut self.off_cpu {
+            o.drain()?;
+        }
         Ok(n)
+    }
+
+    /// With off-CPU time ([`with_off_cpu`](Self::with_off_cpu)): the sleeps summed since
+    /// the last call, per task and user stack, handed to `f` as parsed samples of the
+    /// `offcpu-time` event (period: nanoseconds off the CPU), as the file would hold them.
+    /// A live view (`top --off-cpu`) calls this at each refresh; the number handed over.
+    pub fn off_cpu_parsed(&mut self, mut f: impl FnMut(usize, &ParsedRecord<'_>)) -> u64 {
+        let Some(o) = &mut self.off_cpu else {
+            return 0;
+        };
+        let at = self
+            .opened
+            .events
+            .iter()
+            .zip(&self.ids)
+            .find(|(e, _)| e.name == crate::offcpu::OFFCPU_EVENT);
+        let Some((ev, ids)) = at else {
+            return 0;
+        };
+        let id = ids.first().copied().unwrap_or(0);
+        let after = self.last_time.max(o.last_time());
+        let mut n = 0;
+        for (i, s) in o.take_samples().iter().enumerate() {
+            let rec = crate::offcpu::encode_sample(&ev.attr, id, s, after + 1 + i as u64);
+            let (Some(h), Some(body)) = (rec.get(..8), rec.get(8..)) else {
+                continue;
+            };
+            let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+            let misc = u16::from_ne_bytes([h[4], h[5]]);
+            if let Ok((i, p)) = self.parser.parse(type_, misc, body) {
+                f(i, &p);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// The side-band records a file would start with (kernel and module maps, COMM/MMAP of

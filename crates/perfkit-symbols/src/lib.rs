@@ -102,6 +102,7 @@ mod elf;
 mod error;
 mod filemap;
 mod kallsyms;
+pub mod kernel_code;
 pub mod kprobe;
 mod locate;
 mod maps;
