@@ -6,6 +6,7 @@ use crate::record_args::RecordArgs;
 use anyhow::{Context, Result, anyhow, bail};
 use perfkit_data::{PerfDataWriter, WriteOptions};
 use perfkit_engine::sampling::{sampling_attrs, tracking_attr};
+use perfkit_engine::threads::{DrainLayout, ThreadSpec};
 use perfkit_engine::{OpenOptions, Place, Poll, Recorder, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,6 +110,16 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         })?
     };
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
+    // --threads: who drains which CPU's ring (checked before anything is opened, as
+    // perf checks it); without it one thread for a few CPUs, more on bigger machines.
+    let layout = match &args.threads {
+        Some(spec) => {
+            let possible = perfkit::cpus::possible().unwrap_or_else(|_| cpus.clone());
+            DrainLayout::new(&ThreadSpec::parse(spec), &cpus, &possible)
+                .map_err(|e| exit_error(e.exit_code(), e))?
+        }
+        None => DrainLayout::default_for(&cpus),
+    };
     let mut attached: Vec<i32> = Vec::new();
     if let Some(p) = &args.pid {
         attached.extend(perfkit_engine::threads_of_pids(p)?);
@@ -190,6 +201,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             .context("--off-cpu")?;
         rec = rec.with_off_cpu(off)?;
     }
+    rec.start_threads(&layout)?;
     let stopper = rec.stopper();
 
     // Signals: Ctrl-C at any point ends the recording cleanly (and goes to the command

@@ -431,6 +431,38 @@ impl PerfDataWriter {
         }
     }
 
+    /// Append a block of whole records, each header included, in native byte order (what
+    /// a draining thread collected from its rings). MMAP/MMAP2 file names are remembered
+    /// as [`write_raw`](Self::write_raw) remembers them, and compressed chunks stay within
+    /// the chunk size. A block that ends inside a record, or a record whose size is under
+    /// 8 bytes, is an `InvalidData` error naming the offset; nothing after it is written.
+    pub fn write_records(&mut self, block: &[u8]) -> io::Result<()> {
+        let mut at = 0usize;
+        while at < block.len() {
+            let h = RecordHeader::parse(&block[at..], Endian::NATIVE).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("record at byte {at} of a block: {e}"),
+                )
+            })?;
+            let size = h.size as usize;
+            if size < HEADER_SIZE_RECORD || at + size > block.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "record at byte {at} of a {}-byte block has size {size}",
+                        block.len()
+                    ),
+                ));
+            }
+            let start = self.round.len();
+            self.round.extend_from_slice(&block[at..at + size]);
+            self.appended(h.type_, start)?;
+            at += size;
+        }
+        Ok(())
+    }
+
     /// Book-keeping after a record of type `type_` was appended to the round at `start`.
     fn appended(&mut self, type_: u32, start: usize) -> io::Result<()> {
         if matches!(type_, sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2) {
