@@ -22,6 +22,7 @@ Usage: scripts/bench-record-scale.py [--perfkit PATH] [--perf PATH] [--secs N]
   --busy      busy loops (default: one per online CPU)
   --dir       where the files go (default: a temporary directory; they are deleted)
   --extra     more record flags for perfkit only (e.g. '--threads=cpu')
+  --cases     which of 4000,max,end to run (default: all three)
 """
 import argparse, os, shlex, signal, struct, subprocess, sys, tempfile, time
 
@@ -34,6 +35,7 @@ ap.add_argument("--sleep", type=float, default=10)
 ap.add_argument("--busy", type=int, default=len(os.sched_getaffinity(0)))
 ap.add_argument("--dir", default=None)
 ap.add_argument("--extra", default="")
+ap.add_argument("--cases", default="4000,max,end")
 args = ap.parse_args()
 for b in (args.perfkit, args.perf):
     if subprocess.run(["sh", "-c", f"command -v {shlex.quote(b)}"], capture_output=True).returncode:
@@ -133,7 +135,8 @@ def row(name, r):
 extra = shlex.split(args.extra)
 print(f"{len(cpus)} CPUs, {args.busy} busy loops; perfkit = {args.perfkit}"
       + (f" {args.extra}" if extra else "") + f"; perf = {args.perf}")
-for freq in ["4000", "max"]:
+cases = args.cases.split(",")
+for freq in [c for c in ["4000", "max"] if c in cases]:
     print(f"== record -a -g -F {freq}, {args.secs:g} s, every CPU busy")
     loops = busy_loops(args.busy)
     try:
@@ -150,6 +153,8 @@ for freq in ["4000", "max"]:
         print(f"   ratio perfkit/perf: CPU {ratio(a[1], b[1])}  RSS {ratio(a[2], b[2])}  "
               f"written {ratio(a[3], b[3])}  lost {a[4]:,} vs {b[4]:,}")
 
+if "end" not in cases:
+    sys.exit(0)
 print(f"== end of record -a -g -F 10000 -- sleep {args.sleep:g} (idle machine)")
 flags = ["-a", "-g", "-F", "10000"]
 cmd = ["sleep", str(args.sleep)]
