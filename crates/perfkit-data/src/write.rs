@@ -62,7 +62,12 @@ pub struct PerfDataWriter {
     tracing: Option<Vec<u8>>,
     /// Decoders of the events' records (MMAP/MMAP2 file names for BUILD_ID).
     parsers: Parsers,
+    /// When the header was last rewritten by [`finish_round`](Self::finish_round).
+    last_sync: Option<std::time::Instant>,
 }
+
+/// How often [`PerfDataWriter::finish_round`] makes the file readable up to the round.
+pub const HEADER_SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The record parsers of a file's events: the records written are decoded by
 /// `perfkit-records`, as any reader decodes them, never by byte offsets of their own.
@@ -327,6 +332,7 @@ impl PerfDataWriter {
             zstd,
             tracing,
             parsers,
+            last_sync: None,
         })
     }
 
@@ -512,13 +518,22 @@ impl PerfDataWriter {
         Ok(())
     }
 
-    /// End a pass over the rings: write a FINISHED_ROUND and make the file valid up to here.
+    /// End a pass over the rings: write a FINISHED_ROUND, and make the file valid up to
+    /// here at most every [`HEADER_SYNC_EVERY`] (a header rewrite is a flush and three
+    /// syscalls, and a busy recorder ends thousands of rounds a second).
     pub fn finish_round(&mut self) -> io::Result<()> {
         self.flush_round()?;
         let r = record(sys::PERF_RECORD_FINISHED_ROUND, 0, &[], &[]);
         self.raw_write(&r)?;
         self.data_len += 8;
-        self.sync_header(&[])
+        if self
+            .last_sync
+            .is_none_or(|t| t.elapsed() >= HEADER_SYNC_EVERY)
+        {
+            self.last_sync = Some(std::time::Instant::now());
+            self.sync_header(&[])?;
+        }
+        Ok(())
     }
 
     fn sync_header(&mut self, features: &[usize]) -> io::Result<()> {

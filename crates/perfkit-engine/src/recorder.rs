@@ -252,6 +252,42 @@ impl Recorder {
         Ok(())
     }
 
+    /// The start of a file's side-band preamble for the existing tasks `pids` (kernel and
+    /// module maps, COMM/MMAP of the tasks), made before counting starts as perf makes it:
+    /// reading `/proc` then costs no lost samples (nothing drains the rings yet) and no
+    /// sampling overhead. [`write_made_preamble`](Self::write_made_preamble) writes it with
+    /// the tasks that started in between.
+    pub fn make_preamble(&self, pids: &[i32]) -> Vec<Vec<u8>> {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        let (Some(attr), Some(id)) = (attr, first_id) else {
+            return Vec::new();
+        };
+        crate::sideband::KernelMaps::new(&attr, id).preamble_start(&attr, id, pids)
+    }
+
+    /// Write a preamble made by [`make_preamble`](Self::make_preamble), then COMM/MMAP
+    /// records of the tasks `late` (listed after counting started: those that started in
+    /// between, which would otherwise have neither a synthesized COMM nor one of their
+    /// own), then FINISHED_INIT.
+    pub fn write_made_preamble(
+        &self,
+        w: &mut PerfDataWriter,
+        made: &[Vec<u8>],
+        late: &[i32],
+    ) -> Result<()> {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        let (Some(attr), Some(id)) = (attr, first_id) else {
+            return Ok(());
+        };
+        for r in made.iter().cloned().chain(synth::tasks(&attr, id, late)) {
+            w.write_record(&[&r]).map_err(Error::Write)?;
+        }
+        w.write_record(&[&synth::finished_init()])
+            .map_err(Error::Write)
+    }
+
     /// Enable every group (not needed for events that enable at the command's exec).
     pub fn enable(&self) -> Result<()> {
         self.opened.enable()?;
@@ -283,16 +319,13 @@ impl Recorder {
 
     /// Hand the rings to draining threads as `layout` shares them out (a ring of a CPU no
     /// thread names goes to the first thread). From here on [`poll`](Self::poll) only
-    /// writes what the threads send. A layout of one thread changes nothing: this thread
-    /// drains, as before. Returns the number of draining threads. Not for
-    /// [`poll_parsed`](Self::poll_parsed), which needs the rings here.
+    /// writes what the threads send, so the rings keep being drained while this thread
+    /// writes the side-band preamble, compresses, or starts the next file. Returns the
+    /// number of draining threads (0 when there are no rings, or threads already run).
+    /// Not for [`poll_parsed`](Self::poll_parsed), which needs the rings here.
     pub fn start_threads(&mut self, layout: &DrainLayout) -> Result<usize> {
-        if layout.is_single() || self.threads.is_some() || self.rings.is_empty() {
-            return Ok(if self.threads.is_some() {
-                layout.drainers.len()
-            } else {
-                1
-            });
+        if self.threads.is_some() || self.rings.is_empty() || layout.drainers.is_empty() {
+            return Ok(0);
         }
         // The stop watcher keeps this poller with only its stop eventfd in it.
         for r in &self.rings {

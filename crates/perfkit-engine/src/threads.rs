@@ -7,9 +7,12 @@
 //! overlap. Unlike perf, which then writes one file per thread in a directory, perfkit
 //! merges every thread's records into one perf.data (see [`Recorder`](crate::Recorder)).
 //!
-//! Without `--threads`, [`DrainLayout::default_for`] keeps one thread while at most
-//! [`CPUS_PER_DEFAULT_DRAINER`] CPUs are recorded, and otherwise shares the rings among
-//! threads owning that many consecutive CPUs each.
+//! Without `--threads`, [`DrainLayout::default_for`] keeps one draining thread while at
+//! most [`CPUS_PER_DEFAULT_DRAINER`] CPUs are recorded, and otherwise shares the rings
+//! among threads owning that many consecutive CPUs each. Draining threads are never the
+//! writing thread: the rings are drained while the writer writes the side-band preamble
+//! of a system-wide recording (counting starts before it), compresses (`-z`), or switches
+//! files.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -156,8 +159,7 @@ impl DrainLayout {
         }
     }
 
-    /// Whether one thread drains every ring (the recorder then drains on the writing
-    /// thread itself, with no hand-off).
+    /// Whether one thread drains every ring.
     pub fn is_single(&self) -> bool {
         self.drainers.len() <= 1
     }
