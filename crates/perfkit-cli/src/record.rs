@@ -6,6 +6,7 @@ use crate::record_args::RecordArgs;
 use anyhow::{Context, Result, anyhow, bail};
 use perfkit_data::{PerfDataWriter, WriteOptions};
 use perfkit_engine::sampling::{sampling_attrs, tracking_attr};
+use perfkit_engine::threads::{DrainLayout, ThreadSpec};
 use perfkit_engine::{OpenOptions, Place, Poll, Recorder, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,6 +110,16 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         })?
     };
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
+    // --threads: who drains which CPU's ring (checked before anything is opened, as
+    // perf checks it); without it one thread for a few CPUs, more on bigger machines.
+    let layout = match &args.threads {
+        Some(spec) => {
+            let possible = perfkit::cpus::possible().unwrap_or_else(|_| cpus.clone());
+            DrainLayout::new(&ThreadSpec::parse(spec), &cpus, &possible)
+                .map_err(|e| exit_error(e.exit_code(), e))?
+        }
+        None => DrainLayout::default_for(&cpus),
+    };
     let mut attached: Vec<i32> = Vec::new();
     if let Some(p) = &args.pid {
         attached.extend(perfkit_engine::threads_of_pids(p)?);
@@ -190,6 +201,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             .context("--off-cpu")?;
         rec = rec.with_off_cpu(off)?;
     }
+    rec.start_threads(&layout)?;
     let stopper = rec.stopper();
 
     // Signals: Ctrl-C at any point ends the recording cleanly (and goes to the command
@@ -234,10 +246,18 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         chunk: pages * 4096,
         no_build_ids: args.no_buildid,
     };
-    // Counting starts before the existing tasks are listed, so a task started in between
-    // is in the list or sends its own COMM/FORK records, never neither (a launched command
-    // enables at its exec instead).
+    // The existing tasks are listed and synthesized before counting starts, as perf does
+    // (reading /proc under sampling is slow, and nothing would drain the rings), then
+    // listed again once counting runs: a task started in between is in the second list or
+    // sends its own COMM/FORK records, never neither (a launched command enables at its
+    // exec instead).
     let delay = args.delay.unwrap_or(0);
+    let pids: Vec<i32> = if system_wide {
+        perfkit_engine::sideband::all_pids()
+    } else {
+        attached.clone()
+    };
+    let made = rec.make_preamble(&pids);
     if child.is_none() || system_wide {
         if delay == 0 {
             rec.enable()?;
@@ -248,25 +268,34 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     if delay != 0 && !args.quiet {
         eprintln!("Events disabled");
     }
-    let pids: Vec<i32> = if system_wide {
+    let late: Vec<i32> = if system_wide {
+        let known: std::collections::HashSet<i32> = pids.iter().copied().collect();
         perfkit_engine::sideband::all_pids()
+            .into_iter()
+            .filter(|p| !known.contains(p))
+            .collect()
     } else {
-        attached.clone()
+        Vec::new()
     };
-    // A file starts with what perf synthesizes; `extra` adds the launched command once it
-    // runs (a switched file).
-    let start_file_at = |rec: &Recorder, path: &Path, extra: &[i32]| -> Result<PerfDataWriter> {
-        let mut w = if to_pipe {
+    let create = |rec: &Recorder, path: &Path| -> Result<PerfDataWriter> {
+        if to_pipe {
             PerfDataWriter::pipe(Box::new(std::io::stdout()), rec.file_events(), wopts)
         } else {
             PerfDataWriter::create(path, rec.file_events(), wopts)
         }
-        .with_context(|| format!("cannot create {}", path.display()))?;
-        let all: Vec<i32> = pids.iter().chain(extra).copied().collect();
+        .with_context(|| format!("cannot create {}", path.display()))
+    };
+    // A switched file starts with what perf synthesizes; `extra` adds the launched
+    // command once it runs.
+    let start_file_at = |rec: &Recorder, path: &Path, extra: &[i32]| -> Result<PerfDataWriter> {
+        let mut w = create(rec, path)?;
+        let all: Vec<i32> = pids.iter().chain(&late).chain(extra).copied().collect();
         rec.write_preamble(&mut w, &all)?;
         Ok(w)
     };
-    let mut w = start_file_at(&rec, &args.output, &[])?;
+    let mut w = create(&rec, &args.output)?;
+    rec.write_made_preamble(&mut w, &made, &late)?;
+    drop(made);
     let mut status = None;
     let workload = match child {
         // Interrupted before the command started: it never runs (dropping it ends it).

@@ -34,6 +34,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod drain_threads;
 mod error;
 pub mod offcpu;
 mod open;
@@ -43,6 +44,7 @@ pub mod sideband;
 mod spec;
 pub mod stat;
 mod targets;
+pub mod threads;
 mod workload;
 
 pub use error::{Error, Result};

@@ -77,7 +77,7 @@ pub use notify::{
 };
 pub use ring::{
     AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
-    RingRecords, RingSize, RingWalk, mlock_hint, page_size,
+    RingRecords, RingSize, RingWalk, default_data_pages, mlock_hint, page_size,
 };
 pub use sample_type::{SampleSupport, SampleType, UnknownSampleField};
 pub use sampler::{DrainEnd, Drainer, RecordError, Sampler, SideBand, open_per_cpu};
