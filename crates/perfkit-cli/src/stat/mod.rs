@@ -9,8 +9,8 @@ use crate::exit_error;
 use anyhow::{Context, Result, bail};
 use perfkit::sys;
 use perfkit_engine::stat::{
-    Aggr, ControlCmd, Plan, Progress, Row, RunOptions, RunResult, Runner, Scope, StatConfig, State,
-    Switching, summarize,
+    Aggr, CheckPlan, ControlCmd, Plan, PmuModel, Progress, Row, RunOptions, RunResult, Runner,
+    Scope, StatConfig, State, Switching, summarize,
 };
 use perfkit_engine::{Error, Slot};
 use std::ffi::OsString;
@@ -413,6 +413,17 @@ pub fn run(args: StatArgs) -> Result<u8> {
         Error::Parse(_) | Error::NoEvents => anyhow::Error::new(e).context("-e"),
         e => e.into(),
     })?;
+    if args.check {
+        return check(&plan);
+    }
+    // A group that can never be scheduled counts nothing: say why and how to split it.
+    if plan.specs.iter().any(|s| s.grouped && is_counter(&s.attr))
+        && let Some(pmu) = PmuModel::detect()
+    {
+        for w in CheckPlan::new(pmu, &plan.specs).warnings() {
+            eprintln!("Warning: {w}");
+        }
+    }
     let opts = args.run_options();
     let big_num = if args.no_big_num {
         false
@@ -544,6 +555,28 @@ pub fn run(args: StatArgs) -> Result<u8> {
     }
     sink.flush()?;
     Ok(exit)
+}
+
+/// Whether an attr takes a core-PMU counter (hardware, cache and raw events).
+fn is_counter(a: &sys::perf_event_attr) -> bool {
+    matches!(
+        a.type_,
+        sys::PERF_TYPE_HARDWARE | sys::PERF_TYPE_HW_CACHE | sys::PERF_TYPE_RAW
+    )
+}
+
+/// `--check`: the plan on this machine's PMU model, nothing opened for the events.
+fn check(plan: &Plan) -> Result<u8> {
+    match PmuModel::detect() {
+        Some(pmu) => {
+            print!("{}", CheckPlan::new(pmu, &plan.specs).text());
+            Ok(0)
+        }
+        None => bail!(
+            "--check: no hardware PMU here and no libpfm4 model (install libpfm4, or set \
+             LIBPFM_FORCE_PMU to a PMU libpfm4 knows, e.g. core or skl)"
+        ),
+    }
 }
 
 /// The PMUs of this machine, by their sysfs names.
