@@ -108,6 +108,9 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             e => e.into(),
         })?
     };
+    for w in perfkit_engine::stat::group_warnings(&specs) {
+        eprintln!("Warning: {w}");
+    }
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
     let mut attached: Vec<i32> = Vec::new();
     if let Some(p) = &args.pid {

@@ -753,6 +753,75 @@ fn event_sets_error() -> Outcome {
     ))
 }
 
+/// `perfkit stat --check` on the PMUv3: the generic counters it finds are the kernel's (a
+/// group of that many `instructions:u` opens, one more does not), a group of seven
+/// `instructions:u` is refused with a 6 + 1 split, and cycles beside six instructions fits
+/// (the cycle counter). Each split group then counts unscaled under `perfkit stat`.
+fn check_advice() -> Outcome {
+    let t = Target::this_thread();
+    let mut g = tri!("group leader", Group::open(&user_instructions(), &t));
+    let mut kernel = 1;
+    while kernel < 32 && g.add(&user_instructions(), &t).is_ok() {
+        kernel += 1;
+    }
+    drop(g);
+    let me = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => return Outcome::Fail(format!("current_exe: {e}")),
+    };
+    let perfkit = me.with_file_name("perfkit");
+    let run = |events: &str| -> Result<String, String> {
+        let o = std::process::Command::new(&perfkit)
+            .args(["stat", "--check", "-e", events])
+            .output()
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        if o.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("{text}{}", String::from_utf8_lossy(&o.stderr)))
+        }
+    };
+    let i = "instructions:u";
+    let seven = [i; 7].join(",");
+    let text = match run(&format!("{{{seven}}}")) {
+        Ok(t) => t,
+        Err(e) => return Outcome::Fail(format!("--check failed: {e}")),
+    };
+    let want = format!("{kernel} generic + the cycle counter");
+    if !text.contains(&want) {
+        return Outcome::Fail(format!(
+            "the kernel takes {kernel} generic counters; --check says:\n{text}"
+        ));
+    }
+    let six = [i; 6].join(",");
+    let split = format!("Split it: '{{{six}}}' '{{{i}}}'");
+    if kernel != 6 || !text.contains("cannot be scheduled") || !text.contains(&split) {
+        return Outcome::Fail(format!("expected a 6 + 1 split ({split}):\n{text}"));
+    }
+    let text2 = match run(&format!("{{cycles:u,{six}}}")) {
+        Ok(t) => t,
+        Err(e) => return Outcome::Fail(format!("--check failed: {e}")),
+    };
+    if !text2.contains("count at once") {
+        return Outcome::Fail(format!("cycles + 6 instructions should fit:\n{text2}"));
+    }
+    // The proposed group counts, unscaled.
+    let counted = match perfkit_stat_spin(&["-e", &format!("{{cycles:u,{six}}}")], N) {
+        Ok(t) => t,
+        Err(o) => return o,
+    };
+    if counted.contains("%)") || counted.contains("<not counted>") {
+        return Outcome::Fail(format!(
+            "the group that --check says fits was multiplexed:\n{counted}"
+        ));
+    }
+    Outcome::Pass(format!(
+        "--check finds {kernel} generic counters as the kernel does, splits 7 instructions:u \
+         6 + 1, and {{cycles:u + 6 x instructions:u}} fits and counts unscaled"
+    ))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cpu = None;
@@ -812,6 +881,7 @@ fn main() -> ExitCode {
     run.report("exclude_user_kernel", exclude_bits());
     run.report("perfkit_stat", perfkit_stat());
     run.report("event_sets_error", event_sets_error());
+    run.report("check_advice", check_advice());
     println!("INFO {} passed, {} failed", run.passed, run.failed);
     if run.failed == 0 {
         ExitCode::SUCCESS

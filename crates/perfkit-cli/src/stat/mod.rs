@@ -417,12 +417,8 @@ pub fn run(args: StatArgs) -> Result<u8> {
         return check(&plan);
     }
     // A group that can never be scheduled counts nothing: say why and how to split it.
-    if plan.specs.iter().any(|s| s.grouped && is_counter(&s.attr))
-        && let Some(pmu) = PmuModel::detect()
-    {
-        for w in CheckPlan::new(pmu, &plan.specs).warnings() {
-            eprintln!("Warning: {w}");
-        }
+    for w in perfkit_engine::stat::group_warnings(&plan.specs) {
+        eprintln!("Warning: {w}");
     }
     let opts = args.run_options();
     let big_num = if args.no_big_num {
@@ -555,14 +551,6 @@ pub fn run(args: StatArgs) -> Result<u8> {
     }
     sink.flush()?;
     Ok(exit)
-}
-
-/// Whether an attr takes a core-PMU counter (hardware, cache and raw events).
-fn is_counter(a: &sys::perf_event_attr) -> bool {
-    matches!(
-        a.type_,
-        sys::PERF_TYPE_HARDWARE | sys::PERF_TYPE_HW_CACHE | sys::PERF_TYPE_RAW
-    )
 }
 
 /// `--check`: the plan on this machine's PMU model, nothing opened for the events.

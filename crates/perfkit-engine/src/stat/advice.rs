@@ -241,6 +241,25 @@ impl PmuModel {
     }
 }
 
+/// Warnings for the `{...}` groups of `specs` that can never be scheduled on this
+/// machine's PMU model, each with a split (what `stat` and `record` print before opening).
+/// Nothing is looked up for lists without a group of counter events.
+pub fn group_warnings(specs: &[EventSpec]) -> Vec<String> {
+    let counter = |a: &sys::perf_event_attr| {
+        matches!(
+            a.type_,
+            sys::PERF_TYPE_HARDWARE | sys::PERF_TYPE_HW_CACHE | sys::PERF_TYPE_RAW
+        )
+    };
+    if !specs.iter().any(|s| s.grouped && counter(&s.attr)) {
+        return Vec::new();
+    }
+    match PmuModel::detect() {
+        Some(pmu) => CheckPlan::new(pmu, specs).warnings(),
+        None => Vec::new(),
+    }
+}
+
 /// An arm64 PMUv3 in sysfs, its generic counters found by growing a group of
 /// `instructions:u` on this thread until the kernel refuses a member.
 fn arm_probe() -> Option<PmuModel> {

@@ -32,7 +32,7 @@ mod tool;
 mod trigger;
 mod user_metrics;
 
-pub use advice::{CheckPlan, PmuModel, fits};
+pub use advice::{CheckPlan, PmuModel, fits, group_warnings};
 pub use cache::{cache_id, highest_level};
 pub use metrics::{
     compute_metrics, is_clock, is_percent_metric, mean_stddev_of_mean, rel_stddev_pct,
