@@ -822,6 +822,86 @@ fn check_advice() -> Outcome {
     ))
 }
 
+/// A criterion bench measured with perfkit-criterion's `instructions:u` in the guest:
+/// criterion's linear sampling runs d, 2d, 3d... iterations per sample, and the slope of
+/// its regression is the exact instruction count of one iteration (the loop's 4 x 1000 plus
+/// the call's constant), an integer; the per-sample constant (reads, criterion's loop set-up)
+/// goes to the intercept. The slope must also equal the count of one call measured
+/// directly as (count of 2K calls - count of K calls) / K.
+fn criterion_exact() -> Outcome {
+    use criterion::Criterion;
+    use perfkit_criterion::PerfMeasurement;
+    let m = match PerfMeasurement::new("instructions:u") {
+        Ok(m) => m,
+        Err(e) => {
+            return Outcome::Skip(format!("perfkit-criterion instructions:u: {e}"));
+        }
+    };
+    let dir = std::path::Path::new("/tmp/criterion-hwtest");
+    let _ = std::fs::remove_dir_all(dir);
+    let mut c = Criterion::default()
+        .with_measurement(m)
+        .output_directory(dir)
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(20))
+        .measurement_time(std::time::Duration::from_millis(200))
+        .without_plots();
+    #[inline(never)]
+    fn routine() {
+        spin(std::hint::black_box(1000));
+    }
+    c.bench_function("spin1000", |b| b.iter(routine));
+    let path = dir.join("spin1000/new/estimates.json");
+    let est: serde_json::Value = match std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => return Outcome::Fail(format!("{}: {e}", path.display())),
+    };
+    let Some(slope) = est["slope"]["point_estimate"].as_f64() else {
+        return Outcome::Fail(format!("no slope (linear sampling) in {est}"));
+    };
+    // The same routine counted directly.
+    let ctr = tri!(
+        "instructions",
+        Counter::open(&user_instructions(), &Target::this_thread())
+    );
+    let calls = |k: u64| -> perfkit::Result<u64> {
+        ctr.reset()?;
+        ctr.enable()?;
+        for _ in 0..k {
+            routine();
+        }
+        ctr.disable()?;
+        Ok(ctr.read()?.value)
+    };
+    tri!("warm-up", calls(100));
+    let k = 1000;
+    let one = tri!("K calls", calls(k));
+    let two = tri!("2K calls", calls(2 * k));
+    let direct = (two - one) as f64 / k as f64;
+    let rounded = slope.round();
+    if (slope - rounded).abs() > 1e-6 || !(4000.0..4100.0).contains(&rounded) {
+        return Outcome::Fail(format!(
+            "criterion's slope {slope} instructions/iteration is not an exact count of \
+             4 x 1000 + a constant (direct: {direct})"
+        ));
+    }
+    // Criterion's loop and the direct loop wrap the call alike, to a few instructions.
+    if (rounded - direct).abs() > 8.0 || direct.fract() != 0.0 {
+        return Outcome::Fail(format!(
+            "criterion's slope {rounded} vs {direct} per call counted directly"
+        ));
+    }
+    let mean = est["mean"]["point_estimate"].as_f64().unwrap_or(f64::NAN);
+    Outcome::Pass(format!(
+        "criterion slope {rounded} instructions:u per iteration exactly (|slope - integer| < \
+         1e-6); direct count {direct} per call; criterion's mean {mean:.2} carries the \
+         per-sample constant over the iterations"
+    ))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cpu = None;
@@ -882,6 +962,7 @@ fn main() -> ExitCode {
     run.report("perfkit_stat", perfkit_stat());
     run.report("event_sets_error", event_sets_error());
     run.report("check_advice", check_advice());
+    run.report("criterion_exact", criterion_exact());
     println!("INFO {} passed, {} failed", run.passed, run.failed);
     if run.failed == 0 {
         ExitCode::SUCCESS
