@@ -902,6 +902,81 @@ fn criterion_exact() -> Outcome {
     ))
 }
 
+/// The LIKWID and PAPI C programs (`fixtures/spin_*.c`, linked statically against
+/// perfkit's marker library by the script) under `perfkit stat --regions -x,`: regions "a"
+/// and "b" (the loop N times) count the same user instructions, and "c" (3N times)
+/// exactly 8N more, one call each.
+fn regions_c_exact() -> Outcome {
+    let me = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => return Outcome::Fail(format!("current_exe: {e}")),
+    };
+    let perfkit = me.with_file_name("perfkit");
+    let mut done = Vec::new();
+    for prog in ["spin_likwid", "spin_papi"] {
+        let path = me.with_file_name(prog);
+        if !path.exists() {
+            return Outcome::Skip(format!(
+                "{} is missing (the script builds it with the likwid/libpapi-dev headers)",
+                path.display()
+            ));
+        }
+        let out = std::process::Command::new(&perfkit)
+            .args(["stat", "--regions", "-x", ",", "-e", "instructions:u", "--"])
+            .arg(&path)
+            .arg(N.to_string())
+            // A static program ignores LD_PRELOAD: the library is linked in; the launcher
+            // only needs an existing file to name.
+            .env("PERFKIT_MARKERS_LIB", &path)
+            .output();
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => return Outcome::Fail(format!("running perfkit stat --regions: {e}")),
+        };
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() {
+            return Outcome::Fail(format!("{prog}: perfkit stat --regions failed:\n{text}"));
+        }
+        // region,thread,calls,time-ns,value,event,enabled,running
+        let get = |region: &str| -> Option<(u64, u64)> {
+            text.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f.len() >= 8 && f[0] == region && f[5] == "instructions:u")
+                    .then(|| Some((f[2].parse().ok()?, f[4].parse().ok()?)))
+                    .flatten()
+            })
+        };
+        let (Some(a), Some(b), Some(c)) = (get("a"), get("b"), get("c")) else {
+            return Outcome::Fail(format!("{prog}: regions a, b, c not all in:\n{text}"));
+        };
+        if (a.0, b.0, c.0) != (1, 1, 1) {
+            return Outcome::Fail(format!(
+                "{prog}: calls {} {} {}, not 1 each:\n{text}",
+                a.0, b.0, c.0
+            ));
+        }
+        if a.1 != b.1 || c.1 != a.1 + 8 * N {
+            return Outcome::Fail(format!(
+                "{prog}: a={} b={} c={} (want a = b, c = a + 8N = a + {}):\n{text}",
+                a.1,
+                b.1,
+                c.1,
+                8 * N
+            ));
+        }
+        done.push(format!(
+            "{prog}: a = b = {} = 4N + {}, c = a + 8N",
+            a.1,
+            a.1 as i64 - 4 * N as i64
+        ));
+    }
+    Outcome::Pass(done.join("; "))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cpu = None;
@@ -963,6 +1038,7 @@ fn main() -> ExitCode {
     run.report("event_sets_error", event_sets_error());
     run.report("check_advice", check_advice());
     run.report("criterion_exact", criterion_exact());
+    run.report("regions_c_exact", regions_c_exact());
     println!("INFO {} passed, {} failed", run.passed, run.failed);
     if run.failed == 0 {
         ExitCode::SUCCESS
