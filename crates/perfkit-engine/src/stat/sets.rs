@@ -16,6 +16,30 @@
 //! truth lies within `[seen + r_min * unseen, seen + r_max * unseen]` as long as the rate
 //! in the unseen time stayed within the range that was seen. With one slice there is no
 //! range and no bound is stated.
+//!
+//! ```
+//! use perfkit_engine::stat::{Plan, RunOptions, Runner, StatConfig, Switching};
+//! use std::time::Duration;
+//! let plan = Plan::new(&StatConfig {
+//!     // Two groups: two sets, counted in turn.
+//!     events: vec![("{task-clock,page-faults},{cpu-clock}".into(), vec![])],
+//!     command: vec!["sh".into(), "-c".into(), "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done".into()],
+//!     ..StatConfig::default()
+//! })?;
+//! let opts = RunOptions {
+//!     inherit: true,
+//!     switching: Some(Switching::Every(Duration::from_millis(5))),
+//!     ..RunOptions::default()
+//! };
+//! let run = Runner::new().run(&plan, &opts, &mut |_| Ok(()))?;
+//! let sets = run.sets.as_ref().unwrap();
+//! assert_eq!(sets.sets.len(), 2);
+//! // One set at a time: the sets' active times add up to the time counted.
+//! let sum: u64 = sets.sets.iter().map(|s| s.enabled_ns).sum();
+//! assert_eq!(sum, sets.total_ns);
+//! println!("{}", sets.text());
+//! # Ok::<(), perfkit_engine::Error>(())
+//! ```
 
 use crate::open::OpenedEvent;
 use perfkit::Count;
