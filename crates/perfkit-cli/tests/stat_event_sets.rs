@@ -142,9 +142,12 @@ fn groups_in_e_are_sets_and_intervals_rescale() {
                 .push(f[5].parse().unwrap_or(-1.0));
         }
     }
-    assert!(intervals.len() >= 3, "{text}");
+    assert!(intervals.len() >= 4, "{text}");
     let mut both = 0;
-    for (t, pcts) in &intervals {
+    // The last interval ends with the command's exit, when the kernel folds the exited
+    // task's counters into their parents; its shares are not checked (seen 100% + 100%).
+    let last = intervals.keys().next_back().cloned();
+    for (t, pcts) in intervals.iter().filter(|(t, _)| Some(*t) != last.as_ref()) {
         assert_eq!(pcts.len(), 2, "interval {t}:\n{text}");
         // An interval in which the command ran only while one set was active (a loaded
         // machine) shows the other `<not counted>` and the counted one at 100%.
