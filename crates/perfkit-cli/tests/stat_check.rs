@@ -167,3 +167,29 @@ fn stat_warns_before_counting_a_group_that_cannot_be_scheduled() {
     // It still counts what it can.
     assert!(err.contains("task-clock"), "{err}");
 }
+
+#[test]
+fn record_warns_before_opening_a_group_that_cannot_be_scheduled() {
+    if !have_libpfm() {
+        return skip("libpfm4 is not installed (apt-get install libpfm4)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = perfkit()
+        .env("LIBPFM_FORCE_PMU", "core")
+        .args(["record", "-e", "{bus-cycles,r10000013c,branches}", "-o"])
+        .arg(dir.path().join("perf.data"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    // Without a hardware PMU here the record itself fails after the warning; either way
+    // the warning comes first.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("Warning: {bus-cycles,r10000013c,branches} cannot be scheduled"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Split it: '{bus-cycles,r10000013c}' '{branches}'"),
+        "{err}"
+    );
+}
