@@ -536,6 +536,28 @@ mod tests {
     }
 
     #[test]
+    fn arm_group_of_seven_splits_six_and_one() {
+        let pmu = PmuModel::arm("armv8_pmuv3_0", 6, "test".into());
+        let i = "instructions:u";
+        let seven = [i; 7].join(",");
+        let specs = crate::parse(&[format!("{{{seven}}}")]).unwrap();
+        let text = CheckPlan::new(pmu.clone(), &specs).text();
+        let six = [i; 6].join(",");
+        assert!(text.contains("6 generic + the cycle counter"), "{text}");
+        assert!(
+            text.contains(&format!("cannot be scheduled: it needs 7 counters")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("Split it: '{{{six}}}' '{{{i}}}'")),
+            "{text}"
+        );
+        let specs = crate::parse(&[format!("{{cycles:u,{six}}}")]).unwrap();
+        let text = CheckPlan::new(pmu, &specs).text();
+        assert!(text.contains("count at once"), "{text}");
+    }
+
+    #[test]
     fn intel_core_seed_example() {
         let pmu = PmuModel::from_counts("core", "Intel Core", 2, 3, "test".into());
         let hw = |c| {
