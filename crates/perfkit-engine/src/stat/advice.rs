@@ -545,7 +545,7 @@ mod tests {
         let six = [i; 6].join(",");
         assert!(text.contains("6 generic + the cycle counter"), "{text}");
         assert!(
-            text.contains(&format!("cannot be scheduled: it needs 7 counters")),
+            text.contains("cannot be scheduled: it needs 7 counters"),
             "{text}"
         );
         assert!(
