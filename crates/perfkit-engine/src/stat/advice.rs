@@ -260,8 +260,10 @@ pub fn group_warnings(specs: &[EventSpec]) -> Vec<String> {
     }
 }
 
-/// An arm64 PMUv3 in sysfs, its generic counters found by growing a group of
-/// `instructions:u` on this thread until the kernel refuses a member.
+/// An arm64 PMUv3 in sysfs, its generic counters found on the kernel: the largest group of
+/// `instructions:u` on this thread that the kernel both accepts and schedules (enabled over
+/// some work, its `time_running` is above 0). Accepting is not enough: a group the kernel
+/// takes at open may still never get its counters.
 fn arm_probe() -> Option<PmuModel> {
     let dir = std::fs::read_dir("/sys/bus/event_source/devices").ok()?;
     let name = dir
@@ -270,19 +272,44 @@ fn arm_probe() -> Option<PmuModel> {
         .find(|n| n.starts_with("armv8_pmuv3") || n.contains("pmuv3"))?;
     let attr = perfkit::Attr::new(perfkit::Hardware::Instructions)
         .exclude_kernel(true)
-        .exclude_hv(true);
+        .exclude_hv(true)
+        .disabled(true);
     let t = perfkit::Target::this_thread();
-    let mut g = perfkit::Group::open(&attr, &t).ok()?;
-    let mut n = 1;
-    while n < 64 && g.add(&attr, &t).is_ok() {
-        n += 1;
+    let group = |k: usize| -> Option<perfkit::Group> {
+        let mut g = perfkit::Group::open(&attr, &t).ok()?;
+        for _ in 1..k {
+            g.add(&attr, &t).ok()?;
+        }
+        Some(g)
+    };
+    let scheduled = |g: &perfkit::Group| -> bool {
+        if g.enable().is_err() {
+            return false;
+        }
+        let mut x = 0u64;
+        for i in 0..200_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        let _ = g.disable();
+        g.read().is_ok_and(|c| c.time_running.unwrap_or(0) > 0)
+    };
+    let mut opened = 1;
+    while opened < 64 && group(opened + 1).is_some() {
+        opened += 1;
     }
+    let n = (1..=opened)
+        .rev()
+        .find(|&k| group(k).is_some_and(|g| scheduled(&g)))?;
     Some(PmuModel::arm(
         &name,
-        n,
+        n as u32,
         format!(
-            "sysfs {name}; {n} generic counters: a group of {n} opens, {} does not",
-            n + 1
+            "sysfs {name}; {n} generic counters: a group of {n} instructions:u is scheduled{}",
+            if opened > n {
+                format!(", one of {opened} opens but never runs")
+            } else {
+                format!(", {} does not open", n + 1)
+            }
         ),
     ))
 }
