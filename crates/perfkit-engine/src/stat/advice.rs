@@ -251,7 +251,27 @@ pub fn group_warnings(specs: &[EventSpec]) -> Vec<String> {
             sys::PERF_TYPE_HARDWARE | sys::PERF_TYPE_HW_CACHE | sys::PERF_TYPE_RAW
         )
     };
-    if !specs.iter().any(|s| s.grouped && counter(&s.attr)) {
+    // Only groups that could fail on some PMU cost a look-up (loading libpfm4 takes
+    // milliseconds): three or more counter events (the smallest PMUs have two generic
+    // counters), or two that may both want Intel's fixed counter 2.
+    let fixed2 = |a: &sys::perf_event_attr| {
+        (a.type_ == sys::PERF_TYPE_HARDWARE && a.config == 9)
+            || (a.type_ == sys::PERF_TYPE_RAW && a.config & 0xffff == 0x0300)
+    };
+    let mut risky = false;
+    let mut i = 0;
+    while i < specs.len() {
+        let mut j = i;
+        while j < specs.len() && specs[j].group == specs[i].group {
+            j += 1;
+        }
+        let g = &specs[i..j];
+        let n = g.iter().filter(|s| s.grouped && counter(&s.attr)).count();
+        let f2 = g.iter().filter(|s| s.grouped && fixed2(&s.attr)).count();
+        risky |= n >= 3 || f2 >= 2;
+        i = j;
+    }
+    if !risky {
         return Vec::new();
     }
     match PmuModel::detect() {
