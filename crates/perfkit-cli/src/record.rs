@@ -109,6 +109,9 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             e => e.into(),
         })?
     };
+    for w in perfkit_engine::stat::group_warnings(&specs) {
+        eprintln!("Warning: {w}");
+    }
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
     // --threads: who drains which CPU's ring (checked before anything is opened, as
     // perf checks it); without it one thread for a few CPUs, more on bigger machines.

@@ -73,7 +73,8 @@ mod sampler;
 mod userpage;
 
 pub use notify::{
-    AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, si_code, siginfo_fd, siginfo_perf,
+    AsyncSignal, PollEvents, Poller, Ready, SignalWaiter, Stopper, poll_fd, rt_signal, si_code,
+    siginfo_fd, siginfo_perf,
 };
 pub use ring::{
     AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
