@@ -138,12 +138,11 @@ fn recordings_report_the_same_bytes_on_one_thread_and_two() {
     } else {
         common::skip("perf is not installed: only perfkit's recording is compared");
     }
-    // perf's recordings of many kinds (dwarf unwinding, tracepoints, forks, exec), where
+    // perf's recordings of many kinds (system-wide, tracepoints, forks, exec, C++), where
     // this machine keeps a corpus of them.
     let corpus = Path::new("/work/corpora/perf61");
     for name in [
         "sys-g",
-        "dwarf-inline",
         "forks-g",
         "execve-g",
         "sys-sched-switch",
