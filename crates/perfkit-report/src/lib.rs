@@ -53,6 +53,7 @@ mod image;
 pub mod load;
 mod model;
 mod origin;
+pub mod pipeline;
 pub mod pprof_in;
 pub mod report;
 pub mod script;
