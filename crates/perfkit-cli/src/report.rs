@@ -856,14 +856,17 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     }
     let branches = formats.iter().any(|e| e.has_branches());
     if branches
-        && asked
+        && let Some(Field::Other(name)) = asked
             .iter()
-            .any(|f| matches!(f, Field::Other(n) if n.starts_with("brstack")))
+            .find(|f| matches!(f, Field::Other("brstacksym" | "brstackoff")))
     {
-        bail!("-F brstack, brstacksym and brstackoff are not supported yet");
+        bail!("-F {name} is not supported yet (brstack is)");
     }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());
+    want.branch_dsos = per_event
+        .iter()
+        .any(|f| f.contains(&Field::Other("brstack")) && f.contains(&Field::Dso));
     want.addr_symbols = formats.iter().zip(&per_event).any(|(e, f)| {
         e.addr_is_data()
             && f.contains(&Field::Addr)

@@ -56,6 +56,7 @@ mod origin;
 pub mod pprof_in;
 pub mod report;
 pub mod script;
+mod script_brstack;
 pub mod script_events;
 pub mod script_fields;
 pub mod script_python;

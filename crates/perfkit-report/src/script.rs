@@ -132,6 +132,7 @@ impl Field {
                 | Field::Tod
                 | Field::Insn
                 | Field::Insnlen
+                | Field::Other("brstack")
         )
     }
 
@@ -768,6 +769,9 @@ impl ScriptWriter<'_> {
         }
         if fields.contains(&Field::Uregs) {
             push_regs(out, d.uregs.as_ref(), masks.1, arch);
+        }
+        if fields.contains(&Field::Other("brstack")) {
+            crate::script_brstack::push_brstack(out, &d.branches);
         }
         if fields.contains(&Field::Insnlen) {
             let _ = write!(out, " ilen: {}", d.insn.len());

@@ -27,6 +27,8 @@ pub struct Want {
     pub addr_symbols: bool,
     /// Read the instruction at each sample's ip from its file (`insn`, `insnlen`).
     pub insn: bool,
+    /// Name the object of each branch's source and target (`brstack` with `dso`).
+    pub branch_dsos: bool,
     /// COMM, FORK and EXIT records.
     pub task: bool,
     /// MMAP and MMAP2 records.
@@ -98,6 +100,20 @@ pub struct AddrSymbol {
     pub dso: String,
 }
 
+/// One taken branch of a sample's branch stack.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Branch {
+    /// Source address.
+    pub from: u64,
+    /// Target address.
+    pub to: u64,
+    /// `struct perf_branch_entry`'s flags word (see `perfkit_records::BranchEntry`).
+    pub flags: u64,
+    /// The objects of source and target (with [`Want::branch_dsos`]; `[unknown]` when no
+    /// mapping covers the address).
+    pub dsos: Option<(String, String)>,
+}
+
 /// One sample's fields that the profile does not keep.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SampleDetail {
@@ -123,8 +139,8 @@ pub struct SampleDetail {
     pub iregs: Option<RegDump>,
     /// `PERF_SAMPLE_REGS_USER`.
     pub uregs: Option<RegDump>,
-    /// `PERF_SAMPLE_BRANCH_STACK`: from, to.
-    pub branches: Vec<(u64, u64)>,
+    /// `PERF_SAMPLE_BRANCH_STACK`, newest first.
+    pub branches: Vec<Branch>,
     /// The instruction at the ip, read from its file (empty when it cannot be: kernel
     /// code, anonymous memory, an undecodable byte sequence).
     pub insn: Vec<u8>,
@@ -434,7 +450,7 @@ impl Collector {
 
     /// Keep a mapping for page-fault addresses (perf's maps hold data mappings too).
     fn map(&mut self, pid: i32, addr: u64, len: u64, pgoff: u64, name: &[u8]) {
-        if !self.want.addr_symbols && !self.want.insn {
+        if !self.want.addr_symbols && !self.want.insn && !self.want.branch_dsos {
             return;
         }
         let mapping = Mapping {
@@ -473,13 +489,28 @@ impl Collector {
             branches: s
                 .branch_stack
                 .as_ref()
-                .map(|b| b.entries().map(|e| (e.from, e.to)).collect())
+                .map(|b| {
+                    b.entries()
+                        .map(|e| Branch {
+                            from: e.from,
+                            to: e.to,
+                            flags: e.flags,
+                            dsos: None,
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
             insn: Vec::new(),
         };
         let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
             d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
+        }
+        if self.want.branch_dsos {
+            let pid = s.pid.unwrap_or(-1);
+            for b in &mut d.branches {
+                b.dsos = Some((self.dso_name(pid, b.from), self.dso_name(pid, b.to)));
+            }
         }
         if self.want.insn
             && let Some(ip) = s.ip
@@ -530,6 +561,16 @@ impl Collector {
             return Vec::new();
         }
         bytes[..insn.len()].to_vec()
+    }
+
+    /// The object mapped at `addr` in `pid` (or the kernel's), `[unknown]` when none is.
+    fn dso_name(&self, pid: i32, addr: u64) -> String {
+        let m = if perfkit_symbols::is_kernel_address(addr) {
+            self.kernel_maps.find(addr)
+        } else {
+            self.maps.get(&pid).and_then(|m| m.find(addr))
+        };
+        m.map_or_else(|| "[unknown]".to_string(), |m| m.path.clone())
     }
 
     fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
