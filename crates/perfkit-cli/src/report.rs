@@ -858,15 +858,16 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     if branches
         && let Some(Field::Other(name)) = asked
             .iter()
-            .find(|f| matches!(f, Field::Other("brstacksym" | "brstackoff")))
+            .find(|f| matches!(f, Field::Other("brstackoff")))
     {
-        bail!("-F {name} is not supported yet (brstack is)");
+        bail!("-F {name} is not supported yet (brstack and brstacksym are)");
     }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());
-    want.branch_dsos = per_event
-        .iter()
-        .any(|f| f.contains(&Field::Other("brstack")) && f.contains(&Field::Dso));
+    want.branch_names = per_event.iter().any(|f| {
+        f.contains(&Field::Other("brstacksym"))
+            || (f.contains(&Field::Other("brstack")) && f.contains(&Field::Dso))
+    });
     want.addr_symbols = formats.iter().zip(&per_event).any(|(e, f)| {
         e.addr_is_data()
             && f.contains(&Field::Addr)

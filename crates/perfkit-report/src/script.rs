@@ -132,7 +132,7 @@ impl Field {
                 | Field::Tod
                 | Field::Insn
                 | Field::Insnlen
-                | Field::Other("brstack")
+                | Field::Other("brstack" | "brstacksym")
         )
     }
 
@@ -770,8 +770,12 @@ impl ScriptWriter<'_> {
         if fields.contains(&Field::Uregs) {
             push_regs(out, d.uregs.as_ref(), masks.1, arch);
         }
+        // perf prints one of them, in this order of preference.
+        let dso = fields.contains(&Field::Dso);
         if fields.contains(&Field::Other("brstack")) {
-            crate::script_brstack::push_brstack(out, &d.branches);
+            crate::script_brstack::push_brstack(out, &d.branches, dso);
+        } else if fields.contains(&Field::Other("brstacksym")) {
+            crate::script_brstack::push_brstacksym(out, &d.branches, dso);
         }
         if fields.contains(&Field::Insnlen) {
             let _ = write!(out, " ilen: {}", d.insn.len());

@@ -27,8 +27,9 @@ pub struct Want {
     pub addr_symbols: bool,
     /// Read the instruction at each sample's ip from its file (`insn`, `insnlen`).
     pub insn: bool,
-    /// Name the object of each branch's source and target (`brstack` with `dso`).
-    pub branch_dsos: bool,
+    /// Name the symbol and object of each branch's source and target (`brstacksym`,
+    /// `brstack` with `dso`).
+    pub branch_names: bool,
     /// COMM, FORK and EXIT records.
     pub task: bool,
     /// MMAP and MMAP2 records.
@@ -109,9 +110,9 @@ pub struct Branch {
     pub to: u64,
     /// `struct perf_branch_entry`'s flags word (see `perfkit_records::BranchEntry`).
     pub flags: u64,
-    /// The objects of source and target (with [`Want::branch_dsos`]; `[unknown]` when no
-    /// mapping covers the address).
-    pub dsos: Option<(String, String)>,
+    /// Symbol and object of source and target (with [`Want::branch_names`]; `[unknown]`
+    /// where none covers the address).
+    pub names: Option<(AddrSymbol, AddrSymbol)>,
 }
 
 /// One sample's fields that the profile does not keep.
@@ -450,7 +451,7 @@ impl Collector {
 
     /// Keep a mapping for page-fault addresses (perf's maps hold data mappings too).
     fn map(&mut self, pid: i32, addr: u64, len: u64, pgoff: u64, name: &[u8]) {
-        if !self.want.addr_symbols && !self.want.insn && !self.want.branch_dsos {
+        if !self.want.addr_symbols && !self.want.insn && !self.want.branch_names {
             return;
         }
         let mapping = Mapping {
@@ -495,7 +496,7 @@ impl Collector {
                             from: e.from,
                             to: e.to,
                             flags: e.flags,
-                            dsos: None,
+                            names: None,
                         })
                         .collect()
                 })
@@ -506,10 +507,10 @@ impl Collector {
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
             d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
         }
-        if self.want.branch_dsos {
+        if self.want.branch_names {
             let pid = s.pid.unwrap_or(-1);
             for b in &mut d.branches {
-                b.dsos = Some((self.dso_name(pid, b.from), self.dso_name(pid, b.to)));
+                b.names = Some((self.addr_symbol(pid, b.from), self.addr_symbol(pid, b.to)));
             }
         }
         if self.want.insn
@@ -561,16 +562,6 @@ impl Collector {
             return Vec::new();
         }
         bytes[..insn.len()].to_vec()
-    }
-
-    /// The object mapped at `addr` in `pid` (or the kernel's), `[unknown]` when none is.
-    fn dso_name(&self, pid: i32, addr: u64) -> String {
-        let m = if perfkit_symbols::is_kernel_address(addr) {
-            self.kernel_maps.find(addr)
-        } else {
-            self.maps.get(&pid).and_then(|m| m.find(addr))
-        };
-        m.map_or_else(|| "[unknown]".to_string(), |m| m.path.clone())
     }
 
     fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
@@ -665,8 +656,7 @@ pub fn load(
         comms: HashMap::default(),
         maps: HashMap::default(),
         kernel_maps: ProcessMaps::new(),
-        symbolizer: want
-            .addr_symbols
+        symbolizer: (want.addr_symbols || want.branch_names)
             .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
     };
     if want.rounds {
