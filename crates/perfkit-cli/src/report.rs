@@ -854,20 +854,16 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             bail!("-F {name} is not supported yet");
         }
     }
-    let branches = formats.iter().any(|e| e.has_branches());
-    if branches
-        && let Some(Field::Other(name)) = asked
-            .iter()
-            .find(|f| matches!(f, Field::Other("brstackoff")))
-    {
-        bail!("-F {name} is not supported yet (brstack and brstacksym are)");
-    }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());
     want.branch_names = per_event.iter().any(|f| {
         f.contains(&Field::Other("brstacksym"))
-            || (f.contains(&Field::Other("brstack")) && f.contains(&Field::Dso))
+            || ((f.contains(&Field::Other("brstack")) || f.contains(&Field::Other("brstackoff")))
+                && f.contains(&Field::Dso))
     });
+    want.branch_offsets = per_event
+        .iter()
+        .any(|f| f.contains(&Field::Other("brstackoff")));
     want.addr_symbols = formats.iter().zip(&per_event).any(|(e, f)| {
         e.addr_is_data()
             && f.contains(&Field::Addr)

@@ -132,7 +132,7 @@ impl Field {
                 | Field::Tod
                 | Field::Insn
                 | Field::Insnlen
-                | Field::Other("brstack" | "brstacksym")
+                | Field::Other("brstack" | "brstacksym" | "brstackoff")
         )
     }
 
@@ -773,9 +773,11 @@ impl ScriptWriter<'_> {
         // perf prints one of them, in this order of preference.
         let dso = fields.contains(&Field::Dso);
         if fields.contains(&Field::Other("brstack")) {
-            crate::script_brstack::push_brstack(out, &d.branches, dso);
+            crate::script_brstack::push_brstack(out, &d.branches, dso, false);
         } else if fields.contains(&Field::Other("brstacksym")) {
             crate::script_brstack::push_brstacksym(out, &d.branches, dso);
+        } else if fields.contains(&Field::Other("brstackoff")) {
+            crate::script_brstack::push_brstack(out, &d.branches, dso, true);
         }
         if fields.contains(&Field::Insnlen) {
             let _ = write!(out, " ilen: {}", d.insn.len());

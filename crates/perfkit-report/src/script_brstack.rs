@@ -50,15 +50,17 @@ fn type_name(flags: u64) -> &'static str {
     }
 }
 
-/// Append `branches` as perf's `brstack` field; `dso` adds each address's object.
-pub fn push_brstack(out: &mut String, branches: &[Branch], dso: bool) {
+/// Append `branches` as perf's `brstack` field (`brstackoff` with `offsets`: each address
+/// as [`Branch::offsets`] has it); `dso` adds each address's object.
+pub fn push_brstack(out: &mut String, branches: &[Branch], dso: bool, offsets: bool) {
     for b in branches {
         let names = b.names.as_ref().filter(|_| dso);
-        let _ = write!(out, " 0x{:x}", b.from);
+        let (from, to) = b.offsets.filter(|_| offsets).unwrap_or((b.from, b.to));
+        let _ = write!(out, " 0x{from:x}");
         if let Some((from, _)) = names {
             let _ = write!(out, "({})", from.dso);
         }
-        let _ = write!(out, "/0x{:x}", b.to);
+        let _ = write!(out, "/0x{to:x}");
         if let Some((_, to)) = names {
             let _ = write!(out, "({})", to.dso);
         }
@@ -127,16 +129,22 @@ mod tests {
             to: 0x402000,
             flags,
             names: None,
+            offsets: None,
         };
         let mut s = String::new();
         // predicted, in_tx, 3 cycles, CALL.
-        push_brstack(&mut s, &[b(2 | 4 | (3 << 4) | (4 << 20)), b(1 | 8)], false);
+        push_brstack(
+            &mut s,
+            &[b(2 | 4 | (3 << 4) | (4 << 20)), b(1 | 8)],
+            false,
+            false,
+        );
         assert_eq!(
             s,
             " 0x401000/0x402000/P/X/-/3/CALL  0x401000/0x402000/M/-/A/0/ "
         );
         let mut s = String::new();
-        push_brstack(&mut s, &[b((15 << 20) | (2 << 26))], false);
+        push_brstack(&mut s, &[b((15 << 20) | (2 << 26))], false, false);
         assert_eq!(s, " 0x401000/0x402000/-/-/-/0/FAULT_INST ");
     }
 }
