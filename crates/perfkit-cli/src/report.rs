@@ -833,7 +833,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         .copied()
         .collect();
     let mut load = LoadOptions::default();
-    load.srcline = asked.contains(&Field::Srcline);
+    load.srcline = asked.contains(&Field::Srcline) || asked.contains(&Field::Other("srccode"));
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
     let file = if args.header {
@@ -850,7 +850,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
     for f in &asked {
-        if let Field::Other(name @ ("srccode" | "brstackinsn" | "brstackinsnlen")) = f {
+        if let Field::Other(name @ ("brstackinsn" | "brstackinsnlen")) = f {
             bail!("-F {name} is not supported yet");
         }
     }

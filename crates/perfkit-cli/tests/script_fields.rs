@@ -700,3 +700,35 @@ fn branch_stacks_print_as_perf_prints_them() {
     assert_ne!(off, same(&file, &["-F", "brstack,dso"]));
     same(&file, &["-F", "ip,brstackoff"]);
 }
+
+/// `-F srccode`: the source line of each sample's ip after its line, printed when the
+/// thread's line changed (perf's state), as perf prints it, on perf's recording of a C
+/// program built with debug info.
+#[test]
+fn source_code_lines_match_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = common::hotloop::build(dir.path(), "-O0") else {
+        return;
+    };
+    let file = dir.path().join("src.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "cpu-clock",
+            "-F",
+            "2000",
+            "--",
+            bin.to_str().unwrap(),
+            "20000000",
+            "2",
+        ],
+    );
+    let out = same(&file, &["-F", "comm,tid,ip,sym,srccode"]);
+    // The hot loop's body is printed (it is where the samples are), once per change.
+    assert!(out.contains("        s += i * i;"), "{out}");
+    same(&file, &["-F", "ip,srccode"]);
+}

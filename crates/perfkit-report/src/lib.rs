@@ -60,6 +60,7 @@ mod script_brstack;
 pub mod script_events;
 pub mod script_fields;
 pub mod script_python;
+mod script_srccode;
 pub mod stats;
 pub mod tasks;
 pub mod thread_values;
