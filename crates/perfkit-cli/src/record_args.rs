@@ -52,6 +52,10 @@ pub struct RecordArgs {
     /// Start a new file on SIGUSR2, or by size (e.g. 100M) or time (e.g. 30s).
     #[arg(long = "switch-output", num_args = 0..=1, require_equals = true, default_missing_value = "signal", value_name = "WHEN")]
     pub switch_output: Option<String>,
+    /// perf's control channel: read `enable`, `disable`, `ping` and `stop` from a
+    /// descriptor or FIFO and acknowledge each with `ack` (as `perf daemon` drives sessions).
+    #[arg(long = "control", value_name = "fd:CTL[,ACK]|fifo:CTL[,ACK]")]
+    pub control: Option<String>,
     /// Record timestamps (always on; accepted for perf compatibility).
     #[arg(short = 'T', long = "timestamp")]
     pub timestamp: bool,

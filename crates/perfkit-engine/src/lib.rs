@@ -34,6 +34,8 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod control;
+pub mod daemon;
 mod drain_threads;
 mod error;
 pub mod offcpu;

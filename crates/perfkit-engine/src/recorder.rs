@@ -297,6 +297,14 @@ impl Recorder {
         Ok(())
     }
 
+    /// Disable every group (perf's `--control disable`); [`enable`](Self::enable) resumes.
+    pub fn disable(&self) {
+        self.opened.disable();
+        if let Some(o) = &self.off_cpu {
+            o.disable();
+        }
+    }
+
     /// Enable the groups of the events `range` (indices into the event list): `-D` enables
     /// the sampling events after the delay while the tracking event already runs.
     pub fn enable_events(&self, range: std::ops::Range<usize>) -> Result<()> {

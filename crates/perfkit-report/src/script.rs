@@ -132,6 +132,7 @@ impl Field {
                 | Field::Tod
                 | Field::Insn
                 | Field::Insnlen
+                | Field::Other("brstack" | "brstacksym" | "brstackoff" | "srccode")
         )
     }
 
@@ -407,6 +408,8 @@ pub struct ScriptWriter<'p> {
     /// The command to print for the sample being written, when it is not the thread's
     /// name at its time.
     comm_now: Option<String>,
+    /// `srccode`: each thread's last printed source line, and the source files read.
+    srccode: crate::script_srccode::SrcCode,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -428,6 +431,7 @@ impl<'p> ScriptWriter<'p> {
             tod_base: None,
             max_stack: usize::MAX,
             comm_now: None,
+            srccode: Default::default(),
         }
     }
 
@@ -769,6 +773,15 @@ impl ScriptWriter<'_> {
         if fields.contains(&Field::Uregs) {
             push_regs(out, d.uregs.as_ref(), masks.1, arch);
         }
+        // perf prints one of them, in this order of preference.
+        let dso = fields.contains(&Field::Dso);
+        if fields.contains(&Field::Other("brstack")) {
+            crate::script_brstack::push_brstack(out, &d.branches, dso, false);
+        } else if fields.contains(&Field::Other("brstacksym")) {
+            crate::script_brstack::push_brstacksym(out, &d.branches, dso);
+        } else if fields.contains(&Field::Other("brstackoff")) {
+            crate::script_brstack::push_brstack(out, &d.branches, dso, true);
+        }
         if fields.contains(&Field::Insnlen) {
             let _ = write!(out, " ilen: {}", d.insn.len());
         }
@@ -790,6 +803,11 @@ impl ScriptWriter<'_> {
             push_page_size(out, d.code_page_size);
         }
         out.push('\n');
+        if fields.contains(&Field::Other("srccode")) {
+            let leaf = p.stack_frames(s.stack).next();
+            let at = leaf.and_then(|f| p.frames[f as usize].srcline.as_ref());
+            self.srccode.push(s.thread, at, out);
+        }
     }
 
     /// Append a side-band record (`--show-task-events` ...) as perf prints it: the

@@ -108,6 +108,7 @@ mod locate;
 mod maps;
 mod perfmap;
 pub mod probe_lines;
+pub mod probe_range;
 mod symbolizer;
 mod types;
 pub mod unwind;

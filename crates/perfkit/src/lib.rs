@@ -37,6 +37,8 @@ mod counter_set;
 pub mod cpus;
 mod error;
 mod event;
+mod fifo;
+mod flock;
 mod group;
 mod launch;
 mod target;
@@ -58,6 +60,8 @@ pub use event::{
     Breakpoint, BreakpointKind, Cache, CacheEvent, CacheOp, CacheResult, Event, Hardware, Software,
     attr_name,
 };
+pub use fifo::mkfifo;
+pub use flock::try_lock_exclusive;
 pub use group::{Group, GroupCount, MemberId};
 pub use launch::{
     ChildUsage, ExitStatus, LaunchError, PausedChild, find_program, kill, threads_of, wait,

@@ -87,36 +87,7 @@ enum Msg {
     Control(ControlCmd),
 }
 
-/// A command read from the control descriptor (perf's `--control`), one per line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ControlCmd {
-    /// `enable` (all events) or `enable NAME`.
-    Enable(Option<String>),
-    /// `disable` or `disable NAME`.
-    Disable(Option<String>),
-    /// `ping`: only the acknowledgement.
-    Ping,
-    /// `stop`: end counting as if the command had ended.
-    Stop,
-}
-
-impl ControlCmd {
-    /// Parse one line (without its newline); unknown commands are `None`.
-    pub fn parse(line: &str) -> Option<ControlCmd> {
-        let line = line.trim();
-        let (word, arg) = match line.split_once(' ') {
-            Some((w, a)) => (w, Some(a.trim().to_string()).filter(|a| !a.is_empty())),
-            None => (line, None),
-        };
-        match word {
-            "enable" => Some(ControlCmd::Enable(arg)),
-            "disable" => Some(ControlCmd::Disable(arg)),
-            "ping" => Some(ControlCmd::Ping),
-            "stop" => Some(ControlCmd::Stop),
-            _ => None,
-        }
-    }
-}
+pub use crate::control::ControlCmd;
 
 /// Ends a run from another thread: Ctrl-C goes to the command when one runs (perf's
 /// behaviour: the command ends, the counts print), else it stops counting.
@@ -171,19 +142,11 @@ impl Runner {
     /// perf's `--control`: read commands (`enable`, `disable`, `ping`, `stop`, one per
     /// line) from `ctl` while counting, and write perf's `ack\n\0` to `ack` after each.
     pub fn control(&mut self, ctl: std::fs::File, ack: Option<std::fs::File>) {
-        use std::io::BufRead;
         self.ack = ack;
         let tx = self.stop.tx.lock().map(|t| t.clone());
         let Ok(tx) = tx else { return };
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(ctl).lines() {
-                let Ok(line) = line else { break };
-                if let Some(cmd) = ControlCmd::parse(&line)
-                    && tx.send(Msg::Control(cmd)).is_err()
-                {
-                    break;
-                }
-            }
+            crate::control::read_commands(ctl, |cmd| tx.send(Msg::Control(cmd)).is_ok());
         });
     }
 
@@ -480,9 +443,7 @@ impl Runner {
         }
         progress(Progress::Control(cmd)).map_err(|e| Error::io("writing", e))?;
         if let Some(ack) = &mut self.ack {
-            use std::io::Write;
-            // perf writes its tag with the C string's NUL: `ack\n\0`.
-            ack.write_all(b"ack\n\0")
+            crate::control::acknowledge(ack)
                 .map_err(|e| Error::io("writing the --control acknowledgement", e))?;
         }
         Ok(*cmd == ControlCmd::Stop)
@@ -654,22 +615,4 @@ pub fn delta(now: &[Vec<Option<Count>>], before: &[Vec<Option<Count>>]) -> Vec<V
                 .collect()
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ControlCmd;
-
-    #[test]
-    fn control_lines_as_perf_reads_them() {
-        assert_eq!(ControlCmd::parse("enable"), Some(ControlCmd::Enable(None)));
-        assert_eq!(
-            ControlCmd::parse("disable task-clock\n"),
-            Some(ControlCmd::Disable(Some("task-clock".into())))
-        );
-        assert_eq!(ControlCmd::parse("ping"), Some(ControlCmd::Ping));
-        assert_eq!(ControlCmd::parse("stop"), Some(ControlCmd::Stop));
-        assert_eq!(ControlCmd::parse("bogus"), None);
-        assert_eq!(ControlCmd::parse(""), None);
-    }
 }
