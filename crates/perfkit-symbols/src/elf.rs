@@ -250,6 +250,9 @@ impl SymbolTable {
         }
         // At one address keep the best (the rank orders aliases as perf does).
         raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
+        if demangle {
+            prefer_longer_demangled(&mut raw, &names);
+        }
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
         for i in 0..raw.len() {
@@ -307,6 +310,38 @@ impl SymbolTable {
         };
         self.demangled[i] = Some(name.clone());
         name
+    }
+}
+
+/// perf compares the lengths of aliases' names as it prints them, demangled: among the
+/// aliases at one address that rank best but for the name's length, move the one with the
+/// longest demangled name first (the first in symbol-table order on a tie, as perf keeps
+/// it: LLVM's identical-code-folded destructors). Only shared addresses are demangled.
+fn prefer_longer_demangled(raw: &mut [(u64, u64, Rank, u32, u32, u64)], names: &[u8]) {
+    let mut i = 0;
+    while i < raw.len() {
+        let start = raw[i].0;
+        let mut j = i + 1;
+        while j < raw.len() && raw[j].0 == start {
+            j += 1;
+        }
+        let best = raw[i].2;
+        let same = |r: &Rank| {
+            r.0 == best.0 && r.1 == best.1 && r.2 == best.2 && r.3 == best.3 && r.4 == best.4
+        };
+        let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
+        if tied > 1 {
+            let len = |e: &(u64, u64, Rank, u32, u32, u64)| {
+                let raw_name = &names[e.3 as usize..(e.3 + e.4) as usize];
+                demangle(&String::from_utf8_lossy(raw_name)).len()
+            };
+            // Symbol-table order among the tied: the smaller name offset came first.
+            let pick = (i..i + tied)
+                .max_by_key(|&k| (len(&raw[k]), std::cmp::Reverse(raw[k].3)))
+                .unwrap_or(i);
+            raw.swap(i, pick);
+        }
+        i = j;
     }
 }
 
@@ -439,6 +474,33 @@ mod tests {
     #[test]
     fn crc32_known_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn aliases_compare_demangled_lengths_and_keep_table_order_on_ties() {
+        // Two folded destructors of equal demangled length (the first in the table wins,
+        // as perf keeps it), and at another address a longer demangled name behind a
+        // shorter mangled one.
+        let names: Vec<&[u8]> = vec![
+            b"_ZN12_GLOBAL__N_14AaaaD2Ev",
+            b"_ZN12_GLOBAL__N_14BbbbD2Ev",
+            b"_ZN1x3fooEv",
+            b"_ZN2yy3fooEv",
+        ];
+        let mut arena = Vec::new();
+        let mut raw = Vec::new();
+        let rank: Rank = (false, false, false, true, 1, std::cmp::Reverse(0));
+        for (i, n) in names.iter().enumerate() {
+            let start = if i < 2 { 0x100 } else { 0x200 };
+            raw.push((start, 8, rank, arena.len() as u32, n.len() as u32, 0x300));
+            arena.extend_from_slice(n);
+        }
+        let name = |e: &(u64, u64, Rank, u32, u32, u64)| {
+            String::from_utf8_lossy(&arena[e.3 as usize..(e.3 + e.4) as usize]).into_owned()
+        };
+        prefer_longer_demangled(&mut raw, &arena);
+        assert_eq!(name(&raw[0]), "_ZN12_GLOBAL__N_14AaaaD2Ev");
+        assert_eq!(name(&raw[2]), "_ZN2yy3fooEv");
     }
 
     #[test]
