@@ -177,10 +177,7 @@ pub fn annotate(
         let ev = (s.event as usize).min(nevents - 1);
         totals[ev].0 += 1;
         totals[ev].1 += s.period;
-        let Some(leaf) = profile
-            .stack_frames(s.stack)
-            .find(|&f| !profile.frames[f as usize].inlined)
-        else {
+        let Some(leaf) = profile.sample_frame(s.stack) else {
             continue;
         };
         let frame = &profile.frames[leaf as usize];

@@ -583,8 +583,10 @@ impl Builder {
     /// Push a DWARF-unwound user frame as perf's unwinder reports it: where the file has
     /// debug information, every function DWARF places at the address, innermost first,
     /// each named by DWARF; one whose name is not the ELF symbol's is perf's "inlined"
-    /// frame (the offset still from the symbol). The leaf keeps its symbol's frame when
-    /// DWARF names none, as that is the row its sample counts for in perf's report.
+    /// frame (the offset still from the symbol). When DWARF does not name the leaf's ELF
+    /// symbol (`init_cpu_features` in `init_cpu_features.constprop.0`, `__GI_mprotect` at
+    /// `mprotect`), the symbol's frame is still the one its sample counts for in perf's
+    /// report: [`Profile::leaf_symbols`] keeps it.
     fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
         let generation = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
         let key = (pid, addr, generation, leaf);
@@ -592,9 +594,21 @@ impl Builder {
             chain.extend_from_slice(v);
             return;
         }
-        let frames = self.dwarf_chain(pid, addr, leaf);
+        let frames = self.dwarf_chain(pid, addr);
         let frames = match frames {
-            Some(v) => v,
+            Some((v, outer_matches)) => {
+                if leaf
+                    && !outer_matches
+                    && let Some(&first) = v.first()
+                {
+                    let mut own = Vec::new();
+                    self.push_frame(&mut own, pid, addr, false);
+                    if let Some(&f) = own.last() {
+                        self.profile.leaf_symbols.insert(first, f);
+                    }
+                }
+                v
+            }
             None => {
                 let mut v = Vec::new();
                 self.push_frame(&mut v, pid, addr, false);
@@ -605,7 +619,8 @@ impl Builder {
         self.dwarf_frames.insert(key, frames);
     }
 
-    fn dwarf_chain(&mut self, pid: i32, addr: u64, leaf: bool) -> Option<Vec<FrameId>> {
+    /// The frames DWARF names at `addr` and whether the outermost is the ELF symbol.
+    fn dwarf_chain(&mut self, pid: i32, addr: u64) -> Option<(Vec<FrameId>, bool)> {
         if perfkit_symbols::is_kernel_address(addr) {
             return None;
         }
@@ -627,9 +642,6 @@ impl Builder {
             .last()
             .and_then(|f| f.function.as_deref())
             .is_some_and(|n| n == &*symbol.name);
-        if leaf && !outer_matches {
-            return None;
-        }
         let dso = sym.dso.to_string();
         let mut out = Vec::with_capacity(sym.inlined.len());
         for i in &sym.inlined {
@@ -653,7 +665,7 @@ impl Builder {
                 inlined: !real,
             }));
         }
-        Some(out)
+        Some((out, outer_matches))
     }
 
     /// The size of the user stack copy the recording asked for (the largest of its events).

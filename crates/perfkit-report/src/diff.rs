@@ -234,9 +234,7 @@ fn kept(p: &Profile, s: &crate::Sample, opts: &Options) -> bool {
 }
 
 fn key_values(p: &Profile, s: &crate::Sample, keys: &[Key]) -> Vec<String> {
-    let leaf = p
-        .stack_frames(s.stack)
-        .find(|&f| !p.frames[f as usize].inlined);
+    let leaf = p.sample_frame(s.stack);
     let func = leaf.map(|f| p.func_of(f));
     let t = &p.threads[s.thread as usize];
     keys.iter()

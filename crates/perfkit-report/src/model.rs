@@ -281,6 +281,11 @@ pub struct Profile {
     pub dso_build_ids: HashMap<String, Vec<u8>>,
     /// Each named function's symbol size in bytes (`--sort symbol_size`).
     pub sym_sizes: HashMap<FuncId, u64>,
+    /// A DWARF-unwound leaf whose DWARF function is not its ELF symbol (perf shows every
+    /// function DWARF places there as inlined, `init_cpu_features (inlined)` in
+    /// `init_cpu_features.constprop.0`): its first frame -> the ELF symbol's frame, which
+    /// the sample counts for, as perf's report row.
+    pub leaf_symbols: HashMap<FrameId, FrameId>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,
@@ -356,6 +361,19 @@ impl Profile {
             profile: self,
             next: leaf,
         }
+    }
+
+    /// The frame a sample with this stack counts for (its report row): the function its
+    /// address is in, not what is inlined there.
+    pub fn sample_frame(&self, stack: Option<StackId>) -> Option<FrameId> {
+        let mut frames = self.stack_frames(stack);
+        let first = frames.next()?;
+        if let Some(&f) = self.leaf_symbols.get(&first) {
+            return Some(f);
+        }
+        std::iter::once(first)
+            .chain(frames)
+            .find(|&f| !self.frames[f as usize].inlined)
     }
 
     /// Drop the interning tables (after frames were edited in place, they are stale; a

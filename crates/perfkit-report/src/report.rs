@@ -254,10 +254,7 @@ impl Filter {
             return false;
         }
         if !self.dsos.is_empty() || !self.symbols.is_empty() {
-            let Some(leaf) = p
-                .stack_frames(s.stack)
-                .find(|&f| !p.frames[f as usize].inlined)
-            else {
+            let Some(leaf) = p.sample_frame(s.stack) else {
                 return false;
             };
             let f = p.func_of(leaf);
@@ -413,13 +410,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 parent,
             };
             // Self time goes to the function the address is in, not to what is inlined there.
-            let leaf = root.or_else(|| {
-                frames
-                    .iter()
-                    .copied()
-                    .find(|&f| !p.frames[f as usize].inlined)
-                    .or(frames.first().copied())
-            });
+            let leaf = root.or_else(|| p.sample_frame(stack).or(frames.first().copied()));
             let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
             let (r, _) = rows
                 .entry(leaf_key)

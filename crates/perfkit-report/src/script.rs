@@ -751,11 +751,9 @@ impl ScriptWriter<'_> {
                     out.push('\n');
                 }
             } else {
-                let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
-                if let Some(&f) = frames
-                    .iter()
-                    .find(|&&f| !p.frames[f as usize].inlined)
-                    .or(frames.first())
+                if let Some(f) = p
+                    .sample_frame(s.stack)
+                    .or_else(|| p.stack_frames(s.stack).next())
                 {
                     out.push(' ');
                     out.push_str(&frame_text(p, f, fields, false));
@@ -1130,11 +1128,7 @@ fn sample_line(
                 out.push_str(&frame_text(p, f, fields, true));
             }
             out.push('\n');
-        } else if let Some(&f) = frames
-            .iter()
-            .find(|&&f| !p.frames[f as usize].inlined)
-            .or(frames.first())
-        {
+        } else if let Some(f) = p.sample_frame(s.stack).or(frames.first().copied()) {
             let _ = write!(out, "  {}", frame_text(p, f, fields, false));
         }
     }
