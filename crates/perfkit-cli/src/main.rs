@@ -123,6 +123,7 @@ pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv = agent::continuous_argv(&argv).unwrap_or(argv);
     // perf takes any unambiguous prefix of a long option (`report --task` for `--tasks`).
     let command = Cli::command().mut_subcommands(|c| c.infer_long_args(true));
     let matches = match command.try_get_matches_from(&argv) {
