@@ -792,6 +792,11 @@ fn check_advice() -> Outcome {
         }
         kernel = k;
     }
+    if kernel == 0 {
+        return Outcome::Skip(
+            "not supported on this machine: no group of instructions:u is scheduled here (no hardware PMU), nothing to check --check's plan against".into(),
+        );
+    }
     let me = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => return Outcome::Fail(format!("current_exe: {e}")),
@@ -862,7 +867,15 @@ fn criterion_exact() -> Outcome {
     let m = match PerfMeasurement::new("instructions:u") {
         Ok(m) => m,
         Err(e) => {
-            return Outcome::Skip(format!("perfkit-criterion instructions:u: {e}"));
+            // The error's cause says why (no PMU here): print the chain.
+            let mut why = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(c) = src {
+                why.push_str(": ");
+                why.push_str(&c.to_string());
+                src = c.source();
+            }
+            return Outcome::Skip(format!("perfkit-criterion instructions:u: {why}"));
         }
     };
     let dir = std::path::Path::new("/tmp/criterion-hwtest");
@@ -947,7 +960,7 @@ fn regions_c_exact() -> Outcome {
         let path = me.with_file_name(prog);
         if !path.exists() {
             return Outcome::Skip(format!(
-                "{} is missing (the script builds it with the likwid/libpapi-dev headers)",
+                "{} is missing: it runs in the arm64 guest, where scripts/arm64-pmu-test.sh builds it with the likwid/libpapi-dev headers",
                 path.display()
             ));
         }

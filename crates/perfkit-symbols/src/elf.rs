@@ -195,11 +195,17 @@ impl SymbolTable {
         } else {
             Box::new(obj.symbols())
         };
+        // Named data objects: perf's table keeps them beside the functions (its
+        // elf_sym__filter takes STT_OBJECT too), so they count for the PLT rule below.
+        let mut objects = 0usize;
         for s in syms {
             let SymbolSection::Section(idx) = s.section() else {
                 continue;
             };
             let kind = s.kind();
+            if kind == SymbolKind::Data && s.name_bytes().is_ok_and(|n| !n.is_empty()) {
+                objects += 1;
+            }
             if !matches!(kind, SymbolKind::Text | SymbolKind::Unknown) {
                 continue;
             }
@@ -230,8 +236,10 @@ impl SymbolTable {
             raw.push((s.address(), s.size(), rank, off, len, sec_end));
         }
         // perf's `name@plt` symbols for the PLT stubs, which no symbol table covers: only
-        // when the table gave symbols (perf's dso__load synthesizes them only then).
-        let plt = if raw.is_empty() {
+        // when the table gave symbols, functions or data objects (perf's dso__load
+        // synthesizes them only then: a stripped dash, whose .dynsym defines only
+        // `environ`, gets them).
+        let plt = if raw.is_empty() && objects == 0 {
             Vec::new()
         } else {
             plt_symbols(runtime_obj.as_ref().unwrap_or(&obj))
