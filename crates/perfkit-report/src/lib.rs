@@ -54,6 +54,7 @@ pub mod load;
 mod model;
 mod origin;
 pub mod pprof_in;
+mod rb_order;
 pub mod report;
 pub mod script;
 pub mod script_events;

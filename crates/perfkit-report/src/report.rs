@@ -298,6 +298,12 @@ pub struct Row {
     last_stack: Option<u32>,
     /// The longest chain added to the row (perf's `callchain->max_depth`, children mode).
     max_depth: u32,
+    /// The aggregated stack that created the row (perf's entry keeps that sample's
+    /// thread).
+    first: u32,
+    /// The privilege level (`[k]` or `[.]`) of a frame outside every mapping, as perf's
+    /// walk left it when the row was made (None: the frame's own).
+    kernel: Option<bool>,
 }
 
 /// One event's section of the report.
@@ -423,7 +429,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
             let (r, _) = rows
                 .entry(leaf_key)
-                .or_insert_with(|| (Row::new(leaf), seed(leaf)));
+                .or_insert_with(|| (Row::new(leaf, ai as u32), seed(leaf)));
             r.self_ += period;
             r.samples += n;
             if leaf.is_some_and(|f| p.func_of(f).kernel) {
@@ -449,12 +455,22 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 } else {
                     Box::new(0..len)
                 };
+                // perf's walk reuses one location: a frame outside every mapping keeps the
+                // privilege level of the frame walked before it (the sample's own first).
+                let mut kernel = leaf.is_some_and(|f| p.func_of(f).kernel);
                 for depth in order {
                     let f = chain[depth];
+                    let func = p.func_of(f);
+                    let unmapped = func.dso == "[unknown]";
+                    if !unmapped {
+                        kernel = func.kernel;
+                    }
                     let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
-                    let (r, _) = rows
-                        .entry(k)
-                        .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
+                    let (r, _) = rows.entry(k).or_insert_with(|| {
+                        let mut r = Row::new(Some(f), ai as u32);
+                        r.kernel = unmapped.then_some(kernel);
+                        (r, seed(Some(f)))
+                    });
                     if r.last_stack == Some(ai as u32) {
                         continue;
                     }
@@ -492,6 +508,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     .map(|k| {
                         let at = Place {
                             frame: seed.frame,
+                            kernel: row.kernel,
                             sampled,
                             long_dso: opts.long_dso,
                         };
@@ -512,16 +529,24 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
         if opts.overhead && opts.children && opts.graph != GraphMode::None {
             // perf's children sort: the children column; equal ones put callers above
-            // callees (the longer callchain first in caller order,
-            // the shorter in callee order). perf skips that step without callchains
-            // shown (`-g none`: its use_callchain is off).
+            // callees (the longer callchain first in caller order, the shorter in callee
+            // order), but only between entries of one thread (the thread of the entry's
+            // first sample); then the self column and the keys. perf skips the depth step
+            // without callchains shown (`-g none`: its use_callchain is off). Not being
+            // transitive, that comparison gives perf's order only by inserting the
+            // entries as perf does: in the order of its entry tree, into a red-black tree.
             rows.sort_by(|a, b| {
-                weight(b)
-                    .cmp(&weight(a))
+                entry_order(p, &opts.sort, a, b).then_with(|| a.first.cmp(&b.first))
+            });
+            let thread = |r: &Row| agg[r.first as usize].0.0;
+            rows = crate::rb_order::rb_order(rows, |a, b| {
+                weight(a)
+                    .cmp(&weight(b))
+                    .reverse()
                     .then_with(|| {
-                        // perf compares depths of one thread's rows only; a sort needs a
-                        // total order, so rows of different threads are compared too.
-                        if caller_first {
+                        if thread(a) != thread(b) {
+                            std::cmp::Ordering::Equal
+                        } else if caller_first {
                             b.max_depth.cmp(&a.max_depth)
                         } else {
                             a.max_depth.cmp(&b.max_depth)
@@ -529,6 +554,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     })
                     .then_with(|| b.self_.cmp(&a.self_))
                     .then_with(|| by_keys(a, b))
+                    .is_lt()
             });
         } else if opts.overhead {
             // perf's output sort: the overhead column, then the keys.
@@ -691,8 +717,10 @@ struct Seed {
 }
 
 impl Row {
-    fn new(frame: Option<FrameId>) -> Row {
+    fn new(frame: Option<FrameId>, first: u32) -> Row {
         Row {
+            first,
+            kernel: None,
             keys: Vec::new(),
             children: 0,
             self_: 0,
@@ -845,6 +873,38 @@ impl<'p> Ids<'p> {
     }
 }
 
+/// perf's order of entries before the output sort (`hist_entry__cmp`, the order of its
+/// entry tree): key by key; symbols by their start address in their object (unnamed ones
+/// after the named, by address), other keys as [`perf_key_order`] compares them.
+fn entry_order(p: &Profile, sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
+    let sym_place = |r: &Row| -> (bool, u64) {
+        let Some(f) = r.frame else {
+            return (true, 0);
+        };
+        let fr = &p.frames[f as usize];
+        if p.func_of(f).name == "[unknown]" {
+            let ip = if r.self_ > 0 {
+                fr.map_offset.unwrap_or(fr.addr)
+            } else {
+                fr.addr
+            };
+            return (true, ip);
+        }
+        let at = fr.map_offset.unwrap_or(fr.addr);
+        (false, at.wrapping_sub(fr.sym_offset.unwrap_or(0)))
+    };
+    for (i, k) in sort.iter().enumerate() {
+        let o = match k {
+            SortKey::Sym => sym_place(a).cmp(&sym_place(b)),
+            _ => perf_key_order(&[*k], &a.keys[i..=i], &b.keys[i..=i]),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
 /// Rows of equal weight in perf's order: key by key, each as perf's sort function compares
 /// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
 /// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
@@ -881,6 +941,8 @@ pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> st
 /// A row's frame, and whether it was sampled (else only reached through callchains).
 struct Place {
     frame: Option<FrameId>,
+    /// The privilege level shown, when not the function's own.
+    kernel: Option<bool>,
     sampled: bool,
     /// DSOs by their path (`-v`), not their short name.
     long_dso: bool,
@@ -914,7 +976,13 @@ fn format_key(
 ) -> String {
     let frame = at.frame;
     let func = frame.map(|f| p.func_of(f));
-    let mode = |kernel: bool| if kernel { "[k]" } else { "[.]" };
+    let mode = |kernel: bool| {
+        if at.kernel.unwrap_or(kernel) {
+            "[k]"
+        } else {
+            "[.]"
+        }
+    };
     match key {
         SortKey::Comm => comm.to_string(),
         SortKey::Pid => format!("{pid}:{comm}"),
