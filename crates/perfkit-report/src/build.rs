@@ -217,6 +217,11 @@ impl Builder {
         self.symbolizer.prefetch_kernel();
     }
 
+    /// The recording's event groups.
+    pub fn groups(&mut self, groups: Vec<crate::EventGroup>) {
+        self.profile.groups = groups;
+    }
+
     /// Add header facts (`--header`).
     pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.profile.meta.push((key.into(), value.into()));

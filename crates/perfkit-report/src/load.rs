@@ -281,6 +281,17 @@ impl Loader {
             .map(|b| (b.filename.clone(), b.build_id.clone()))
             .collect();
         let ft = &file.features;
+        me.builder.groups(
+            ft.group_desc
+                .iter()
+                .map(|(name, leader, members)| crate::EventGroup {
+                    // perf's dummy name of a group without one.
+                    name: (name != "{anon_group}").then(|| name.clone()),
+                    leader: *leader,
+                    members: *members,
+                })
+                .collect(),
+        );
         for (k, v) in [
             ("hostname", &ft.hostname),
             ("os release", &ft.osrelease),

@@ -234,11 +234,25 @@ pub struct UnknownCounts {
     pub by_reason: Vec<(String, u64)>,
 }
 
+/// An event group of the recording (`-e '{a,b}'`, the file's HEADER_GROUP_DESC): report
+/// shows its events side by side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventGroup {
+    /// Its name; None for perf's `anon group`.
+    pub name: Option<String>,
+    /// Index of its leader in [`Profile::events`]; the other events follow it.
+    pub leader: u32,
+    /// Number of events, the leader included.
+    pub members: u32,
+}
+
 /// A profile: everything reports and exports need, symbolized.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
     /// Recorded events.
     pub events: Vec<EventDesc>,
+    /// Event groups of the recording.
+    pub groups: Vec<EventGroup>,
     /// Threads.
     pub threads: Vec<Thread>,
     /// Functions.
