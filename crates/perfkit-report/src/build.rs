@@ -386,7 +386,8 @@ impl Builder {
                     // address - 1 (inside the call), which is also the address printed.
                     for (i, addr) in self.unwind(pid, &u).into_iter().enumerate() {
                         let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
-                        self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
+                        let own = i == 0 && chain.is_empty();
+                        self.push_dwarf_frame(&mut chain, pid, addr, own);
                     }
                 } else if callchain.is_empty() {
                     self.push_frame(&mut chain, pid, ip, kernel);
@@ -480,6 +481,7 @@ impl Builder {
                 sym_offset: None,
                 srcline: None,
                 inlined: false,
+                sample_only: false,
             });
             self.pending_kernel.push(frame);
             if let Some(m) = self.kernel_maps.find(addr).cloned() {
@@ -506,6 +508,7 @@ impl Builder {
                 sym_offset: None,
                 srcline: None,
                 inlined: false,
+                sample_only: false,
             });
             self.memo.insert(key, frame);
             return frame;
@@ -544,6 +547,7 @@ impl Builder {
             sym_offset: sym.symbol.as_ref().map(|s| s.offset),
             srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
             inlined: false,
+            sample_only: false,
         });
         if let Some(m) = &mapping {
             let image = self.image(pid, m);
@@ -566,6 +570,7 @@ impl Builder {
                         sym_offset: None,
                         srcline: i.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
                         inlined: true,
+                        sample_only: false,
                     })
                 })
                 .collect();
@@ -588,16 +593,18 @@ impl Builder {
     /// Push a DWARF-unwound user frame as perf's unwinder reports it: where the file has
     /// debug information, every function DWARF places at the address, innermost first,
     /// each named by DWARF; one whose name is not the ELF symbol's is perf's "inlined"
-    /// frame (the offset still from the symbol). The leaf keeps its symbol's frame when
-    /// DWARF names none, as that is the row its sample counts for in perf's report.
-    fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
+    /// frame (the offset still from the symbol). The sample's own address (`own`: a user
+    /// sample's leaf), when its outermost DWARF function is not its symbol, also gets a
+    /// [`Frame::sample_only`] frame of the symbol, as that is the row its sample counts for
+    /// in perf's report.
+    fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, own: bool) {
         let generation = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
-        let key = (pid, addr, generation, leaf);
+        let key = (pid, addr, generation, own);
         if let Some(v) = self.dwarf_frames.get(&key) {
             chain.extend_from_slice(v);
             return;
         }
-        let frames = self.dwarf_chain(pid, addr, leaf);
+        let frames = self.dwarf_chain(pid, addr, own);
         let frames = match frames {
             Some(v) => v,
             None => {
@@ -610,7 +617,7 @@ impl Builder {
         self.dwarf_frames.insert(key, frames);
     }
 
-    fn dwarf_chain(&mut self, pid: i32, addr: u64, leaf: bool) -> Option<Vec<FrameId>> {
+    fn dwarf_chain(&mut self, pid: i32, addr: u64, own: bool) -> Option<Vec<FrameId>> {
         if perfkit_symbols::is_kernel_address(addr) {
             return None;
         }
@@ -632,11 +639,27 @@ impl Builder {
             .last()
             .and_then(|f| f.function.as_deref())
             .is_some_and(|n| n == &*symbol.name);
-        if leaf && !outer_matches {
-            return None;
-        }
         let dso = sym.dso.to_string();
-        let mut out = Vec::with_capacity(sym.inlined.len());
+        let mut out = Vec::with_capacity(sym.inlined.len() + 1);
+        if own && !outer_matches {
+            // perf's chain shows DWARF's functions only; its report still counts the
+            // sample for the symbol: a leaf frame for that, left out of chains.
+            let func = self.profile.func(Func {
+                name: symbol.name.to_string(),
+                dso: dso.clone(),
+                kernel: false,
+            });
+            self.profile.sym_sizes.insert(func, symbol.size);
+            out.push(self.profile.frame(Frame {
+                func,
+                addr,
+                map_offset,
+                sym_offset: Some(symbol.offset),
+                srcline: None,
+                inlined: false,
+                sample_only: true,
+            }));
+        }
         for i in &sym.inlined {
             let name = i.function.as_deref().unwrap_or("??");
             let real = name == &*symbol.name;
@@ -656,6 +679,7 @@ impl Builder {
                 sym_offset: Some(symbol.offset),
                 srcline: None,
                 inlined: !real,
+                sample_only: false,
             }));
         }
         Some(out)

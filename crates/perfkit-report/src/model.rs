@@ -39,6 +39,11 @@ pub struct Frame {
     /// A function inlined at this address (`--inline`): shown in callchains as
     /// `name (inlined)`, never the row a sample's self time goes to.
     pub inlined: bool,
+    /// The symbol a sample's address is in where perf's callchain shows only what DWARF
+    /// places there (a leaf whose DWARF function is not named as its symbol: a clone such
+    /// as `f.constprop.0`, an alias): the row its sample counts for, never a callchain
+    /// entry ([`Profile::chain_frames`] leaves it out). Only ever a stack's leaf.
+    pub sample_only: bool,
 }
 
 /// A node of the call-stack prefix tree: a frame called from `parent`.
@@ -372,6 +377,13 @@ impl Profile {
         }
     }
 
+    /// The frames of a callchain as perf prints it, leaf first: the stack without its
+    /// [`Frame::sample_only`] leaf.
+    pub fn chain_frames(&self, leaf: Option<StackId>) -> impl Iterator<Item = FrameId> + '_ {
+        self.stack_frames(leaf)
+            .filter(|&f| !self.frames[f as usize].sample_only)
+    }
+
     /// Drop the interning tables (after frames were edited in place, they are stale; a
     /// finished profile interns nothing more).
     pub fn forget_interning(&mut self) {
@@ -454,6 +466,7 @@ pub(crate) mod testing {
                 sym_offset: Some(addr & 0xf),
                 srcline: None,
                 inlined: false,
+                sample_only: false,
             })
         };
         let main = f(&mut p, "main", 0x1000, false);

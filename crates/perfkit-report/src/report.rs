@@ -545,7 +545,17 @@ fn event_rows<'p>(
         let comm_id = ids.comm(comm);
         frames.clear();
         frames.extend(p.stack_frames(stack));
-        let (chain, root) = perf_chain(p, &frames, opts, caller_first, ignore);
+        // A sample-only leaf is the sample's row, not part of its chain.
+        let own = frames
+            .first()
+            .copied()
+            .filter(|&f| p.frames[f as usize].sample_only);
+        let in_chain = if own.is_some() {
+            &frames[1..]
+        } else {
+            &frames[..]
+        };
+        let (chain, root) = perf_chain(p, in_chain, opts, caller_first, ignore);
         let parent = ids.parent_of(p, chain, caller_first);
         let seed = |f: Option<FrameId>| Seed {
             frame: f,
@@ -556,7 +566,7 @@ fn event_rows<'p>(
             parent,
         };
         // Self time goes to the function the address is in, not to what is inlined there.
-        let leaf = root.or_else(|| {
+        let leaf = root.or(own).or_else(|| {
             frames
                 .iter()
                 .copied()
@@ -575,20 +585,19 @@ fn event_rows<'p>(
         if !opts.children {
             r.contrib.push((ai as u32, 0));
         } else {
-            if chain.first() != root.as_ref().or(frames.first()) {
-                // The chain kept is the outermost callers: the sample still counts
-                // for its own entry.
-                r.last_stack = Some(ai as u32);
-                r.children += period;
-                r.contrib.push((ai as u32, SELF));
-            }
-            // A row is counted once per stack, however often it recurs in it: the
-            // row remembers the last stack (by index) that counted it. As perf, the
-            // leaf first, then the occurrence perf's walk meets first: the outermost
-            // in caller order, the innermost in callee order.
+            // perf's own entry of the sample (its symbol, which an inlined leaf is not)
+            // comes first and holds the whole chain.
             let len = chain.len();
+            r.last_stack = Some(ai as u32);
+            r.children += period;
+            r.max_depth = r.max_depth.max(len as u32);
+            r.contrib.push((ai as u32, SELF));
+            // Then every entry of the chain, counted once per stack however often it
+            // recurs there (a row remembers the last stack, by index, that counted it),
+            // in perf's walk: from the outermost caller in caller order, from the leaf
+            // in callee order.
             let order: Box<dyn Iterator<Item = usize>> = if caller_first {
-                Box::new((0..len.min(1)).chain((1..len).rev()))
+                Box::new((0..len).rev())
             } else {
                 Box::new(0..len)
             };
@@ -614,13 +623,7 @@ fn event_rows<'p>(
                 r.last_stack = Some(ai as u32);
                 r.children += period;
                 // perf's callchain max_depth: the length of the chain it adds.
-                let chain_len = if depth == 0 {
-                    len
-                } else if caller_first {
-                    depth + 1
-                } else {
-                    len - depth
-                };
+                let chain_len = if caller_first { depth + 1 } else { len - depth };
                 r.max_depth = r.max_depth.max(chain_len as u32);
                 r.contrib
                     .push((ai as u32, depth.min(SELF as usize - 1) as u16));
@@ -1362,10 +1365,9 @@ fn call_graph(
     // What perf keeps of a stack (`--max-stack`, `--ignore-callees`) and whether the row
     // is the sample's own entry there.
     let kept = |stack, pos: u16| {
-        let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
-        let (chain, entry) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
-        let is_self = pos == SELF || (pos == 0 && chain.first() == entry.as_ref().or(full.first()));
-        (chain.to_vec(), is_self)
+        let full: Vec<FrameId> = p.chain_frames(stack).collect(); // leaf first
+        let (chain, _) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
+        (chain.to_vec(), pos == SELF)
     };
     let mut out = String::new();
     if opts.graph == GraphMode::Folded {
@@ -1563,9 +1565,19 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 } else {
                     0
                 };
+                // (perf sizes an inlined function's column by its name alone and
+                // prints ` (inlined)` past it.)
+                let width = |key: &str| match k {
+                    SortKey::Sym => key
+                        .strip_suffix(" (inlined)")
+                        .unwrap_or(key)
+                        .chars()
+                        .count(),
+                    _ => key.chars().count(),
+                };
                 s.rows
                     .iter()
-                    .map(|r| r.keys[i].chars().count())
+                    .map(|r| width(&r.keys[i]))
                     .chain([k.header().len(), floor])
                     .max()
                     .unwrap_or(0)

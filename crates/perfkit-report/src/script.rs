@@ -545,7 +545,7 @@ impl<'p> ScriptWriter<'p> {
                 ev.text_into(raw, &p.trace_kernel, out);
             }
             if chain && wants_frames(fields) {
-                for f in p.stack_frames(s.stack).take(self.max_stack) {
+                for f in p.chain_frames(s.stack).take(self.max_stack) {
                     out.push_str("\n\t");
                     out.push_str(&frame_text(p, f, fields, true));
                 }
@@ -564,7 +564,7 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
-        for f in p.stack_frames(s.stack).take(self.max_stack) {
+        for f in p.chain_frames(s.stack).take(self.max_stack) {
             let line = self.chain_lines[f as usize]
                 .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
             out.push_str("\n\t");
@@ -741,7 +741,7 @@ impl ScriptWriter<'_> {
         if fields.contains(&Field::Ip) {
             if chain {
                 out.push('\n');
-                for f in p.stack_frames(s.stack).take(self.max_stack) {
+                for f in p.chain_frames(s.stack).take(self.max_stack) {
                     out.push('\t');
                     out.push_str(&frame_text(p, f, fields, true));
                     out.push('\n');
@@ -1107,7 +1107,10 @@ fn sample_line(
     if wants_frames(fields) {
         if chain {
             out.push(' ');
-            for &f in &frames {
+            for &f in frames
+                .iter()
+                .filter(|&&f| !p.frames[f as usize].sample_only)
+            {
                 out.push_str("\n\t");
                 out.push_str(&frame_text(p, f, fields, true));
             }
