@@ -273,6 +273,12 @@ impl Loader {
                  cache)"
             ));
         }
+        // perf makes an object for each entry of the build-id table as it reads the header.
+        for b in &file.features.build_ids {
+            if !b.filename.starts_with("[kernel.kallsyms]") {
+                me.builder.note_dso(&b.filename);
+            }
+        }
         me.file_build_ids = file
             .features
             .build_ids

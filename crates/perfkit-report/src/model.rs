@@ -107,6 +107,10 @@ pub struct Sample {
     pub stack: Option<StackId>,
     /// Index of its RAW data in [`Profile::raw`] (tracepoint samples).
     pub raw: Option<u32>,
+    /// Its callchain holds a context marker perf does not know (`0xffffffffffffffff` in
+    /// a corrupt chain, a guest context): perf discards the whole chain where it walks it
+    /// from the leaf (script, report's callee order) and skips the marker from the root.
+    pub chain_broken: bool,
 }
 
 /// A context switch, for timeline markers.
@@ -300,6 +304,10 @@ pub struct Profile {
     pub dso_build_ids: HashMap<String, Vec<u8>>,
     /// Each named function's symbol size in bytes (`--sort symbol_size`).
     pub sym_sizes: HashMap<FuncId, u64>,
+    /// Objects in the order perf makes its `struct dso`s: the kernel, the file's build-id
+    /// table, then each object as its first mapping arrives. perf orders call-graph
+    /// branches of equal weight by those structs' addresses, which follow that order.
+    pub dso_order: Vec<String>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,
@@ -495,6 +503,7 @@ pub(crate) mod testing {
                 period: 250_000,
                 stack,
                 raw: None,
+                chain_broken: false,
             });
         }
         p.switches.push(Switch {

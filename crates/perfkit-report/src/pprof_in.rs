@@ -337,6 +337,7 @@ impl Merge {
                     period,
                     stack,
                     raw: None,
+                    chain_broken: false,
                 });
             }
         }

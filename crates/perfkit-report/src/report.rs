@@ -318,6 +318,8 @@ pub struct Row {
     first: u32,
     /// The thread of the row's first sample (perf's entry keeps it).
     thread: u32,
+    /// The order rows were made in (perf's order of making its entries).
+    seq: u32,
     /// The other events of its group, in group order (empty without groups).
     pub members: Vec<MemberStat>,
     /// The privilege level (`[k]` or `[.]`) of a frame outside every mapping, as perf's
@@ -460,8 +462,9 @@ fn views(p: &Profile, opts: &ReportOptions) -> Vec<View> {
     out
 }
 
-/// (thread, stack, cpu, comm-time-bucket, trace text id).
-type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32);
+/// (thread, stack, cpu, comm-time-bucket, trace text id, chain discarded: see
+/// [`Sample::chain_broken`]).
+type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32, bool);
 
 /// One event's samples aggregated by stack and its rows, before their text is formatted.
 struct EventRows {
@@ -517,7 +520,8 @@ fn event_rows<'p>(
         };
         // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
         let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
-        let key = (s.thread, s.stack, cpu, name_idx, trace);
+        let cut = s.chain_broken && !caller_first;
+        let key = (s.thread, s.stack, cpu, name_idx, trace, cut);
         let i = *index.entry(key).or_insert_with(|| {
             agg.push((key, (0, 0)));
             agg.len() - 1
@@ -536,7 +540,7 @@ fn event_rows<'p>(
     // Rows are keyed by interned ids; their text is formatted once, at the end.
     let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
     let mut frames: Vec<FrameId> = Vec::new();
-    for (ai, &((thread, stack, cpu, name_idx, trace), (period, n))) in agg.iter().enumerate() {
+    for (ai, &((thread, stack, cpu, name_idx, trace, cut), (period, n))) in agg.iter().enumerate() {
         let t = &p.threads[thread as usize];
         let comm = t
             .names
@@ -550,7 +554,10 @@ fn event_rows<'p>(
             .first()
             .copied()
             .filter(|&f| p.frames[f as usize].sample_only);
-        let in_chain = if own.is_some() {
+        let in_chain = if cut {
+            // perf discarded the chain: the sample still counts for its address.
+            &frames[..0]
+        } else if own.is_some() {
             &frames[1..]
         } else {
             &frames[..]
@@ -573,16 +580,35 @@ fn event_rows<'p>(
                 .find(|&f| !p.frames[f as usize].inlined)
                 .or(frames.first().copied())
         });
-        let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
-        let (r, _) = rows
-            .entry(leaf_key)
-            .or_insert_with(|| (Row::new(leaf, ai as u32, thread), seed(leaf)));
+        let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
+        // perf keys an unnamed address by its file offset where the sample is its own
+        // entry and by the address it ran at where a callchain reaches it: two entries.
+        if let (Some(i), Some(f)) = (opts.sort.iter().position(|k| *k == SortKey::Sym), leaf) {
+            let fr = &p.frames[f as usize];
+            if let Some(off) = fr.map_offset.filter(|&o| o != fr.addr)
+                && p.func_of(f).name == "[unknown]"
+            {
+                leaf_key[i] = (3 << 62) | off;
+            }
+        }
+        let seq = rows.len() as u32;
+        let (r, _) = rows.entry(leaf_key).or_insert_with(|| {
+            let mut r = Row::new(leaf, ai as u32, thread);
+            r.seq = seq;
+            (r, seed(leaf))
+        });
         r.self_ += period;
         r.samples += n;
         if leaf.is_some_and(|f| p.func_of(f).kernel) {
             r.sys += period;
         }
-        if !opts.children {
+        if cut {
+            // No chain: no graph, no callers.
+            if opts.children {
+                r.children += period;
+                r.last_stack = Some(ai as u32);
+            }
+        } else if !opts.children {
             r.contrib.push((ai as u32, 0));
         } else {
             // perf's own entry of the sample (its symbol, which an inlined leaf is not)
@@ -612,8 +638,10 @@ fn event_rows<'p>(
                     kernel = func.kernel;
                 }
                 let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
+                let seq = rows.len() as u32;
                 let (r, _) = rows.entry(k).or_insert_with(|| {
                     let mut r = Row::new(Some(f), ai as u32, thread);
+                    r.seq = seq;
                     r.kernel = unmapped.then_some(kernel);
                     (r, seed(Some(f)))
                 });
@@ -693,8 +721,10 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 total: er.total,
             });
             for (k, (row, seed)) in er.rows {
+                let seq = rows.len() as u32;
                 let (r, _) = rows.entry(k).or_insert_with(|| {
                     let mut d = Row::new(row.frame, u32::MAX, row.thread);
+                    d.seq = seq;
                     d.kernel = row.kernel;
                     (d, seed)
                 });
@@ -762,9 +792,14 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             // without callchains shown (`-g none`: its use_callchain is off). Not being
             // transitive, that comparison gives perf's order only by inserting the
             // entries as perf does: in the order of its entry tree, into a red-black tree.
-            rows.sort_by(|a, b| {
-                entry_order(p, &opts.sort, a, b).then_with(|| a.first.cmp(&b.first))
-            });
+            // perf's entries come from its entry tree, through its collapse tree: each
+            // built by inserting the entries in turn with that (not transitive) comparison.
+            rows.sort_by_key(|r| r.seq);
+            for _ in 0..2 {
+                rows = crate::rb_order::rb_order(rows, |new, node| {
+                    entry_cmp(p, &opts.sort, node, new).is_lt()
+                });
+            }
             rows = crate::rb_order::rb_order(rows, |a, b| {
                 weight(a)
                     .cmp(&weight(b))
@@ -951,6 +986,7 @@ impl Row {
         Row {
             first,
             thread,
+            seq: 0,
             members: Vec::new(),
             kernel: None,
             keys: Vec::new(),
@@ -1105,36 +1141,71 @@ impl<'p> Ids<'p> {
     }
 }
 
-/// perf's order of entries before the output sort (`hist_entry__cmp`, the order of its
-/// entry tree): key by key; symbols by their start address in their object (unnamed ones
-/// after the named, by address), other keys as [`perf_key_order`] compares them.
-fn entry_order(p: &Profile, sort: &[SortKey], a: &Row, b: &Row) -> std::cmp::Ordering {
-    let sym_place = |r: &Row| -> (bool, u64) {
+/// perf's entry comparison (`hist_entry__cmp`, which orders its entry trees): whether an
+/// entry `new` goes left of `node` (Less) or right. Key by key: commands and objects by
+/// name (no object last); symbols by start address in their object, unnamed ones after
+/// the named by address, but a pair with an inlined function by name, descending (perf's
+/// `_sort__sym_cmp` compares those names the other way round); other keys as
+/// [`perf_key_order`].
+fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    struct Sym<'a> {
+        unnamed: bool,
+        inlined: bool,
+        name: &'a str,
+        at: u64,
+    }
+    let sym = |r: &Row| -> Sym<'_> {
         let Some(f) = r.frame else {
-            return (true, 0);
+            return Sym {
+                unnamed: true,
+                inlined: false,
+                name: "",
+                at: 0,
+            };
         };
         let fr = &p.frames[f as usize];
-        if p.func_of(f).name == "[unknown]" {
+        let func = p.func_of(f);
+        if func.name == "[unknown]" {
             let ip = if r.self_ > 0 {
                 fr.map_offset.unwrap_or(fr.addr)
             } else {
                 fr.addr
             };
-            return (true, ip);
+            return Sym {
+                unnamed: true,
+                inlined: false,
+                name: "",
+                at: ip,
+            };
         }
         let at = fr.map_offset.unwrap_or(fr.addr);
-        (false, at.wrapping_sub(fr.sym_offset.unwrap_or(0)))
+        Sym {
+            unnamed: false,
+            inlined: fr.inlined,
+            name: func.name.strip_suffix(" (inlined)").unwrap_or(&func.name),
+            at: at.wrapping_sub(fr.sym_offset.unwrap_or(0)),
+        }
     };
     for (i, k) in sort.iter().enumerate() {
         let o = match k {
-            SortKey::Sym => sym_place(a).cmp(&sym_place(b)),
-            _ => perf_key_order(&[*k], &a.keys[i..=i], &b.keys[i..=i]),
+            SortKey::Sym => {
+                let (a, b) = (sym(node), sym(new));
+                match (a.unnamed, b.unnamed) {
+                    (true, true) => b.at.cmp(&a.at),
+                    (false, true) => Ordering::Greater,
+                    (true, false) => Ordering::Less,
+                    _ if a.inlined || b.inlined => a.name.cmp(b.name).then_with(|| b.at.cmp(&a.at)),
+                    _ => b.at.cmp(&a.at),
+                }
+            }
+            _ => perf_key_order(&[*k], &new.keys[i..=i], &node.keys[i..=i]),
         };
         if o.is_ne() {
             return o;
         }
     }
-    std::cmp::Ordering::Equal
+    Ordering::Equal
 }
 
 /// Rows of equal weight in perf's order: key by key, each as perf's sort function compares
@@ -1318,9 +1389,14 @@ fn frame_label(p: &Profile, f: FrameId) -> String {
 }
 
 /// Each function's object in perf's order of `struct dso` pointers, which follows the
-/// order objects were first met (the kernel first).
+/// order perf made them ([`Profile::dso_order`]); objects never mapped come after, the
+/// kernel's first.
 fn dso_ranks(p: &Profile) -> Vec<u64> {
     let mut seen: HashMap<&str, u64> = HashMap::default();
+    for d in &p.dso_order {
+        let n = seen.len() as u64;
+        seen.entry(d.as_str()).or_insert(n);
+    }
     let mut kernel_first: Vec<&crate::Func> = p.funcs.iter().filter(|f| f.kernel).collect();
     kernel_first.extend(p.funcs.iter().filter(|f| !f.kernel));
     for f in kernel_first {
@@ -1373,7 +1449,7 @@ fn call_graph(
     if opts.graph == GraphMode::Folded {
         let mut root = Node::default();
         for &(ai, pos) in &row.contrib {
-            let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
+            let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
             let (frames, is_self) = kept(stack, pos);
             let path: Vec<String> = if opts.children && !is_self {
                 frames[..=pos as usize]
@@ -1401,7 +1477,7 @@ fn call_graph(
     }
     let mut tree = callgraph::Tree::new();
     for &(ai, pos) in &row.contrib {
-        let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
+        let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
         let (frames, is_self) = kept(stack, pos);
         let pos = pos as usize;
         if opts.children && !is_self && caller_first {
