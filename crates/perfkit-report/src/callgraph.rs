@@ -40,6 +40,10 @@ pub(crate) struct Entry {
     pub label: String,
     /// A function found inlined: perf orders it among its siblings by name.
     pub inlined: bool,
+    /// (object rank, address it ran at): perf's order where a symbol is missing.
+    pub ip: (u64, u64),
+    /// Whether it has a symbol.
+    pub named: bool,
 }
 
 struct Node {
@@ -126,8 +130,10 @@ impl Tree {
                         .to_string()
                 };
                 name(a).cmp(&name(b)).then_with(|| a.order.cmp(&b.order))
-            } else {
+            } else if a.named && b.named {
                 a.order.cmp(&b.order)
+            } else {
+                a.ip.cmp(&b.ip)
             }
         };
         crate::rb_order::rb_order(self.nodes[end].children.clone(), |new, node| {

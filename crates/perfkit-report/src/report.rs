@@ -1415,9 +1415,17 @@ fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
         Some(off) if !unnamed => fr.addr.wrapping_sub(off),
         _ => fr.addr,
     };
+    // No object (no mapping) is perf's NULL pointer: before every object.
+    let rank = if func.dso == "[unknown]" {
+        0
+    } else {
+        ranks[fr.func as usize] + 1
+    };
     callgraph::Entry {
         key: (fr.func, if unnamed { fr.addr } else { 0 }),
-        order: (ranks[fr.func as usize], start),
+        order: (rank, start),
+        ip: (rank, fr.addr),
+        named: !unnamed,
         label: frame_label(p, f),
         inlined: fr.inlined,
     }
