@@ -113,9 +113,30 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
-run cargo build --release --locked --target "$TARGET" -p perfkit-hwtest -p perfkit-cli
+run cargo build --release --locked --target "$TARGET" -p perfkit-hwtest -p perfkit-cli -p perfkit-markers
 bin_dir=$target_dir/$TARGET/release
 [ -x "$bin_dir/perfkit-hwtest" ] && [ -x "$bin_dir/perfkit" ] || fail "no binaries in $bin_dir"
+
+# The LIKWID and PAPI programs, written against Debian's headers (likwid, libpapi-dev on
+# the host; the headers are architecture-independent) and linked statically against
+# perfkit's marker library: the guest has no dynamic loader for LD_PRELOAD.
+step "cross-compile the LIKWID and PAPI region programs"
+hdrs=$(mktemp -d)
+c_progs=()
+for h in likwid-marker.h likwid.h bstrlib.h papi.h papiStdEventDefs.h; do
+    [ -e "/usr/include/$h" ] && cp "/usr/include/$h" "$hdrs/"
+done
+for prog in spin_likwid spin_papi; do
+    hdr=likwid-marker.h
+    [ "$prog" = spin_papi ] && hdr=papi.h
+    if [ ! -e "$hdrs/$hdr" ]; then
+        echo "arm64-pmu-test: no /usr/include/$hdr (apt-get install likwid libpapi-dev): $prog not built" >&2
+        continue
+    fi
+    run aarch64-linux-gnu-gcc -static -O1 -DLIKWID_PERFMON -I"$hdrs" -o "$hdrs/$prog" \
+        "crates/perfkit-hwtest/fixtures/$prog.c" "$bin_dir/libperfkit_markers.a" -lpthread -ldl -lm
+    c_progs+=("$hdrs/$prog")
+done
 
 # --- 4. initramfs -------------------------------------------------------------------------
 step "initramfs"
@@ -125,6 +146,8 @@ rootfs=$work/rootfs
 mkdir -p "$rootfs"/{bin,proc,sys,dev,tmp}
 cp "$CACHE/busybox/bin/busybox" "$rootfs/bin/busybox"
 cp "$bin_dir/perfkit-hwtest" "$bin_dir/perfkit" "$rootfs/bin/"
+[ ${#c_progs[@]} -gt 0 ] && cp "${c_progs[@]}" "$rootfs/bin/"
+rm -rf "$hdrs"
 cat >"$rootfs/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin

@@ -2,12 +2,16 @@
 """The cost of `perfkit agent` and `perfkit exporter`, measured from /proc (CPU time of the
 process, utime+stime, and its RSS over time), printing the figures the fleet issue asks for:
 
-  agent:    CPU share of one CPU while every CPU is busy (goal <= 1%), RSS every 30 s
-            (goal: flat), profiles written;
+  agent:    CPU share of one CPU while every CPU is busy (goal <= 1%), in total and per
+            30 s, RSS every 30 s (goal: flat), profiles written; the busy workload is a C
+            program with a few levels of calls (so call chains have depth) in one process
+            per CPU, and with --churn a short-lived process is started every 100 ms (new
+            pids, as on a build machine);
   exporter: CPU share with 10 events x all CPUs scraped every 15 s (goal <= 1%), RSS.
 
 Usage (as root, release build):
-  scripts/bench-fleet.py agent    [--seconds 600] [--perfkit target/release/perfkit]
+  scripts/bench-fleet.py agent    [--seconds 600] [--churn] [--perfkit target/release/perfkit]
+                                  [-- EXTRA AGENT FLAGS, e.g. --no-symbolize]
   scripts/bench-fleet.py exporter [--seconds 300] [--perfkit target/release/perfkit]
 
 perf has no continuous agent or exporter to compare with: the figures are absolute.
@@ -18,6 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if len(sys.argv) < 2 or sys.argv[1] not in ("agent", "exporter"):
     raise SystemExit(__doc__)
 MODE = sys.argv[1]
+EXTRA = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+CHURN = "--churn" in sys.argv
 SECONDS = int(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else (
     600 if MODE == "agent" else 300)
 PERFKIT = os.path.abspath(sys.argv[sys.argv.index("--perfkit") + 1]) if "--perfkit" in sys.argv \
@@ -40,12 +46,24 @@ def rss_kib(pid):
     return 0
 
 
+BUSY_C = r"""
+__attribute__((noinline)) double leaf(double x) { for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 0.5; return x; }
+__attribute__((noinline)) double mid(double x, int d) { return d ? mid(leaf(x), d - 1) : leaf(x); }
+int main(void) { double x = 1; for (;;) x = mid(x, 8); return x == 0; }
+"""
 tmp = tempfile.mkdtemp()
-busy = [subprocess.Popen(["nice", "-n", "19", "sh", "-c", "while :; do :; done"]) for _ in range(NCPU)]
+src, exe = os.path.join(tmp, "busy.c"), os.path.join(tmp, "busy")
+with open(src, "w") as f:
+    f.write(BUSY_C)
+subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-o", exe, src], check=True)
+busy = [subprocess.Popen(["nice", "-n", "19", exe]) for _ in range(NCPU)]
+if CHURN:
+    busy.append(subprocess.Popen(["nice", "-n", "19", "sh", "-c",
+                                  "while :; do /bin/true; sleep 0.1; done"]))
 try:
     if MODE == "agent":
         out = os.path.join(tmp, "profiles")
-        proc = subprocess.Popen([PERFKIT, "agent", "-d", out], stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([PERFKIT, "agent", "-d", out] + EXTRA, stderr=subprocess.DEVNULL)
     else:
         events = ("task-clock,cpu-clock,context-switches,cpu-migrations,page-faults,"
                   "minor-faults,major-faults,alignment-faults,emulation-faults,dummy")
@@ -56,10 +74,16 @@ try:
     rss = []
     scrapes = 0
     next_rss = 0.0
+    last_c, last_t = c0, t0
     while time.monotonic() - t0 < SECONDS:
         el = time.monotonic() - t0
         if el >= next_rss:
             rss.append((round(el), rss_kib(proc.pid)))
+            c, t = cpu_seconds(proc.pid), time.monotonic()
+            if t > last_t:
+                print(f"  {round(el):5d} s: RSS {rss[-1][1]} KiB, CPU {(c - last_c) / (t - last_t) * 100:.3f}% "
+                      "of one CPU over the last interval", flush=True)
+            last_c, last_t = c, t
             next_rss += 30
         if MODE == "exporter":
             page = urllib.request.urlopen("http://127.0.0.1:19669/metrics").read()

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use perfkit_fleet::sink::DirSink;
-use perfkit_fleet::upload::{Endpoint, Uploader};
+use perfkit_fleet::upload::{Endpoint, Target, Uploader};
 use perfkit_fleet::{Agent, AgentOptions};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug, Clone)]
 #[command(
     about = "Profile the whole system continuously: one pprof profile every N seconds, to a directory, Pyroscope or Parca",
-    after_help = "Examples:\n  perfkit agent -d /var/lib/perfkit/profiles\n  perfkit agent --pyroscope http://pyroscope:4040 --name myhost.cpu\n  perfkit agent --parca http://parca:7070 --no-symbolize"
+    after_help = "`perfkit record --continuous FLAGS` is `perfkit agent FLAGS`.\n\nExamples:\n  perfkit agent -d /var/lib/perfkit/profiles\n  perfkit agent --pyroscope http://pyroscope:4040 --name myhost.cpu\n  perfkit agent --parca http://parca:7070 --no-symbolize"
 )]
 pub struct AgentArgs {
     /// Write each profile to this directory (rotated: see --max-files, --max-bytes).
@@ -35,6 +35,14 @@ pub struct AgentArgs {
     /// Application name (Pyroscope) or series name (Parca).
     #[arg(long)]
     pub name: Option<String>,
+    /// A label of every profile sent (Pyroscope's `{k=v}`, a Parca series label), beside
+    /// `host`; repeat for more.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// Trust the certificates in this PEM file for https:// endpoints (a private CA or a
+    /// self-signed server), beside the usual public roots.
+    #[arg(long = "ca-cert", value_name = "PEM")]
+    pub ca_cert: Option<PathBuf>,
     /// Profiles waiting for the endpoint are kept here (default: DIR/.spool, else
     /// /var/spool/perfkit-agent).
     #[arg(long = "spool-dir", value_name = "DIR")]
@@ -64,12 +72,32 @@ pub struct AgentArgs {
     /// symbolize.
     #[arg(long = "no-symbolize")]
     pub no_symbolize: bool,
+    /// Whole system (always: accepted as `perfkit record --continuous -a` gives it).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Call chains (always taken; see --call-graph).
+    #[arg(short = 'g')]
+    pub callchains: bool,
     /// The `host` label (default: the host name).
     #[arg(long)]
     pub host: Option<String>,
     /// Print one line per profile.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+}
+
+/// `perfkit record --continuous ARGS` as `perfkit agent ARGS` (the agent is record's
+/// continuous form, with the agent's flags); None for any other command line.
+pub fn continuous_argv(argv: &[std::ffi::OsString]) -> Option<Vec<std::ffi::OsString>> {
+    if argv.get(1)? != "record" {
+        return None;
+    }
+    let end = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    let at = argv[..end].iter().position(|a| a == "--continuous")?;
+    let mut out = argv.to_vec();
+    out.remove(at);
+    out[1] = "agent".into();
+    Some(out)
 }
 
 /// Run `perfkit agent`.
@@ -88,11 +116,6 @@ pub fn run(args: AgentArgs) -> Result<u8> {
     }
     if args.freq == 0 {
         bail!("--freq 0: give a positive number of samples per second");
-    }
-    for url in args.pyroscope.iter().chain(&args.parca) {
-        if !url.starts_with("http://") {
-            bail!("{url}: give an http:// URL (TLS is not built in: put a proxy in front)");
-        }
     }
     let call_graph = args
         .call_graph
@@ -137,16 +160,36 @@ pub fn run(args: AgentArgs) -> Result<u8> {
         _ => None,
     };
     let uploader = match endpoint {
-        Some(ep) => {
+        Some(endpoint) => {
+            let mut labels = vec![("host".to_string(), host.clone())];
+            for l in &args.labels {
+                let Some((k, v)) = l.split_once('=') else {
+                    bail!("--label {l}: give KEY=VALUE");
+                };
+                labels.push((k.to_string(), v.to_string()));
+            }
+            let target = Target {
+                endpoint,
+                labels,
+                rate_hz: args.freq,
+            };
+            target.check().map_err(anyhow::Error::msg)?;
+            let http =
+                perfkit_fleet::upload::http_client(args.ca_cert.as_deref()).context("--ca-cert")?;
             let spool = args.spool_dir.clone().unwrap_or_else(|| {
                 perfkit_fleet::upload::default_spool(args.output_dir.as_deref())
             });
             Some(
-                Uploader::start(ep, &spool, args.spool_mib << 20, &host, args.freq)
+                Uploader::start(target, http, &spool, args.spool_mib << 20)
                     .with_context(|| format!("--spool-dir {}", spool.display()))?,
             )
         }
-        None => None,
+        None => {
+            if args.ca_cert.is_some() || !args.labels.is_empty() {
+                bail!("--ca-cert and --label are for --pyroscope or --parca");
+            }
+            None
+        }
     };
     let mut agent = Agent::new(opts).map_err(|e| {
         let hint = match &e {
@@ -197,10 +240,45 @@ pub fn run(args: AgentArgs) -> Result<u8> {
                 written.map_or(String::new(), |p| format!(" -> {}", p.display()))
             );
         }
+        if let Some(u) = up {
+            let last = u.stats.last_error.lock().map(|mut e| e.take());
+            if let Ok(Some(e)) = last {
+                eprintln!("perfkit agent: {e}");
+            }
+        }
         Ok(count.is_none_or(|c| n < c))
     })?;
     if let Some(u) = uploader {
         u.finish(Duration::from_secs(5));
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::continuous_argv;
+    use std::ffi::OsString;
+
+    fn argv(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn record_continuous_is_the_agent() {
+        assert_eq!(
+            continuous_argv(&argv("perfkit record -F 49 --continuous -d /x")),
+            Some(argv("perfkit agent -F 49 -d /x"))
+        );
+        assert_eq!(
+            continuous_argv(&argv("perfkit record -F 49 -- sleep 1")),
+            None
+        );
+        assert_eq!(
+            continuous_argv(&argv("perfkit record -- prog --continuous")),
+            None,
+            "the command's own flags are not ours"
+        );
+        assert_eq!(continuous_argv(&argv("perfkit stat --continuous")), None);
+        assert_eq!(continuous_argv(&argv("perfkit")), None);
+    }
 }

@@ -57,6 +57,13 @@ pub struct AnnotateArgs {
     /// Where to write (default: standard output).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// The running kernel's image (ELF with symbols) for kernel functions; without it they
+    /// are read from /proc/kcore (root only).
+    #[arg(short = 'k', long = "vmlinux")]
+    pub vmlinux: Option<PathBuf>,
+    /// The kernel memory image to read kernel functions from (default /proc/kcore).
+    #[arg(long = "kcore", hide = true)]
+    pub kcore: Option<PathBuf>,
     /// Which samples: commands, pids, tids, CPUs, time.
     #[command(flatten)]
     pub only: SampleFilters,
@@ -82,6 +89,8 @@ impl AnnotateArgs {
             style: "att".into(),
             format: None,
             output: None,
+            vmlinux: None,
+            kcore: None,
             only: SampleFilters::default(),
             quiet: true,
         }
@@ -130,6 +139,8 @@ pub fn run(args: AnnotateArgs) -> Result<u8> {
         percent_type,
         syntax,
         filter,
+        vmlinux: args.vmlinux.clone(),
+        kcore: args.kcore.clone(),
     };
     let mut sym = Symbolizer::new(Options {
         buildid_dir: Some(perfkit_symbols::buildid_cache::default_dir()),

@@ -12,7 +12,7 @@ use crate::report::{load_profile, write_out};
 #[derive(clap::Args, Debug, Clone)]
 #[command(
     about = "Compare profiles: the baseline's share of each symbol and how it changed",
-    after_help = "Examples:\n  perfkit diff perf.data.old perf.data\n  perfkit diff -c ratio old.data new.data\n  perfkit diff --format flamegraph -o diff.svg old.data new.data"
+    after_help = "Examples:\n  perfkit diff perf.data.old perf.data\n  perfkit diff -c ratio old.data new.data\n  perfkit diff -b -F -p old.data new.data\n  perfkit diff -d myprog --percentage relative old.data new.data\n  perfkit diff --format flamegraph --output diff.svg old.data new.data"
 )]
 pub struct DiffArgs {
     /// The baseline, then one or more newer profiles (default: perf.data.old perf.data).
@@ -26,9 +26,27 @@ pub struct DiffArgs {
     /// Show the period of each entry in each file.
     #[arg(short = 'p', long = "period")]
     pub period: bool,
-    /// How percentages are taken: relative or absolute (the same without filters; both
-    /// are of each file's total period).
-    #[arg(long, default_value = "relative")]
+    /// Show how each value is computed (perf's formula column).
+    #[arg(short = 'F', long = "formula")]
+    pub formula: bool,
+    /// Only entries both the baseline and a new file have.
+    #[arg(short = 'b', long = "baseline-only")]
+    pub baseline_only: bool,
+    /// Sort by file N's column first (0: the baseline's period; default 1).
+    #[arg(short = 'o', long = "order", value_name = "N", default_value_t = 1)]
+    pub order: usize,
+    /// Only entries of these shared objects.
+    #[arg(short = 'd', long = "dsos", value_delimiter = ',')]
+    pub dsos: Vec<String>,
+    /// Only entries of these commands.
+    #[arg(short = 'C', long = "comms", value_delimiter = ',')]
+    pub comms: Vec<String>,
+    /// Only entries of these symbols.
+    #[arg(short = 'S', long = "symbols", value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// How percentages are taken with -d/-C/-S: relative (of what they keep) or absolute
+    /// (of each file's whole period, perf diff's default).
+    #[arg(long, default_value = "absolute")]
     pub percentage: String,
     /// Text output (the default; accepted for perf compatibility).
     #[arg(long)]
@@ -38,7 +56,7 @@ pub struct DiffArgs {
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
     /// Where to write (default: standard output).
-    #[arg(short = 'o', long = "output")]
+    #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// No progress bar.
     #[arg(short = 'q', long)]
@@ -93,9 +111,24 @@ pub fn run(args: DiffArgs) -> Result<u8> {
             f => bail!("--format {f}: use flamegraph or folded (or none for the text table)"),
         };
     }
+    if args.order >= files.len() {
+        bail!(
+            "-o {}: there are {} files; give 0 (the baseline) to {}",
+            args.order,
+            files.len(),
+            files.len() - 1
+        );
+    }
     let mut opts = diff::Options {
         compute,
         periods: args.period,
+        formula: args.formula,
+        baseline_only: args.baseline_only,
+        order: args.order,
+        relative: args.percentage == "relative",
+        dsos: args.dsos.clone(),
+        comms: args.comms.clone(),
+        symbols: args.symbols.clone(),
         ..diff::Options::default()
     };
     if !keys.is_empty() {

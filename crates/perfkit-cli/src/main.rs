@@ -9,6 +9,8 @@ mod agent;
 mod annotate;
 mod archive;
 mod buildid;
+mod control;
+mod daemon;
 mod data;
 mod diff;
 mod evlist;
@@ -84,6 +86,9 @@ enum Cmd {
     Test(workloads::TestArgs),
     /// Print perfkit's version; with --build-options, perf's build features perfkit has.
     Version(version::VersionArgs),
+    /// Run record sessions in the background from a config file, and list, ping, signal
+    /// or stop them (like `perf daemon`).
+    Daemon(daemon::DaemonArgs),
     /// Serve counters per CPU, cgroup and event to Prometheus (GET /metrics).
     Exporter(exporter::ExporterArgs),
     /// Profile the whole system continuously into pprof files, Pyroscope or Parca.
@@ -118,6 +123,7 @@ pub fn exit_error(code: u8, error: impl Into<anyhow::Error>) -> anyhow::Error {
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv = agent::continuous_argv(&argv).unwrap_or(argv);
     // perf takes any unambiguous prefix of a long option (`report --task` for `--tasks`).
     let command = Cli::command().mut_subcommands(|c| c.infer_long_args(true));
     let matches = match command.try_get_matches_from(&argv) {
@@ -162,6 +168,7 @@ fn main() -> ExitCode {
         Cmd::Probe(args) => probe::run(args),
         Cmd::Data(args) => data::run(args),
         Cmd::Archive(args) => archive::run(args),
+        Cmd::Daemon(args) => daemon::run(args),
         Cmd::Exporter(args) => exporter::run(args),
         Cmd::Agent(args) => agent::run(args),
     };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use perfkit_symbols::probe_lines::{DebugLines, line_listing};
+use perfkit_symbols::probe_lines::DebugLines;
 use perfkit_symbols::uprobe_events::{
     UprobeDef, UprobeEvents, function_offset, functions, group_for,
 };
@@ -327,28 +327,34 @@ fn shared_line(instead: String) -> anyhow::Error {
     )
 }
 
-/// `-L FUNC`: perf's listing of the function's lines.
-fn show_lines(bin: Option<&Path>, func: &str) -> anyhow::Result<u8> {
+/// `-L FUNC[@FILE][:RANGE]` or `-L FILE[:RANGE]`: perf's listing of those lines.
+fn show_lines(bin: Option<&Path>, spec: &str) -> anyhow::Result<u8> {
     let Some(bin) = bin else {
         bail!(
-            "-L shows a function of a binary: give it with -x BINARY (kernel functions are not supported)"
+            "-L shows lines of a binary: give it with -x BINARY (kernel functions are not supported)"
         );
     };
-    if func.contains([':', '@', '+', '-']) {
-        bail!("-L {func}: only a function name is supported yet (no line ranges or files)");
-    }
+    let range = perfkit_symbols::probe_range::LineRange::parse(spec)
+        .map_err(|m| exit_error(129, anyhow::anyhow!("{m}")))?;
     let debug = DebugLines::open(bin)?;
-    let Some(f) = debug.function(func) else {
-        eprintln!("Specified source line is not found.");
-        return Ok(PROBE_FAILED);
+    let Some(listing) = debug.range_listing(&range) else {
+        // perf's words and status (-ENOENT, or -EOPNOTSUPP for a file it has no lines of).
+        let (what, code) = if range.func.is_some() {
+            ("Specified source line is not found.", PROBE_FAILED)
+        } else {
+            ("Debuginfo analysis failed.", 161)
+        };
+        eprintln!("{what}");
+        eprintln!("  Error: Failed to show lines.");
+        return Ok(code);
     };
-    let source = std::fs::read_to_string(&f.file).map_err(|e| {
+    let source = std::fs::read_to_string(&listing.file).map_err(|e| {
         exit_error(
             PROBE_FAILED,
-            anyhow::Error::new(e).context(format!("Failed to open {}", f.file)),
+            anyhow::Error::new(e).context(format!("Failed to open {}", listing.file)),
         )
     })?;
-    print!("{}", line_listing(f, &source));
+    print!("{}", listing.render(&source));
     Ok(0)
 }
 

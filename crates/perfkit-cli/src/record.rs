@@ -6,10 +6,11 @@ use crate::record_args::RecordArgs;
 use anyhow::{Context, Result, anyhow, bail};
 use perfkit_data::{PerfDataWriter, WriteOptions};
 use perfkit_engine::sampling::{sampling_attrs, tracking_attr};
+use perfkit_engine::threads::{DrainLayout, ThreadSpec};
 use perfkit_engine::{OpenOptions, Place, Poll, Recorder, Workload};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::Duration;
 
 /// When `--switch-output` starts a new file.
@@ -54,6 +55,18 @@ fn pending_path(output: &Path) -> PathBuf {
 /// `perf.data.YYYYMMDDhhmmsscc` (UTC: hundredths of a second last), as perf names
 /// switched and `--timestamp-filename` files (perf uses local time; UTC here).
 fn rotated_name(output: &Path) -> PathBuf {
+    // Two switches within one hundredth of a second would share a name: the second waits
+    // for the next hundredth rather than replacing the first file.
+    loop {
+        let name = timestamped(output);
+        if !name.exists() {
+            return name;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn timestamped(output: &Path) -> PathBuf {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -92,6 +105,20 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             "--switch-output and --timestamp-filename write files: they cannot be used with -o -"
         );
     }
+    // --control: commands arrive from a reader thread and are carried out between polls.
+    // The channel opens first, so a controller (perf daemon) can reach it while the
+    // events are still being opened; what it sends waits for the loop.
+    let (control_rx, mut control_ack) = match &args.control {
+        Some(spec) => {
+            let (ctl, ack) = crate::control::open_control(spec)?;
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                perfkit_engine::control::read_commands(ctl, |cmd| tx.send(cmd).is_ok());
+            });
+            (Some(rx), ack)
+        }
+        None => (None, None),
+    };
     let system_wide = args.all_cpus || args.cpu.is_some();
     let sopts = args.sampling_options(system_wide)?;
     let pages = args.ring_pages()?;
@@ -108,7 +135,20 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             e => e.into(),
         })?
     };
+    for w in perfkit_engine::stat::group_warnings(&specs) {
+        eprintln!("Warning: {w}");
+    }
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
+    // --threads: who drains which CPU's ring (checked before anything is opened, as
+    // perf checks it); without it one thread for a few CPUs, more on bigger machines.
+    let layout = match &args.threads {
+        Some(spec) => {
+            let possible = perfkit::cpus::possible().unwrap_or_else(|_| cpus.clone());
+            DrainLayout::new(&ThreadSpec::parse(spec), &cpus, &possible)
+                .map_err(|e| exit_error(e.exit_code(), e))?
+        }
+        None => DrainLayout::default_for(&cpus),
+    };
     let mut attached: Vec<i32> = Vec::new();
     if let Some(p) = &args.pid {
         attached.extend(perfkit_engine::threads_of_pids(p)?);
@@ -190,13 +230,14 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             .context("--off-cpu")?;
         rec = rec.with_off_cpu(off)?;
     }
+    rec.start_threads(&layout)?;
     let stopper = rec.stopper();
 
     // Signals: Ctrl-C at any point ends the recording cleanly (and goes to the command
     // once it runs), never killing perfkit mid-file; SIGUSR2 switches files.
     let child_pid = Arc::new(AtomicI32::new(0));
     let early_signal = Arc::new(AtomicI32::new(0));
-    let switch_now = Arc::new(AtomicBool::new(false));
+    let switch_now = Arc::new(AtomicU32::new(0));
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -213,7 +254,7 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         std::thread::spawn(move || {
             for sig in signals.forever() {
                 if sig == signal_hook::consts::SIGUSR2 {
-                    switch_now.store(true, Ordering::SeqCst);
+                    switch_now.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
                 early
@@ -234,10 +275,18 @@ pub fn run(args: RecordArgs) -> Result<u8> {
         chunk: pages * 4096,
         no_build_ids: args.no_buildid,
     };
-    // Counting starts before the existing tasks are listed, so a task started in between
-    // is in the list or sends its own COMM/FORK records, never neither (a launched command
-    // enables at its exec instead).
+    // The existing tasks are listed and synthesized before counting starts, as perf does
+    // (reading /proc under sampling is slow, and nothing would drain the rings), then
+    // listed again once counting runs: a task started in between is in the second list or
+    // sends its own COMM/FORK records, never neither (a launched command enables at its
+    // exec instead).
     let delay = args.delay.unwrap_or(0);
+    let pids: Vec<i32> = if system_wide {
+        perfkit_engine::sideband::all_pids()
+    } else {
+        attached.clone()
+    };
+    let made = rec.make_preamble(&pids);
     if child.is_none() || system_wide {
         if delay == 0 {
             rec.enable()?;
@@ -248,25 +297,34 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     if delay != 0 && !args.quiet {
         eprintln!("Events disabled");
     }
-    let pids: Vec<i32> = if system_wide {
+    let late: Vec<i32> = if system_wide {
+        let known: std::collections::HashSet<i32> = pids.iter().copied().collect();
         perfkit_engine::sideband::all_pids()
+            .into_iter()
+            .filter(|p| !known.contains(p))
+            .collect()
     } else {
-        attached.clone()
+        Vec::new()
     };
-    // A file starts with what perf synthesizes; `extra` adds the launched command once it
-    // runs (a switched file).
-    let start_file_at = |rec: &Recorder, path: &Path, extra: &[i32]| -> Result<PerfDataWriter> {
-        let mut w = if to_pipe {
+    let create = |rec: &Recorder, path: &Path| -> Result<PerfDataWriter> {
+        if to_pipe {
             PerfDataWriter::pipe(Box::new(std::io::stdout()), rec.file_events(), wopts)
         } else {
             PerfDataWriter::create(path, rec.file_events(), wopts)
         }
-        .with_context(|| format!("cannot create {}", path.display()))?;
-        let all: Vec<i32> = pids.iter().chain(extra).copied().collect();
+        .with_context(|| format!("cannot create {}", path.display()))
+    };
+    // A switched file starts with what perf synthesizes; `extra` adds the launched
+    // command once it runs.
+    let start_file_at = |rec: &Recorder, path: &Path, extra: &[i32]| -> Result<PerfDataWriter> {
+        let mut w = create(rec, path)?;
+        let all: Vec<i32> = pids.iter().chain(&late).chain(extra).copied().collect();
         rec.write_preamble(&mut w, &all)?;
         Ok(w)
     };
-    let mut w = start_file_at(&rec, &args.output, &[])?;
+    let mut w = create(&rec, &args.output)?;
+    rec.write_made_preamble(&mut w, &made, &late)?;
+    drop(made);
     let mut status = None;
     let workload = match child {
         // Interrupted before the command started: it never runs (dropping it ends it).
@@ -304,15 +362,45 @@ pub fn run(args: RecordArgs) -> Result<u8> {
     let mut enable_at =
         (delay > 0).then(|| std::time::Instant::now() + Duration::from_millis(delay as u64));
     let mut size_limited = false;
+    let mut ending = false;
     loop {
         let mut timeout = Duration::from_millis(100);
         if let Some(at) = enable_at {
             timeout = timeout.min(at.saturating_duration_since(std::time::Instant::now()));
         }
-        match rec.poll(&mut w, timeout) {
-            Ok(Poll::Continue) => {}
-            Ok(_) => break,
-            Err(e) => return Err(stop_workload(e)),
+        let polled = (!ending).then(|| rec.poll(&mut w, timeout));
+        match polled {
+            Some(Ok(Poll::Continue)) => {}
+            Some(Err(e)) => return Err(stop_workload(e)),
+            // SIGUSR2s that came before the end still write their files, as perf handles
+            // its switch trigger before it leaves its loop.
+            _ if switch == Some(Switch::Signal) && switch_now.load(Ordering::SeqCst) > 0 => {
+                ending = true
+            }
+            _ => break,
+        }
+        for cmd in control_rx.iter().flat_map(|rx| rx.try_iter()) {
+            use perfkit_engine::control::ControlCmd;
+            match &cmd {
+                ControlCmd::Enable(_) => rec.enable().map_err(stop_workload)?,
+                ControlCmd::Disable(_) => rec.disable(),
+                ControlCmd::Ping => {}
+                // As SIGTERM: the command ends (its end stops the recording), or the
+                // recording stops when there is none.
+                ControlCmd::Stop => match &workload {
+                    Some(wl) => {
+                        let _ = perfkit::kill(wl.pid(), signal_hook::consts::SIGTERM);
+                    }
+                    None => stopper.stop(),
+                },
+            }
+            if let Some(ack) = &mut control_ack {
+                perfkit_engine::control::acknowledge(ack)
+                    .context("writing the --control acknowledgement")?;
+            }
+            if args.verbose > 0 {
+                eprintln!("perfkit record: control command {cmd:?} carried out");
+            }
         }
         if let Some(at) = enable_at
             && std::time::Instant::now() >= at
@@ -339,7 +427,10 @@ pub fn run(args: RecordArgs) -> Result<u8> {
             break;
         }
         let due = match switch {
-            Some(Switch::Signal) => switch_now.swap(false, Ordering::SeqCst),
+            // Each SIGUSR2 is one file, however close together they come.
+            Some(Switch::Signal) => switch_now
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok(),
             Some(Switch::Size(n)) => w.data_size() >= n,
             Some(Switch::Time(d)) => file_started.elapsed() >= d,
             None => false,

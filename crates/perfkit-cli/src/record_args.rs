@@ -42,12 +42,20 @@ pub struct RecordArgs {
     /// Ring buffer size per CPU in pages (a power of two) or with a unit (e.g. 512K, 4M).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     pub mmap_pages: Option<String>,
+    /// Drain the rings with several threads: cpu (the default value), core, package, numa,
+    /// or CPUS/AFFINITY:... masks. One perf.data is still written.
+    #[arg(long = "threads", num_args = 0..=1, require_equals = true, default_missing_value = "cpu", value_name = "SPEC")]
+    pub threads: Option<String>,
     /// Compress the data with zstd (perf reads it).
     #[arg(short = 'z', long = "compression-level", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_name = "LEVEL")]
     pub compress: Option<i32>,
     /// Start a new file on SIGUSR2, or by size (e.g. 100M) or time (e.g. 30s).
     #[arg(long = "switch-output", num_args = 0..=1, require_equals = true, default_missing_value = "signal", value_name = "WHEN")]
     pub switch_output: Option<String>,
+    /// perf's control channel: read `enable`, `disable`, `ping` and `stop` from a
+    /// descriptor or FIFO and acknowledge each with `ack` (as `perf daemon` drives sessions).
+    #[arg(long = "control", value_name = "fd:CTL[,ACK]|fifo:CTL[,ACK]")]
+    pub control: Option<String>,
     /// Record timestamps (always on; accepted for perf compatibility).
     #[arg(short = 'T', long = "timestamp")]
     pub timestamp: bool,
@@ -284,8 +292,8 @@ impl RecordArgs {
     pub fn ring_pages(&self) -> Result<usize> {
         let page = 4096u64;
         let Some(m) = &self.mmap_pages else {
-            // perf's default: 512 KiB per CPU for root (4 MiB cap for users' mlock limit).
-            return Ok(128);
+            // perf's default: perf_event_mlock_kb less a page, a power of two (512 KiB).
+            return Ok(perfkit::default_data_pages());
         };
         let pages = if m.chars().all(|c| c.is_ascii_digit()) {
             m.parse::<u64>().context("-m")?

@@ -847,7 +847,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         .copied()
         .collect();
     let mut load = LoadOptions::default();
-    load.srcline = asked.contains(&Field::Srcline);
+    load.srcline = asked.contains(&Field::Srcline) || asked.contains(&Field::Other("srccode"));
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
     let file = if args.header {
@@ -864,20 +864,20 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
     for f in &asked {
-        if let Field::Other(name @ ("srccode" | "brstackinsn" | "brstackinsnlen")) = f {
+        if let Field::Other(name @ ("brstackinsn" | "brstackinsnlen")) = f {
             bail!("-F {name} is not supported yet");
         }
     }
-    let branches = formats.iter().any(|e| e.has_branches());
-    if branches
-        && asked
-            .iter()
-            .any(|f| matches!(f, Field::Other(n) if n.starts_with("brstack")))
-    {
-        bail!("-F brstack, brstacksym and brstackoff are not supported yet");
-    }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());
+    want.branch_names = per_event.iter().any(|f| {
+        f.contains(&Field::Other("brstacksym"))
+            || ((f.contains(&Field::Other("brstack")) || f.contains(&Field::Other("brstackoff")))
+                && f.contains(&Field::Dso))
+    });
+    want.branch_offsets = per_event
+        .iter()
+        .any(|f| f.contains(&Field::Other("brstackoff")));
     want.addr_symbols = formats.iter().zip(&per_event).any(|(e, f)| {
         e.addr_is_data()
             && f.contains(&Field::Addr)

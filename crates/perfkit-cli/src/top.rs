@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Debug, Clone)]
 #[command(
     about = "A live profile of the system, processes or a command, refreshed as it runs",
-    after_help = "Examples:\n  perfkit top\n  perfkit top --stdio -d 1 -E 10\n  perfkit top -p 1234 -g\n  perfkit top --stdio -- ./my-program\n\nKeys: Up/Down/PgUp/PgDn move, Enter zooms into the row's DSO (again: out), t zooms into\nits hottest thread, a annotates the symbol, E/C expand/collapse call chains, / filters,\ns/S change the sort keys, P writes the view to perf.hist.N, q or Ctrl-C quits."
+    after_help = "Examples:\n  perfkit top\n  perfkit top --stdio -d 1 -E 10\n  perfkit top -p 1234 -g\n  perfkit top -e cpu-clock -e page-faults --off-cpu\n  perfkit top --stdio -- ./my-program\n\nKeys: Up/Down/PgUp/PgDn/Home/End move, Enter opens the row's menu (annotate, zoom into\nits DSO or thread, filter to it, call chains, next event, save), d/t zoom into the\nrow's DSO/thread (again: out), a annotates the symbol, Tab/Shift-Tab switch events,\nE/C expand/collapse call chains, / filters, s/S change the sort keys, P writes the view\nto perf.hist.N, q or Ctrl-C quits."
 )]
 pub struct TopArgs {
     /// Every CPU (the default without -p, -t or a command).
@@ -66,7 +66,7 @@ pub struct TopArgs {
     /// Zero the history at each refresh (else it decays: 7/8 of its weight stays).
     #[arg(short = 'z', long = "zero")]
     pub zero: bool,
-    /// At most this many rows.
+    /// At most this many rows (--stdio default: as many as the terminal, LINES or 25 lines hold).
     #[arg(short = 'E', long = "entries")]
     pub entries: Option<usize>,
     /// Hide rows below this percentage.
@@ -79,6 +79,10 @@ pub struct TopArgs {
     /// Stop after this many refreshes (perfkit's; perf top runs until interrupted).
     #[arg(long = "refreshes", value_name = "N")]
     pub refreshes: Option<u64>,
+    /// Off-CPU time too, as its own event (`offcpu-time`, nanoseconds asleep per task and
+    /// user stack), as `record --off-cpu` gathers it without BPF.
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
     /// Ring buffer pages per CPU (a power of two).
     #[arg(short = 'm', long = "mmap-pages", default_value_t = 128)]
     pub pages: usize,
@@ -111,6 +115,7 @@ pub struct Session {
     pub status: Status,
     /// Zero the history at each refresh.
     pub zero: bool,
+    unresolved: top::Unresolved,
     samples_at_refresh: u64,
     refreshed_at: Instant,
 }
@@ -134,20 +139,57 @@ impl Session {
 
     /// Take a snapshot of the view and update the rate; `-z` then forgets the samples.
     pub fn snapshot(&mut self) -> top::View {
+        match self.snapshot_events(false).pop() {
+            Some(v) => v,
+            None => self.view_now(),
+        }
+    }
+
+    /// The view of the profile as it is (after a key changed what it shows).
+    pub fn view_now(&mut self) -> top::View {
+        top::view_live(self.loader.profile(), &self.view, &mut self.unresolved)
+    }
+
+    /// [`snapshot`](Self::snapshot) of the shown event, or with `all` of every event
+    /// that has samples (the `--stdio` screens), in event order.
+    pub fn snapshot_events(&mut self, all: bool) -> Vec<top::View> {
         let stats = self.recorder.stats();
         let dt = self.refreshed_at.elapsed().as_secs_f64().max(1e-3);
         self.status.rate = (stats.samples - self.samples_at_refresh) as f64 / dt;
         self.status.lost = stats.lost;
         self.samples_at_refresh = stats.samples;
         self.refreshed_at = Instant::now();
-        let v = top::view(self.loader.profile(), &self.view);
+        // Off-CPU time: the sleeps that ended since the last refresh.
+        let loader = &mut self.loader;
+        self.recorder.off_cpu_parsed(|i, r| loader.record(i, r));
+        let profile = self.loader.profile();
+        let views = if all {
+            let mut v = Vec::new();
+            for e in 0..profile.events.len() {
+                let opts = top::ViewOptions {
+                    event: e,
+                    ..self.view.clone()
+                };
+                let view = top::view_live(profile, &opts, &mut self.unresolved);
+                if view.events[e].1 > 0 {
+                    v.push(view);
+                }
+            }
+            if v.is_empty() {
+                // Nothing sampled yet: the first event's empty screen.
+                v.push(top::view_live(profile, &self.view, &mut self.unresolved));
+            }
+            v
+        } else {
+            vec![top::view_live(profile, &self.view, &mut self.unresolved)]
+        };
         if self.zero {
             self.loader.clear_samples();
         } else {
             // perf top's decay: older samples weigh 7/8 less at each refresh.
             self.loader.decay_samples(7, 8);
         }
-        v
+        views
     }
 
     /// Whether the launched command has ended.
@@ -180,6 +222,9 @@ pub fn start(args: &TopArgs) -> Result<Session> {
     } else {
         perfkit_engine::parse(&args.events).context("-e")?
     };
+    if args.off_cpu {
+        specs.push(perfkit_engine::offcpu::offcpu_spec()?);
+    }
     let sampling = match (args.count, args.freq) {
         (Some(c), _) if c > 0 => Sampling::Period(c),
         (Some(_), _) => bail!("-c 0: the period must be at least 1"),
@@ -197,6 +242,11 @@ pub fn start(args: &TopArgs) -> Result<Session> {
         ..SamplingOptions::default()
     };
     sampling_attrs(&mut specs, &sopts);
+    if args.off_cpu
+        && let Some(s) = specs.last_mut()
+    {
+        perfkit_engine::offcpu::offcpu_attr(&mut s.attr);
+    }
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
     let mut attached: Vec<i32> = Vec::new();
     if let Some(p) = &args.pid {
@@ -224,7 +274,12 @@ pub fn start(args: &TopArgs) -> Result<Session> {
         ..OpenOptions::default()
     };
     let opened = perfkit_engine::open(&specs, &places, &opts).require_all()?;
-    let recorder = Recorder::new(opened, args.pages)?;
+    let mut recorder = Recorder::new(opened, args.pages)?;
+    if args.off_cpu {
+        let off = perfkit_engine::offcpu::OffCpu::open(&places, &opts, &sopts, args.pages)
+            .context("--off-cpu")?;
+        recorder = recorder.with_off_cpu(off)?;
+    }
     let events: Vec<EventAttr> = recorder
         .file_events()
         .into_iter()
@@ -279,6 +334,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             entries: args.entries,
             filter: None,
             zoom: None,
+            event: 0,
         },
         status: Status {
             sampling,
@@ -286,6 +342,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             ..Status::default()
         },
         zero: args.zero,
+        unresolved: top::Unresolved::default(),
         samples_at_refresh: 0,
         refreshed_at: Instant::now(),
     })
@@ -320,10 +377,23 @@ pub fn run(args: TopArgs) -> Result<u8> {
 
 fn run_stdio(s: &mut Session, args: &TopArgs) -> Result<u8> {
     let delay = Duration::from_secs_f64(args.delay);
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
+    // perf top --stdio's screen: the terminal's size, else LINES/COLUMNS, else 25x80; as
+    // many rows as fit below the header unless -E says.
+    let term = ratatui::crossterm::terminal::size().ok();
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|c| c.parse::<usize>().ok())
+    };
+    let width = env("COLUMNS")
+        .or(term.map(|t| usize::from(t.0)))
         .unwrap_or(80);
+    let height = env("LINES")
+        .or(term.map(|t| usize::from(t.1)))
+        .unwrap_or(25);
+    if s.view.entries.is_none() {
+        s.view.entries = Some(height.saturating_sub(5).max(1));
+    }
     let mut shown = 0u64;
     let mut next = Instant::now() + delay;
     let out = std::io::stdout();
@@ -336,10 +406,13 @@ fn run_stdio(s: &mut Session, args: &TopArgs) -> Result<u8> {
                 // What the rings still hold belongs to the last screen.
                 s.drain()?;
             }
-            let v = s.snapshot();
+            // Every event with samples, one screen each (the TUI switches with Tab).
+            let views = s.snapshot_events(true);
             let mut o = out.lock();
-            write!(o, "{}", top::render_stdio(&v, &s.status, width))?;
-            writeln!(o)?;
+            for v in &views {
+                write!(o, "{}", top::render_stdio(v, &s.status, width))?;
+                writeln!(o)?;
+            }
             o.flush()?;
             shown += 1;
             next = Instant::now() + delay;

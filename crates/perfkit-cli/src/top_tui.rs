@@ -19,8 +19,26 @@ use std::time::{Duration, Instant};
 
 use crate::top::{SORT_PRESETS, Session, TopArgs};
 
+/// What an entry of the Enter menu does.
+#[derive(Clone, Debug)]
+enum Action {
+    Annotate,
+    ZoomDso(String),
+    ZoomThread(i32, String),
+    ZoomOut,
+    FilterSymbol(String),
+    ToggleChains,
+    NextEvent,
+    Save,
+}
+
 enum Mode {
     Rows,
+    /// perf top's popup on Enter: what can be done with the selected row.
+    Menu {
+        items: Vec<(String, Action)>,
+        selected: usize,
+    },
     Annotate {
         title: String,
         lines: Vec<String>,
@@ -116,7 +134,7 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
                 KeyCode::Enter => {
                     s.view.filter = (!text.is_empty()).then(|| text.clone());
                     ui.mode = Mode::Rows;
-                    ui.view = top::view(s.loader.profile(), &s.view);
+                    ui.view = s.view_now();
                     ui.list.select(Some(0));
                 }
                 KeyCode::Esc => ui.mode = Mode::Rows,
@@ -141,6 +159,22 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
             }
             return Ok(true);
         }
+        Mode::Menu { items, selected } => {
+            match k.code {
+                KeyCode::Esc | KeyCode::Left | KeyCode::Char('q') => ui.mode = Mode::Rows,
+                KeyCode::Down => *selected = (*selected + 1).min(items.len().saturating_sub(1)),
+                KeyCode::Up => *selected = selected.saturating_sub(1),
+                KeyCode::Enter | KeyCode::Right => {
+                    let a = items.get(*selected).map(|i| i.1.clone());
+                    ui.mode = Mode::Rows;
+                    if let Some(a) = a {
+                        act(a, s, ui)?;
+                    }
+                }
+                _ => {}
+            }
+            return Ok(true);
+        }
         Mode::Rows => {}
     }
     let n = ui.view.rows.len();
@@ -156,86 +190,41 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
         KeyCode::Home => ui.list.select(Some(0)),
         KeyCode::End => ui.list.select(Some(n.saturating_sub(1))),
         KeyCode::Enter => {
-            if s.view.zoom.is_some() {
-                s.view.zoom = None;
-                say(ui, "zoomed out");
-            } else if let Some(dso) = ui
-                .view
-                .rows
-                .get(sel)
-                .and_then(|r| r.key(&s.view.sort, SortKey::Dso))
-                .map(str::to_string)
-            {
-                say(ui, format!("zoomed into DSO {dso} (Enter: out)"));
-                s.view.zoom = Some(Zoom::Dso(dso));
-            } else {
-                say(ui, "no DSO in this view's keys: sort by dso (s) to zoom");
-            }
-            ui.view = top::view(s.loader.profile(), &s.view);
-            ui.list.select(Some(0));
+            let items = menu_items(s, ui);
+            ui.mode = Mode::Menu { items, selected: 0 };
         }
+        KeyCode::Char('d') => match selected_dso(s, ui) {
+            _ if s.view.zoom.is_some() => act(Action::ZoomOut, s, ui)?,
+            Some(dso) => act(Action::ZoomDso(dso), s, ui)?,
+            None => say(ui, "no DSO in this view's keys: sort by dso (s) to zoom"),
+        },
         KeyCode::Char('t') => {
             if s.view.zoom.is_some() {
-                s.view.zoom = None;
-                say(ui, "zoomed out");
+                act(Action::ZoomOut, s, ui)?;
             } else if let Some((sym, _)) = selected_symbol(s, ui)
                 && let Some((tid, name)) = top::hottest_thread(s.loader.profile(), &sym)
             {
-                say(ui, format!("zoomed into thread {name}({tid}) (t: out)"));
-                s.view.zoom = Some(Zoom::Thread(tid));
+                act(Action::ZoomThread(tid, name), s, ui)?;
             }
-            ui.view = top::view(s.loader.profile(), &s.view);
+        }
+        KeyCode::Char('a') => act(Action::Annotate, s, ui)?,
+        KeyCode::Tab => act(Action::NextEvent, s, ui)?,
+        KeyCode::BackTab => {
+            let n = ui.view.events.len().max(1);
+            s.view.event = (s.view.event + n - 1) % n;
+            say(
+                ui,
+                format!(
+                    "event {}",
+                    ui.view
+                        .events
+                        .get(s.view.event)
+                        .map_or("", |e| e.0.as_str())
+                ),
+            );
+            ui.view = s.view_now();
             ui.list.select(Some(0));
         }
-        KeyCode::Char('a') => match selected_symbol(s, ui) {
-            Some((sym, dso)) => {
-                let opts = annotate::Options {
-                    symbol: Some(sym.clone()),
-                    dsos: dso.into_iter().collect(),
-                    source: true,
-                    ..annotate::Options::default()
-                };
-                let (anns, skipped) =
-                    annotate::annotate(s.loader.profile(), &mut ui.symbolizer, &opts);
-                let mut text = Vec::new();
-                annotate::write_stdio(&mut text, &anns, StdioOptions::default())?;
-                let mut lines: Vec<String> = String::from_utf8_lossy(&text)
-                    .lines()
-                    .map(str::to_string)
-                    .collect();
-                for sk in skipped {
-                    lines.push(format!(
-                        "cannot annotate {} ({}): {}",
-                        sk.symbol, sk.dso, sk.reason
-                    ));
-                }
-                // Start at the hottest instruction.
-                let hottest = anns
-                    .first()
-                    .and_then(|a| {
-                        a.lines
-                            .iter()
-                            .filter_map(|l| match l {
-                                annotate::Line::Insn { addr, percent, .. } => {
-                                    Some((*addr, *percent))
-                                }
-                                _ => None,
-                            })
-                            .max_by(|a, b| a.1.total_cmp(&b.1))
-                    })
-                    .and_then(|(addr, _)| {
-                        let needle = format!("{addr:x}:");
-                        lines.iter().position(|l| l.contains(&needle))
-                    })
-                    .unwrap_or(0);
-                ui.mode = Mode::Annotate {
-                    title: format!("Annotate {sym} (q/Esc/Left: back)"),
-                    lines,
-                    scroll: hottest.saturating_sub(ui.page / 2),
-                };
-            }
-            None => say(ui, "no symbol in this row to annotate"),
-        },
         KeyCode::Char('E') => ui.expanded = true,
         KeyCode::Char('C') => ui.expanded = false,
         KeyCode::Char('/') => ui.mode = Mode::Filter(s.view.filter.clone().unwrap_or_default()),
@@ -254,10 +243,113 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
                 .map(|k| format!("{k:?}").to_lowercase())
                 .collect();
             say(ui, format!("sorted by {}", names.join(",")));
-            ui.view = top::view(s.loader.profile(), &s.view);
+            ui.view = s.view_now();
             ui.list.select(Some(0));
         }
-        KeyCode::Char('P') => {
+        KeyCode::Char('P') => act(Action::Save, s, ui)?,
+        _ => {}
+    }
+    Ok(true)
+}
+
+fn selected_dso(s: &Session, ui: &Ui) -> Option<String> {
+    ui.view
+        .rows
+        .get(ui.list.selected()?)?
+        .key(&s.view.sort, SortKey::Dso)
+        .map(str::to_string)
+}
+
+/// The Enter menu of the selected row, as perf top's: annotate, zoom into its DSO or its
+/// hottest thread (or out), filter to its symbol, call chains, next event, save.
+fn menu_items(s: &mut Session, ui: &Ui) -> Vec<(String, Action)> {
+    let mut items = Vec::new();
+    let sym = selected_symbol(s, ui);
+    if let Some((name, _)) = &sym {
+        items.push((format!("Annotate {name}"), Action::Annotate));
+    }
+    if s.view.zoom.is_some() {
+        items.push(("Zoom out".to_string(), Action::ZoomOut));
+    } else {
+        if let Some(dso) = selected_dso(s, ui) {
+            items.push((format!("Zoom into {dso} DSO"), Action::ZoomDso(dso)));
+        }
+        if let Some((name, _)) = &sym
+            && let Some((tid, comm)) = top::hottest_thread(s.loader.profile(), name)
+        {
+            items.push((
+                format!("Zoom into {comm}({tid}) thread"),
+                Action::ZoomThread(tid, comm),
+            ));
+        }
+    }
+    if let Some((name, _)) = &sym {
+        items.push((
+            format!("Filter to {name}"),
+            Action::FilterSymbol(name.clone()),
+        ));
+    }
+    items.push((
+        if ui.expanded {
+            "Collapse call chains"
+        } else {
+            "Expand call chains"
+        }
+        .to_string(),
+        Action::ToggleChains,
+    ));
+    if ui.view.events.len() > 1 {
+        let next = (s.view.event + 1) % ui.view.events.len();
+        items.push((
+            format!("Switch to event {}", ui.view.events[next].0),
+            Action::NextEvent,
+        ));
+    }
+    items.push(("Save the view to perf.hist.N".to_string(), Action::Save));
+    items
+}
+
+/// Do what a key or a menu entry asks.
+fn act(a: Action, s: &mut Session, ui: &mut Ui) -> Result<()> {
+    let mut rebuild = true;
+    match a {
+        Action::ZoomOut => {
+            s.view.zoom = None;
+            say(ui, "zoomed out");
+        }
+        Action::ZoomDso(dso) => {
+            say(ui, format!("zoomed into DSO {dso} (Enter: out)"));
+            s.view.zoom = Some(Zoom::Dso(dso));
+        }
+        Action::ZoomThread(tid, name) => {
+            say(ui, format!("zoomed into thread {name}({tid}) (t: out)"));
+            s.view.zoom = Some(Zoom::Thread(tid));
+        }
+        Action::FilterSymbol(name) => {
+            say(ui, format!("filtered to {name} (/ Enter: clear)"));
+            s.view.filter = Some(name);
+        }
+        Action::ToggleChains => {
+            ui.expanded = !ui.expanded;
+            rebuild = false;
+        }
+        Action::NextEvent => {
+            let n = ui.view.events.len().max(1);
+            s.view.event = (s.view.event + 1) % n;
+            say(
+                ui,
+                format!(
+                    "event {} ({} of {n}; Tab: next)",
+                    ui.view
+                        .events
+                        .get(s.view.event)
+                        .map_or("", |e| e.0.as_str()),
+                    s.view.event + 1
+                ),
+            );
+        }
+        Action::Save => {
+            rebuild = false;
             let path = (0..)
                 .map(|i| std::path::PathBuf::from(format!("perf.hist.{i}")))
                 .find(|p| !p.exists())
@@ -268,9 +360,65 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
                 Err(e) => say(ui, format!("cannot write {}: {e}", path.display())),
             }
         }
-        _ => {}
+        Action::Annotate => {
+            rebuild = false;
+            annotate_selected(s, ui)?;
+        }
     }
-    Ok(true)
+    if rebuild {
+        ui.view = s.view_now();
+        ui.list.select(Some(0));
+    }
+    Ok(())
+}
+
+fn annotate_selected(s: &mut Session, ui: &mut Ui) -> Result<()> {
+    let Some((sym, dso)) = selected_symbol(s, ui) else {
+        say(ui, "no symbol in this row to annotate");
+        return Ok(());
+    };
+    let opts = annotate::Options {
+        symbol: Some(sym.clone()),
+        dsos: dso.into_iter().collect(),
+        source: true,
+        ..annotate::Options::default()
+    };
+    let (anns, skipped) = annotate::annotate(s.loader.profile(), &mut ui.symbolizer, &opts);
+    let mut text = Vec::new();
+    annotate::write_stdio(&mut text, &anns, StdioOptions::default())?;
+    let mut lines: Vec<String> = String::from_utf8_lossy(&text)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for sk in skipped {
+        lines.push(format!(
+            "cannot annotate {} ({}): {}",
+            sk.symbol, sk.dso, sk.reason
+        ));
+    }
+    // Start at the hottest instruction.
+    let hottest = anns
+        .first()
+        .and_then(|a| {
+            a.lines
+                .iter()
+                .filter_map(|l| match l {
+                    annotate::Line::Insn { addr, percent, .. } => Some((*addr, *percent)),
+                    _ => None,
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        })
+        .and_then(|(addr, _)| {
+            let needle = format!("{addr:x}:");
+            lines.iter().position(|l| l.contains(&needle))
+        })
+        .unwrap_or(0);
+    ui.mode = Mode::Annotate {
+        title: format!("Annotate {sym} (q/Esc/Left: back)"),
+        lines,
+        scroll: hottest.saturating_sub(ui.page / 2),
+    };
+    Ok(())
 }
 
 fn draw(f: &mut ratatui::Frame, s: &mut Session, ui: &mut Ui) {
@@ -303,7 +451,7 @@ fn draw(f: &mut ratatui::Frame, s: &mut Session, ui: &mut Ui) {
             f.render_widget(Paragraph::new(visible), body);
             f.render_widget(Paragraph::new(title.clone()), foot);
         }
-        Mode::Rows | Mode::Filter(_) => {
+        Mode::Rows | Mode::Filter(_) | Mode::Menu { .. } => {
             let widths = top::key_widths(&ui.view.rows);
             let mut items = Vec::new();
             let chains: Vec<Vec<(f64, Vec<String>)>> = if ui.expanded {
@@ -347,15 +495,56 @@ fn draw(f: &mut ratatui::Frame, s: &mut Session, ui: &mut Ui) {
                             Some(Zoom::Thread(t)) => format!("thread {t} | "),
                             None => String::new(),
                         };
+                        let events = if ui.view.events.len() > 1 {
+                            format!(
+                                "event {}/{} (Tab) | ",
+                                ui.view.event_index + 1,
+                                ui.view.events.len()
+                            )
+                        } else {
+                            String::new()
+                        };
                         format!(
-                            "{zoom}{} samples | q quit, Enter zoom DSO, t thread, a annotate, \
-                             / filter, s/S sort, E/C chains, P save",
+                            "{zoom}{events}{} samples | q quit, Enter menu, d/t zoom, \
+                             a annotate, / filter, s/S sort, E/C chains, P save",
                             ui.view.samples
                         )
                     }
                 },
             };
             f.render_widget(Paragraph::new(foot_text), foot);
+            if let Mode::Menu { items, selected } = &ui.mode {
+                draw_menu(f, body, items, *selected);
+            }
         }
     }
+}
+
+/// The Enter menu, a bordered popup over the rows.
+fn draw_menu(
+    f: &mut ratatui::Frame,
+    body: ratatui::layout::Rect,
+    items: &[(String, Action)],
+    selected: usize,
+) {
+    let width = items
+        .iter()
+        .map(|i| i.0.len())
+        .max()
+        .unwrap_or(10)
+        .saturating_add(4)
+        .min(usize::from(body.width)) as u16;
+    let height = (items.len() as u16 + 2).min(body.height);
+    let area = ratatui::layout::Rect {
+        x: body.x + (body.width.saturating_sub(width)) / 2,
+        y: body.y + (body.height.saturating_sub(height)) / 2,
+        width,
+        height,
+    };
+    let list = List::new(items.iter().map(|i| ListItem::new(i.0.clone())))
+        .block(ratatui::widgets::Block::bordered().title(" Enter: do, Esc: back "))
+        .highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+    let mut state = ListState::default().with_selected(Some(selected));
+    f.render_widget(ratatui::widgets::Clear, area);
+    f.render_stateful_widget(list, area, &mut state);
 }

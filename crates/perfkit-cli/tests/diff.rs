@@ -71,6 +71,22 @@ fn diff_matches_perf_diff_for_each_computation() {
         &["-c", "wdiff:1,2"],
         &["-p"],
         &["-s", "comm"],
+        &["-s", "dso,sym"],
+        &["-s", "pid"],
+        &["-s", "comm,dso"],
+        &["-F"],
+        &["-F", "-c", "ratio"],
+        &["-F", "-c", "wdiff:1,2"],
+        &["-p", "-F"],
+        &["-b"],
+        &["-b", "-p"],
+        &["-b", "-c", "ratio"],
+        &["-o", "0"],
+        &["-p", "-o", "0"],
+        &["--percentage", "absolute", "-d", "hotloop"],
+        &["--percentage", "relative", "-d", "hotloop"],
+        &["--percentage", "relative", "-S", "hot,cold"],
+        &["-s", "pid", "-F"],
     ] {
         let theirs = perf_diff(args, &old, &new);
         let ours = stdout_ok(perfkit().arg("diff").args(args).arg(&old).arg(&new));
@@ -89,7 +105,10 @@ fn diff_matches_perf_diff_for_each_computation() {
         assert_eq!(t, o, "{args:?}\nperf:\n{theirs}\nperfkit:\n{ours}");
         let headers = |s: &str| -> Vec<String> {
             s.lines()
-                .filter(|l| l.starts_with("# ") && l.contains("Symbol") || l.starts_with("# Event"))
+                .filter(|l| {
+                    l.starts_with("# ") && (l.contains("Baseline") || l.contains("..."))
+                        || l.starts_with("# Event")
+                })
                 .map(str::to_string)
                 .collect()
         };
@@ -130,7 +149,7 @@ fn diff_exports_and_errors() {
     let svg = dir.path().join("diff.svg");
     run_ok(
         perfkit()
-            .args(["diff", "--format", "flamegraph", "-o"])
+            .args(["diff", "--format", "flamegraph", "--output"])
             .arg(&svg)
             .arg(&old)
             .arg(&new),
@@ -149,6 +168,8 @@ fn diff_exports_and_errors() {
         (&["-c", "bogus"][..], "delta-abs"),
         (&["-s", "nokey"], "unknown key"),
         (&["--format", "pdf"], "flamegraph"),
+        (&["-o", "2"], "give 0 (the baseline) to 1"),
+        (&["--percentage", "some"], "relative or absolute"),
     ] {
         let out = perfkit()
             .arg("diff")

@@ -13,6 +13,7 @@ use std::process::Command;
 /// perfkit's part for it lands.
 const PERFKIT_PASSES: &[&str] = &[
     "buildid",
+    "daemon",
     "lock_contention",
     "pipe_test",
     "record+probe_libc_inet_pton",

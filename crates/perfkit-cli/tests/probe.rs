@@ -283,3 +283,76 @@ fn line_probes_and_listings_are_perfs() {
     assert_eq!(ours.0, theirs.0, "messages and exit codes");
     assert!(ours.1.iter().filter(|l| l.contains("/work_L4 ")).count() >= 1);
 }
+
+/// `-L` with perf's range forms: relative ranges (`FUNC:A-B`, `FUNC:A+N`, `FUNC:A`),
+/// `FUNC@FILE`, file ranges (`FILE`, `FILE:A-B`, `FILE:A+N`), ranges past the function or
+/// the file, a missing function and a reversed range: the same listing, messages and exit
+/// status as perf's.
+#[test]
+fn line_ranges_are_perfs() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("ranges.c");
+    std::fs::write(&src, LINES_C).unwrap();
+    let bin = dir.path().join("ranges");
+    let ok = std::process::Command::new("cc")
+        .args(["-O0", "-g", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return skip("no C compiler (cc)");
+    }
+    let specs = [
+        "work:1-3",
+        "work:2+3",
+        "work:6",
+        "work:0-40",
+        "work@ranges.c",
+        "work@ranges.c:3-4",
+        "main",
+        "ranges.c",
+        "ranges.c:7-12",
+        "ranges.c:15+3",
+        "ranges.c:17",
+        "nosuch:1-2",
+        "nosuch.c:1-2",
+    ];
+    for spec in specs {
+        let run = |tool: &mut Command| {
+            let o = tool
+                .args(["probe", "-x"])
+                .arg(&bin)
+                .args(["-L", spec])
+                .output()
+                .unwrap();
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        };
+        let theirs = run(&mut Command::new("perf"));
+        let ours = run(&mut perfkit());
+        assert_eq!(ours, theirs, "-L {spec}");
+    }
+    // A reversed range: perf's words, and perf's usage status.
+    let o = perfkit()
+        .args(["probe", "-x"])
+        .arg(&bin)
+        .args(["-L", "work:4-2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(129));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Start line must be smaller than end line"),
+        "{o:?}"
+    );
+}

@@ -171,8 +171,11 @@ fn rows(lines: &[String]) -> Vec<&String> {
         .collect()
 }
 
-/// Rows perfkit and perf name alike: unnamed callchain-only addresses and the PLT stub perf
-/// calls `_init` are symbol naming's business, not these flags'.
+/// Rows perfkit and perf name alike: unnamed callchain-only addresses are symbol naming's
+/// business, not these flags'. So are the program's PLT stubs: perf stretches the
+/// zero-size `_init` over the PLT and, the stubs' symbols overlapping it in its rbtree,
+/// names some stubs `_init` and others `name@plt` depending on the tree's shape; perfkit
+/// names each `name@plt`.
 fn named(l: &str) -> bool {
     !l.contains("[unknown]")
         && !l.contains("] 0x")
@@ -475,8 +478,8 @@ fn sort_keys_trace_srcfile_cgroup_overhead_and_branch_keys() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot name them yet"));
-    // (Rows of samples in PLT stubs: perf names some that perfkit leaves unnamed, such as
-    // libc's PLT header `@plt` — a difference README lists; the other rows must be perf's.)
+    // (The program's PLT stubs are left out as in `named`; with a symbol size column
+    // after it the name is not at the end of the row.)
     let no_plt = |l: &str| named(l) && !l.contains("@plt");
     same_as_perf_where(&f.mixed, &["--sort", "overhead,sym"], no_plt);
     // Symbol sizes, right-aligned, with perf's IPC column after them.

@@ -4,10 +4,31 @@
 
 mod common;
 
-use common::{hotloop, perfkit, skip, stdout_ok};
+use common::{hotloop, perfkit, skip, sleeper, stdout_ok};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+/// The screens of `--stdio` output whose status line names `event`, last first: their rows.
+fn screens_of<'a>(text: &'a str, event: &str) -> Vec<Vec<&'a str>> {
+    let mut v: Vec<Vec<&str>> = text
+        .split("   PerfTop:")
+        .filter(|s| {
+            s.lines()
+                .next()
+                .is_some_and(|l| l.contains(&format!(" {event}],")))
+        })
+        .map(|s| {
+            s.lines()
+                .skip_while(|l| !l.starts_with("---"))
+                .skip(1)
+                .filter(|l| l.contains('%'))
+                .collect()
+        })
+        .collect();
+    v.reverse();
+    v
+}
 
 /// The rows of the last screen of `--stdio` output (after the last rule).
 fn last_screen_rows(text: &str) -> Vec<&str> {
@@ -103,6 +124,61 @@ fn stdio_shows_the_hot_function_first_and_narrows_as_asked() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key"));
 }
 
+#[test]
+fn stdio_shows_every_event_and_off_cpu_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = hotloop::build(dir.path(), "-O2") else {
+        return;
+    };
+    // Two events: each refresh prints a screen of each, and hot leads both.
+    let out = stdout_ok(
+        perfkit()
+            .args(["top", "--stdio", "-d", "1", "--refreshes", "2"])
+            .args(["-e", "cpu-clock", "-e", "task-clock", "--"])
+            .arg(&bin)
+            .args(["400000000", "0"]),
+    );
+    for ev in ["cpu-clock", "task-clock"] {
+        let screens = screens_of(&out, ev);
+        assert!(!screens.is_empty(), "a screen of {ev}:\n{out}");
+        assert!(
+            screens[0].first().is_some_and(|r| r.ends_with("[.] hot")),
+            "hot leads {ev}:\n{out}"
+        );
+    }
+
+    // --off-cpu: a program sleeping in a known function leads the offcpu-time screen.
+    if !sleeper::tracefs_ready() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("CI has tracefs: sched:sched_switch must be usable for top --off-cpu");
+        }
+        skip("no tracefs here: sched:sched_switch is needed for --off-cpu");
+        return;
+    }
+    let Some(sleeper) = sleeper::build(dir.path()) else {
+        skip("no working C compiler (cc) to build the sleeper");
+        return;
+    };
+    let out = stdout_ok(
+        perfkit()
+            .args(["top", "--stdio", "-d", "5", "--off-cpu", "--"])
+            .arg(&sleeper),
+    );
+    let screens = screens_of(&out, "offcpu-time");
+    assert!(!screens.is_empty(), "an offcpu-time screen:\n{out}");
+    let lead = screens[0].first().copied().unwrap_or("");
+    assert!(
+        lead.ends_with("[.] sleep_in_known_function"),
+        "the sleeping function leads off-CPU time:\n{out}"
+    );
+    // Self share (the last percentage before the keys): most of the time off the CPU.
+    let pct: Vec<f64> = lead
+        .split('%')
+        .filter_map(|p| p.trim().parse().ok())
+        .collect();
+    assert!(pct.last().is_some_and(|&p| p > 50.0), "{out}");
+}
+
 struct Tmux {
     name: String,
 }
@@ -115,6 +191,16 @@ impl Tmux {
         String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", &self.name]).stdout)
             .into_owned()
     }
+    /// The screen with its attributes as escape sequences (reverse video marks the
+    /// selected row).
+    fn screen_attrs(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .cmd(&["capture-pane", "-e", "-p", "-t", &self.name])
+                .stdout,
+        )
+        .into_owned()
+    }
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", self.name.as_str()];
         args.extend_from_slice(keys);
@@ -122,14 +208,21 @@ impl Tmux {
     }
     /// Wait (up to a minute: the machine may be loaded) for the screen to satisfy `ok`.
     fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        self.wait_on(what, || self.screen(), ok)
+    }
+    /// [`wait_for`](Self::wait_for) on the screen with attributes.
+    fn wait_for_attrs(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        self.wait_on(what, || self.screen_attrs(), ok)
+    }
+    fn wait_on(&self, what: &str, read: impl Fn() -> String, ok: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
-            let s = self.screen();
+            let s = read();
             if ok(&s) {
                 return s;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(60),
+                start.elapsed() < Duration::from_secs(120),
                 "timed out waiting for {what}; screen:\n{s}"
             );
             std::thread::sleep(Duration::from_millis(200));
@@ -146,6 +239,25 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd(&["kill-session", "-t", &self.name]);
     }
+}
+
+/// The index (among the rows below the rule) of the row shown in reverse video.
+fn selected_row(screen_with_attrs: &str) -> Option<usize> {
+    screen_with_attrs
+        .lines()
+        .skip_while(|l| !l.contains("---"))
+        .skip(1)
+        .position(|l| l.contains("\x1b[7m"))
+}
+
+/// The rows below the rule that carry a percentage.
+fn rows_of(screen: &str) -> Vec<&str> {
+    screen
+        .lines()
+        .skip_while(|l| !l.starts_with("---"))
+        .skip(1)
+        .filter(|l| l.contains('%'))
+        .collect()
 }
 
 /// The first row below the rule.
@@ -172,8 +284,9 @@ fn tui_in_tmux_sorts_zooms_annotates_filters_saves_and_quits() {
     let t = Tmux {
         name: format!("perfkit-top-{}", std::process::id()),
     };
+    // Two events (Tab switches between them).
     let cmd = format!(
-        "{} top -d 1 -- {} 400000000 0",
+        "{} top -d 1 -e cpu-clock -e task-clock -- {} 400000000 0",
         exe.display(),
         bin.display()
     );
@@ -215,23 +328,89 @@ fn tui_in_tmux_sorts_zooms_annotates_filters_saves_and_quits() {
         s.contains("sorted by dso,sym") && first_row(s).contains("hotloop")
     });
 
-    // Enter: zoom into hot's DSO; only hotloop rows remain. Enter again: out.
-    t.keys(&["Enter"]);
+    // Enter: perf top's menu for the row; its second entry zooms into hot's DSO, and only
+    // hotloop rows remain. d: out again.
+    t.keys(&["Home", "Enter"]);
+    let s = t.wait_for("the row's menu", |s| {
+        s.contains("Annotate hot") && s.contains("Zoom into hotloop DSO")
+    });
+    assert!(
+        s.contains("Zoom into hotloop(") && s.contains("Switch to event task-clock"),
+        "{s}"
+    );
+    t.keys(&["Down", "Enter"]);
     let s = t.wait_for("zoom into hotloop", |s| {
         s.contains("zoomed into DSO hotloop")
     });
-    let rows: Vec<&str> = s
-        .lines()
-        .skip_while(|l| !l.starts_with("---"))
-        .skip(1)
-        .filter(|l| l.contains('%'))
-        .collect();
+    let rows = rows_of(&s);
     assert!(
         !rows.is_empty() && rows.iter().all(|r| r.contains("hotloop")),
         "{s}"
     );
-    t.keys(&["Enter"]);
+    t.keys(&["d"]);
     t.wait_for("zoom out", |s| s.contains("zoomed out"));
+    // d on the row zooms into its DSO directly; t into its hottest thread; again: out.
+    t.keys(&["Home", "d"]);
+    t.wait_for("d zooms", |s| s.contains("zoomed into DSO hotloop"));
+    t.keys(&["d"]);
+    t.wait_for("zoom out", |s| s.contains("zoomed out"));
+    t.keys(&["Home", "t"]);
+    t.wait_for("thread zoom", |s| s.contains("zoomed into thread hotloop("));
+    t.keys(&["t"]);
+    t.wait_for("zoom out", |s| s.contains("zoomed out"));
+    // Esc leaves the menu without doing anything.
+    t.keys(&["Enter"]);
+    t.wait_for("menu", |s| s.contains("Enter: do, Esc: back"));
+    t.keys(&["Escape"]);
+    t.wait_for("menu closed", |s| !s.contains("Enter: do, Esc: back"));
+
+    // PgDn/PgUp/Down/Up move the selection (reverse video) once there are two rows.
+    t.wait_for("two rows", |s| rows_of(s).len() >= 2);
+    t.keys(&["Home", "PageDown"]);
+    t.wait_for_attrs("PgDn moves down", |s| {
+        selected_row(s).is_some_and(|r| r > 0)
+    });
+    t.keys(&["PageUp"]);
+    t.wait_for_attrs("PgUp back to the top", |s| selected_row(s) == Some(0));
+    t.keys(&["Down"]);
+    t.wait_for_attrs("Down", |s| selected_row(s) == Some(1));
+    t.keys(&["Up"]);
+    t.wait_for_attrs("Up", |s| selected_row(s) == Some(0));
+
+    // E/C: call chains under the rows (no -g: says how to get them), then gone.
+    t.keys(&["E"]);
+    t.wait_for("chains", |s| {
+        s.contains("--100.00%-- (no callers recorded: -g)")
+    });
+    t.keys(&["C"]);
+    t.wait_for("no chains", |s| !s.contains("no callers recorded"));
+
+    // Tab: the second event (hot leads it too); Tab again: back to the first.
+    t.keys(&["Tab"]);
+    t.wait_for("task-clock view", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains(" task-clock],"))
+            && s.contains("event 2/2")
+            && first_row(s).ends_with("[.] hot")
+    });
+    t.keys(&["Tab"]);
+    t.wait_for("cpu-clock view", |s| {
+        s.lines().next().is_some_and(|l| l.contains(" cpu-clock],"))
+    });
+
+    // It follows the terminal's size.
+    assert!(
+        t.cmd(&["resize-window", "-t", &t.name, "-x", "90", "-y", "30"])
+            .status
+            .success()
+    );
+    t.wait_for("resized", |s| {
+        s.lines()
+            .nth(1)
+            .is_some_and(|l| l.trim_end().len() == 90 && l.starts_with("---"))
+            && s.lines().count() <= 30
+    });
 
     // a: annotate hot in place, hottest instruction in view; q goes back.
     t.keys(&["Home", "a"]);
@@ -265,10 +444,40 @@ fn tui_in_tmux_sorts_zooms_annotates_filters_saves_and_quits() {
 
     // q quits: the session ends (and the workload with it).
     t.keys(&["q"]);
+    wait_gone(&t);
+
+    // Ctrl-C quits too.
+    let t = Tmux {
+        name: format!("perfkit-top-c-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} top -d 1 -- {} 400000000 0",
+        exe.display(),
+        bin.display()
+    );
+    let st = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    assert!(st.status.success());
+    t.wait_for("rows", |s| first_row(s).contains('%'));
+    t.keys(&["C-c"]);
+    wait_gone(&t);
+}
+
+/// Wait (generously) for the tmux session of a quitting top to end.
+fn wait_gone(t: &Tmux) {
     let start = Instant::now();
     while t.alive() {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
+            start.elapsed() < Duration::from_secs(60),
             "top did not quit"
         );
         std::thread::sleep(Duration::from_millis(100));

@@ -62,7 +62,12 @@ pub struct PerfDataWriter {
     tracing: Option<Vec<u8>>,
     /// Decoders of the events' records (MMAP/MMAP2 file names for BUILD_ID).
     parsers: Parsers,
+    /// When the header was last rewritten by [`finish_round`](Self::finish_round).
+    last_sync: Option<std::time::Instant>,
 }
+
+/// How often [`PerfDataWriter::finish_round`] makes the file readable up to the round.
+pub const HEADER_SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The record parsers of a file's events: the records written are decoded by
 /// `perfkit-records`, as any reader decodes them, never by byte offsets of their own.
@@ -327,6 +332,7 @@ impl PerfDataWriter {
             zstd,
             tracing,
             parsers,
+            last_sync: None,
         })
     }
 
@@ -431,6 +437,38 @@ impl PerfDataWriter {
         }
     }
 
+    /// Append a block of whole records, each header included, in native byte order (what
+    /// a draining thread collected from its rings). MMAP/MMAP2 file names are remembered
+    /// as [`write_raw`](Self::write_raw) remembers them, and compressed chunks stay within
+    /// the chunk size. A block that ends inside a record, or a record whose size is under
+    /// 8 bytes, is an `InvalidData` error naming the offset; nothing after it is written.
+    pub fn write_records(&mut self, block: &[u8]) -> io::Result<()> {
+        let mut at = 0usize;
+        while at < block.len() {
+            let h = RecordHeader::parse(&block[at..], Endian::NATIVE).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("record at byte {at} of a block: {e}"),
+                )
+            })?;
+            let size = h.size as usize;
+            if size < HEADER_SIZE_RECORD || at + size > block.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "record at byte {at} of a {}-byte block has size {size}",
+                        block.len()
+                    ),
+                ));
+            }
+            let start = self.round.len();
+            self.round.extend_from_slice(&block[at..at + size]);
+            self.appended(h.type_, start)?;
+            at += size;
+        }
+        Ok(())
+    }
+
     /// Book-keeping after a record of type `type_` was appended to the round at `start`.
     fn appended(&mut self, type_: u32, start: usize) -> io::Result<()> {
         if matches!(type_, sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2) {
@@ -480,13 +518,22 @@ impl PerfDataWriter {
         Ok(())
     }
 
-    /// End a pass over the rings: write a FINISHED_ROUND and make the file valid up to here.
+    /// End a pass over the rings: write a FINISHED_ROUND, and make the file valid up to
+    /// here at most every [`HEADER_SYNC_EVERY`] (a header rewrite is a flush and three
+    /// syscalls, and a busy recorder ends thousands of rounds a second).
     pub fn finish_round(&mut self) -> io::Result<()> {
         self.flush_round()?;
         let r = record(sys::PERF_RECORD_FINISHED_ROUND, 0, &[], &[]);
         self.raw_write(&r)?;
         self.data_len += 8;
-        self.sync_header(&[])
+        if self
+            .last_sync
+            .is_none_or(|t| t.elapsed() >= HEADER_SYNC_EVERY)
+        {
+            self.last_sync = Some(std::time::Instant::now());
+            self.sync_header(&[])?;
+        }
+        Ok(())
     }
 
     fn sync_header(&mut self, features: &[usize]) -> io::Result<()> {

@@ -34,6 +34,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod control;
+pub mod daemon;
+mod drain_threads;
 mod error;
 pub mod offcpu;
 mod open;
@@ -43,6 +46,7 @@ pub mod sideband;
 mod spec;
 pub mod stat;
 mod targets;
+pub mod threads;
 mod workload;
 
 pub use error::{Error, Result};

@@ -352,6 +352,14 @@ impl OffCpu {
         v
     }
 
+    /// The sums gathered since the last call, largest first, forgetting them: a live view
+    /// (`top --off-cpu`) adds each batch to what it shows.
+    pub fn take_samples(&mut self) -> Vec<OffCpuSample> {
+        let v = self.samples();
+        self.totals.clear();
+        v
+    }
+
     /// Write the summed samples as samples of the event `attr` with id `id`, stamped
     /// from `after` + 1 ns up; the number written.
     pub fn write(
@@ -381,9 +389,9 @@ fn read_uint(raw: &[u8], (offset, size): (usize, usize)) -> Option<u64> {
     Some(u64::from_ne_bytes(v))
 }
 
-/// A `PERF_RECORD_SAMPLE` of the off-CPU event, fields in the kernel's order (perf's
-/// `off_cpu_write`).
-fn encode_sample(attr: &sys::perf_event_attr, id: u64, s: &OffCpuSample, time: u64) -> Vec<u8> {
+/// A `PERF_RECORD_SAMPLE` of the off-CPU event with id `id`, stamped `time`, fields in the
+/// kernel's order (perf's `off_cpu_write`): header included.
+pub fn encode_sample(attr: &sys::perf_event_attr, id: u64, s: &OffCpuSample, time: u64) -> Vec<u8> {
     let st = attr.sample_type;
     let mut body: Vec<u64> = Vec::with_capacity(8 + s.stack.len());
     if st & sys::PERF_SAMPLE_IDENTIFIER != 0 {

@@ -4,12 +4,17 @@
 //! first counter of each CPU owns it and every other counter of that CPU is redirected
 //! into it with `PERF_EVENT_IOC_SET_OUTPUT`. One thread drains every ring when epoll says
 //! one is readable (or every 100 ms), and writes a FINISHED_ROUND after each pass, as perf
-//! does. At the end the kernel's own lost count of every counter (`PERF_FORMAT_LOST`) is
+//! does. With a [`DrainLayout`] of several threads ([`start_threads`](Recorder::start_threads)),
+//! the rings are drained by threads of their own and this thread only writes (the engine's
+//! `drain_threads` module says how their records stay ordered for perf).
+//! At the end the kernel's own lost count of every counter (`PERF_FORMAT_LOST`) is
 //! read and written as `PERF_RECORD_LOST_SAMPLES`, so samples lost in a ring that was full
 //! when recording stopped are counted too.
 
+use crate::drain_threads::{Counts, Group, Pass, Threads, drain_ring};
 use crate::offcpu::OffCpu;
 use crate::open::Opened;
+use crate::threads::DrainLayout;
 use crate::{Error, Result};
 use perfkit::records::{Endian, MultiParser, ParsedRecord};
 use perfkit::sys;
@@ -99,6 +104,15 @@ pub struct Recorder {
     off_cpu: Option<OffCpu>,
     /// The latest sample time written.
     last_time: u64,
+    /// The CPU of each ring of `rings`.
+    ring_cpus: Vec<i32>,
+    /// The draining threads, once started (the rings are theirs then).
+    threads: Option<Threads>,
+    /// The stop handle given out (the poller's, kept when the poller moves to the
+    /// threads' stop watcher).
+    stop: Stopper,
+    /// Records of one pass over the rings, written as one block.
+    block: Vec<u8>,
 }
 
 /// Poller tokens of the off-CPU rings start here.
@@ -110,6 +124,7 @@ impl Recorder {
     pub fn new(opened: Opened, pages: usize) -> Result<Recorder> {
         let mut ids: Vec<Vec<u64>> = vec![Vec::new(); opened.events.len()];
         let mut rings = Vec::new();
+        let mut ring_cpus = Vec::new();
         // The owner of each CPU's ring, by CPU.
         let mut owner: Vec<(i32, usize, usize)> = Vec::new();
         for (pi, place) in opened.places.iter().enumerate() {
@@ -121,6 +136,7 @@ impl Recorder {
                 match owner.iter().find(|o| o.0 == place.cpu) {
                     None => {
                         rings.push(RingBuffer::map(c, RingSize::Pages(pages))?);
+                        ring_cpus.push(place.cpu);
                         owner.push((place.cpu, ei, pi));
                     }
                     Some(&(_, oe, op)) => {
@@ -146,9 +162,14 @@ impl Recorder {
                 .add(r.as_fd(), i as u64)
                 .map_err(|e| Error::io("epoll", e))?;
         }
+        let stop = poller.stopper();
         Ok(Recorder {
             opened,
             rings,
+            ring_cpus,
+            threads: None,
+            stop,
+            block: Vec::new(),
             ids,
             parser,
             poller,
@@ -231,6 +252,42 @@ impl Recorder {
         Ok(())
     }
 
+    /// The start of a file's side-band preamble for the existing tasks `pids` (kernel and
+    /// module maps, COMM/MMAP of the tasks), made before counting starts as perf makes it:
+    /// reading `/proc` then costs no lost samples (nothing drains the rings yet) and no
+    /// sampling overhead. [`write_made_preamble`](Self::write_made_preamble) writes it with
+    /// the tasks that started in between.
+    pub fn make_preamble(&self, pids: &[i32]) -> Vec<Vec<u8>> {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        let (Some(attr), Some(id)) = (attr, first_id) else {
+            return Vec::new();
+        };
+        crate::sideband::KernelMaps::new(&attr, id).preamble_start(&attr, id, pids)
+    }
+
+    /// Write a preamble made by [`make_preamble`](Self::make_preamble), then COMM/MMAP
+    /// records of the tasks `late` (listed after counting started: those that started in
+    /// between, which would otherwise have neither a synthesized COMM nor one of their
+    /// own), then FINISHED_INIT.
+    pub fn write_made_preamble(
+        &self,
+        w: &mut PerfDataWriter,
+        made: &[Vec<u8>],
+        late: &[i32],
+    ) -> Result<()> {
+        let first_id = self.ids.first().and_then(|i| i.first()).copied();
+        let attr = self.opened.events.first().map(|e| e.attr);
+        let (Some(attr), Some(id)) = (attr, first_id) else {
+            return Ok(());
+        };
+        for r in made.iter().cloned().chain(synth::tasks(&attr, id, late)) {
+            w.write_record(&[&r]).map_err(Error::Write)?;
+        }
+        w.write_record(&[&synth::finished_init()])
+            .map_err(Error::Write)
+    }
+
     /// Enable every group (not needed for events that enable at the command's exec).
     pub fn enable(&self) -> Result<()> {
         self.opened.enable()?;
@@ -238,6 +295,14 @@ impl Recorder {
             o.enable()?;
         }
         Ok(())
+    }
+
+    /// Disable every group (perf's `--control disable`); [`enable`](Self::enable) resumes.
+    pub fn disable(&self) {
+        self.opened.disable();
+        if let Some(o) = &self.off_cpu {
+            o.disable();
+        }
     }
 
     /// Enable the groups of the events `range` (indices into the event list): `-D` enables
@@ -257,7 +322,53 @@ impl Recorder {
     /// A handle that ends [`run`](Self::run) (or makes [`poll`](Self::poll) return
     /// [`Poll::Stopped`]) from another thread or a signal handler thread.
     pub fn stopper(&self) -> Stopper {
-        self.poller.stopper()
+        self.stop.clone()
+    }
+
+    /// Hand the rings to draining threads as `layout` shares them out (a ring of a CPU no
+    /// thread names goes to the first thread). From here on [`poll`](Self::poll) only
+    /// writes what the threads send, so the rings keep being drained while this thread
+    /// writes the side-band preamble, compresses, or starts the next file. Returns the
+    /// number of draining threads (0 when there are no rings, or threads already run).
+    /// Not for [`poll_parsed`](Self::poll_parsed), which needs the rings here.
+    pub fn start_threads(&mut self, layout: &DrainLayout) -> Result<usize> {
+        if self.threads.is_some() || self.rings.is_empty() || layout.drainers.is_empty() {
+            return Ok(0);
+        }
+        // The stop watcher keeps this poller with only its stop eventfd in it.
+        for r in &self.rings {
+            let _ = self.poller.remove(r.as_fd());
+        }
+        if let Some(o) = &self.off_cpu {
+            for r in o.rings() {
+                let _ = self.poller.remove(r.as_fd());
+            }
+        }
+        let mut groups: Vec<Group> = layout
+            .drainers
+            .iter()
+            .map(|d| Group {
+                rings: Vec::new(),
+                affinity: d.affinity.clone(),
+            })
+            .collect();
+        let rings = std::mem::take(&mut self.rings);
+        for (r, &cpu) in rings.into_iter().zip(&self.ring_cpus) {
+            let i = layout
+                .drainers
+                .iter()
+                .position(|d| d.cpus.iter().any(|&c| c as i32 == cpu))
+                .unwrap_or(0);
+            groups[i].rings.push(r);
+        }
+        groups.retain(|g| !g.rings.is_empty());
+        let n = groups.len();
+        let poller = std::mem::replace(
+            &mut self.poller,
+            Poller::new().map_err(|e| Error::io("epoll", e))?,
+        );
+        self.threads = Some(Threads::start(groups, &self.parser, poller)?);
+        Ok(n)
     }
 
     /// The statistics so far.
@@ -268,6 +379,27 @@ impl Recorder {
     /// Wait until a ring has data, the stop handle is used or `timeout` passes, then drain
     /// every ring into `w`.
     pub fn poll(&mut self, w: &mut PerfDataWriter, timeout: Duration) -> Result<Poll> {
+        if let Some(t) = &mut self.threads {
+            let (stats, lost_records, last_time) =
+                (&mut self.stats, &mut self.lost_records, &mut self.last_time);
+            let w2 = &mut *w;
+            let stopped = {
+                let w3 = std::cell::RefCell::new(w2);
+                t.poll(
+                    timeout,
+                    |p| write_pass(&mut w3.borrow_mut(), p, stats, lost_records, last_time),
+                    || w3.borrow_mut().finish_round().map_err(Error::Write),
+                )?
+            };
+            if let Some(o) = &mut self.off_cpu {
+                o.drain()?;
+            }
+            return Ok(if stopped {
+                Poll::Stopped
+            } else {
+                Poll::Continue
+            });
+        }
         let outcome = self.wait(timeout)?;
         self.drain(w)?;
         Ok(outcome)
@@ -347,7 +479,45 @@ impl Recorder {
         }
         stats.records += n;
         stats.lost = stats.lost.max(*lost_records);
+        if let Some(o) = &mut self.off_cpu {
+            o.drain()?;
+        }
         Ok(n)
+    }
+
+    /// With off-CPU time ([`with_off_cpu`](Self::with_off_cpu)): the sleeps summed since
+    /// the last call, per task and user stack, handed to `f` as parsed samples of the
+    /// `offcpu-time` event (period: nanoseconds off the CPU), as the file would hold them.
+    /// A live view (`top --off-cpu`) calls this at each refresh; the number handed over.
+    pub fn off_cpu_parsed(&mut self, mut f: impl FnMut(usize, &ParsedRecord<'_>)) -> u64 {
+        let Some(o) = &mut self.off_cpu else {
+            return 0;
+        };
+        let at = self
+            .opened
+            .events
+            .iter()
+            .zip(&self.ids)
+            .find(|(e, _)| e.name == crate::offcpu::OFFCPU_EVENT);
+        let Some((ev, ids)) = at else {
+            return 0;
+        };
+        let id = ids.first().copied().unwrap_or(0);
+        let after = self.last_time.max(o.last_time());
+        let mut n = 0;
+        for (i, s) in o.take_samples().iter().enumerate() {
+            let rec = crate::offcpu::encode_sample(&ev.attr, id, s, after + 1 + i as u64);
+            let (Some(h), Some(body)) = (rec.get(..8), rec.get(8..)) else {
+                continue;
+            };
+            let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+            let misc = u16::from_ne_bytes([h[4], h[5]]);
+            if let Ok((i, p)) = self.parser.parse(type_, misc, body) {
+                f(i, &p);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// The side-band records a file would start with (kernel and module maps, COMM/MMAP of
@@ -371,55 +541,33 @@ impl Recorder {
         }
     }
 
-    /// Drain every ring into `w` and end the round.
+    /// Drain every ring into `w` and end the round (with draining threads: nothing to
+    /// do here, the threads drain).
     pub fn drain(&mut self, w: &mut PerfDataWriter) -> Result<u64> {
-        let mut n = 0u64;
         let Recorder {
             rings,
             parser,
             stats,
             lost_records,
-            scratch,
             last_time,
+            block,
             ..
         } = self;
+        block.clear();
+        let mut counts = Counts::empty();
         for r in rings.iter_mut() {
-            let mut err = None;
-            r.drain(|rec| {
-                if err.is_some() {
-                    return;
-                }
-                if let Err(e) = w.write_raw(&rec) {
-                    err = Some(e);
-                    return;
-                }
-                n += 1;
-                match rec.type_ {
-                    sys::PERF_RECORD_SAMPLE => {
-                        stats.samples += 1;
-                        let body = rec.data.contiguous(scratch);
-                        if let Ok((_, p)) = parser.parse(rec.type_, rec.misc, body)
-                            && let Some(t) = p.time()
-                        {
-                            w.saw_time(t);
-                            *last_time = (*last_time).max(t);
-                        }
-                    }
-                    sys::PERF_RECORD_LOST => {
-                        *lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
-                        stats.lost_chunks += 1;
-                    }
-                    sys::PERF_RECORD_THROTTLE => stats.throttled += 1,
-                    _ => {}
-                }
-            })
-            .map_err(Error::Ring)?;
-            if let Some(e) = err {
-                return Err(Error::Write(e));
-            }
+            drain_ring(r, block, &mut counts, parser)?;
         }
-        stats.records += n;
-        stats.lost = stats.lost.max(*lost_records);
+        let n = counts.records;
+        let pass = Pass {
+            drainer: 0,
+            generation: 0,
+            block: std::mem::take(block),
+            counts,
+        };
+        let written = write_pass(w, &pass, stats, lost_records, last_time);
+        *block = pass.block;
+        written?;
         if n > 0 {
             w.finish_round().map_err(Error::Write)?;
         }
@@ -442,7 +590,23 @@ impl Recorder {
         if let Some(o) = &self.off_cpu {
             o.disable();
         }
-        self.drain(w)?;
+        match self.threads.take() {
+            Some(t) => {
+                let (stats, lost_records, last_time) =
+                    (&mut self.stats, &mut self.lost_records, &mut self.last_time);
+                let w3 = std::cell::RefCell::new(&mut *w);
+                t.finish(
+                    |p| write_pass(&mut w3.borrow_mut(), p, stats, lost_records, last_time),
+                    || w3.borrow_mut().finish_round().map_err(Error::Write),
+                )?;
+                if let Some(o) = &mut self.off_cpu {
+                    o.drain()?;
+                }
+            }
+            None => {
+                self.drain(w)?;
+            }
+        }
         if let Some(o) = &self.off_cpu {
             let at = self
                 .opened
@@ -493,4 +657,29 @@ impl Recorder {
         self.stats.lost = self.stats.lost.max(kernel_lost);
         Ok(self.stats)
     }
+}
+
+/// Write one pass's records and add what it counted to the statistics.
+fn write_pass(
+    w: &mut PerfDataWriter,
+    p: &Pass,
+    stats: &mut RecordStats,
+    lost_records: &mut u64,
+    last_time: &mut u64,
+) -> Result<()> {
+    w.write_records(&p.block).map_err(Error::Write)?;
+    let c = &p.counts;
+    if c.first_time <= c.last_time {
+        w.saw_time(c.first_time);
+        w.saw_time(c.last_time);
+        *last_time = (*last_time).max(c.last_time);
+    }
+    stats.samples += c.samples;
+    stats.records += c.records;
+    stats.lost_chunks += c.lost_chunks;
+    stats.throttled += c.throttled;
+    stats.wakeups += c.wakeups;
+    *lost_records += c.lost_records;
+    stats.lost = stats.lost.max(*lost_records);
+    Ok(())
 }

@@ -52,9 +52,22 @@ impl KernelMaps {
         id: u64,
         pids: &[i32],
     ) -> Vec<Vec<u8>> {
+        let mut out = self.preamble_start(attr, id, pids);
+        out.push(synth::finished_init());
+        out
+    }
+
+    /// [`preamble_records`](Self::preamble_records) without the FINISHED_INIT that ends
+    /// them: a recorder makes these before counting starts and adds the tasks that started
+    /// meanwhile before ending the preamble.
+    pub fn preamble_start(
+        &self,
+        attr: &sys::perf_event_attr,
+        id: u64,
+        pids: &[i32],
+    ) -> Vec<Vec<u8>> {
         let mut out = self.records.clone();
         out.extend(synth::tasks(attr, id, pids));
-        out.push(synth::finished_init());
         out
     }
 

@@ -62,6 +62,19 @@ pub struct PfmEncoding {
     pub attr: perf_event_attr,
 }
 
+/// A PMU as libpfm4 describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PfmPmu {
+    /// libpfm4's short name (`core`, `skl`, `amd64_fam19h_zen4`).
+    pub name: String,
+    /// Its description (`Intel Core`).
+    pub desc: String,
+    /// Generic counters.
+    pub generic: u32,
+    /// Fixed counters.
+    pub fixed: u32,
+}
+
 /// One libpfm4 event for `perfkit list`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PfmEvent {
@@ -148,6 +161,44 @@ impl Pfm {
         }
         attr.size = perfkit_sys::PERF_ATTR_SIZE_VER8;
         Ok(PfmEncoding { attr })
+    }
+
+    /// Every PMU libpfm4 considers present (detected, or forced with `LIBPFM_FORCE_PMU`)
+    /// with its counters, leaving out its `perf` and `perf_raw` pseudo-PMUs.
+    pub fn pmus(&self) -> Vec<PfmPmu> {
+        let mut out = Vec::new();
+        for pmu in 0..1024 {
+            let mut info = [0u64; 16];
+            // SAFETY: info is a zeroed, writable buffer larger than pfm_pmu_info_t; size 0
+            // selects the smallest (ABI 0) layout.
+            let r = unsafe { (self.pmu_info)(pmu, info.as_mut_ptr().cast()) };
+            if r != PFM_SUCCESS {
+                continue;
+            }
+            // After name, desc, size: pmu, type, nevents, first_event, max_encoding,
+            // num_cntrs, num_fixed_cntrs, flags (bit 0 = is_present).
+            let w = |i: usize| -> u32 { (info[3 + i / 2] >> (32 * (i % 2))) as u32 };
+            if w(7) & 1 == 0 {
+                continue;
+            }
+            // SAFETY: name and desc are static C strings owned by libpfm4 (or NULL).
+            let (name, desc) = unsafe {
+                (
+                    cstr(info[0] as *const c_char),
+                    cstr(info[1] as *const c_char),
+                )
+            };
+            if name == "perf" || name == "perf_raw" {
+                continue;
+            }
+            out.push(PfmPmu {
+                name,
+                desc,
+                generic: w(5),
+                fixed: w(6),
+            });
+        }
+        out
     }
 
     /// The events of every PMU libpfm4 considers present (detected or forced).

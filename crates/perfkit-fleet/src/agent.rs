@@ -10,9 +10,13 @@
 //! arrives while a window is being converted goes into the next one.
 //!
 //! Cost: the rings are drained when the kernel wakes the agent or once a second; the
-//! conversion runs once per window, on its own thread.
+//! conversion runs once per window, on its own thread. Kernel symbols are loaded once;
+//! user-space frames are named through [`SymbolCache`] (files known by device, inode and
+//! build id, names memoized across windows, symbol tables loaded when an address needs
+//! them and dropped when idle or over a bound).
 
 use crate::labels::{self, Labeller};
+use crate::symcache::SymbolCache;
 use perfkit_data::{PerfDataWriter, WriteOptions};
 use perfkit_engine::sampling::{CallGraph, Sampling, SamplingOptions, sampling_attrs};
 use perfkit_engine::{OpenOptions, Place, Poll, Recorder};
@@ -194,11 +198,19 @@ impl Agent {
         let stopper = self.rec.stopper();
         let host = self.opts.host.clone();
         let symbolize = self.opts.symbolize;
-        std::thread::scope(|scope| {
+        let symfs = self
+            .opts
+            .scratch_dir
+            .join(format!("perfkit-agent-{}-symfs", std::process::id()));
+        let mut symbols = Symbols {
+            kernel: None,
+            load: crate::symcache::kernel_only(&symfs)?,
+            user: SymbolCache::default(),
+        };
+        let result = std::thread::scope(|scope| {
             let converter = scope.spawn(move || {
                 let mut deliver = deliver;
                 let mut labeller = Labeller::new(&host);
-                let mut symbols = Symbols::default();
                 for r in rx {
                     let converted = convert(&r, &mut labeller, &mut symbols, symbolize);
                     let _ = std::fs::remove_file(&r.path);
@@ -225,7 +237,9 @@ impl Agent {
                 )))
             });
             recorded.and(converted)
-        })
+        });
+        let _ = std::fs::remove_dir_all(&symfs);
+        result
     }
 
     /// Record windows into scratch files and send them to the converter.
@@ -280,35 +294,12 @@ impl Agent {
     }
 }
 
-/// The symbolizer kept from window to window (shared objects and the kernel's symbols
-/// are loaded once, not once per window), started afresh after [`Symbols::RENEW`]
-/// windows, or as soon as the agent's resident memory passes [`Symbols::MAX_RSS`] (a
-/// machine that keeps starting new binaries, a build farm, would otherwise make it grow
-/// with every file it ever symbolized).
-#[derive(Default)]
+/// What is kept from window to window for naming frames: the loader's symbolizer (kernel
+/// symbols only, loaded once) and the user-space [`SymbolCache`].
 struct Symbols {
-    kept: Option<perfkit_symbols::Symbolizer>,
-    uses: u32,
-}
-
-impl Symbols {
-    /// Windows one symbolizer serves at most (an hour of 10 s windows).
-    const RENEW: u32 = 360;
-    /// Resident bytes above which the symbolizer is dropped after a window.
-    const MAX_RSS: u64 = 128 << 20;
-
-    fn renew_if_due(&mut self) {
-        if self.uses >= Self::RENEW || resident_bytes().is_some_and(|r| r > Self::MAX_RSS) {
-            *self = Symbols::default();
-        }
-    }
-}
-
-/// This process's resident memory (`/proc/self/statm`).
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
+    kernel: Option<perfkit_symbols::Symbolizer>,
+    load: perfkit_report::LoadOptions,
+    user: SymbolCache,
 }
 
 /// One recorded window into a labelled, gzipped pprof profile.
@@ -319,19 +310,19 @@ fn convert(
     symbolize: bool,
 ) -> Result<WindowProfile, AgentError> {
     let file = perfkit_report::load::open(&r.path).map_err(AgentError::Load)?;
-    let (profile, _diag, symbolizer) = perfkit_report::load::load_reusing(
-        &file,
-        &perfkit_report::LoadOptions::default(),
-        symbols.kept.take(),
-    )
-    .map_err(AgentError::Load)?;
-    symbols.kept = Some(symbolizer);
-    symbols.uses += 1;
-    symbols.renew_if_due();
+    let (mut profile, _diag, symbolizer) =
+        perfkit_report::load::load_reusing(&file, &symbols.load, symbols.kernel.take())
+            .map_err(AgentError::Load)?;
+    symbols.kernel = Some(symbolizer);
+    if symbolize {
+        symbols.user.name_frames(&mut profile);
+    } else {
+        symbols.user.next_window();
+    }
     let mut msg = pprof::build(&profile);
     labeller.label(&mut msg, &profile);
     if !symbolize {
-        labels::unsymbolize(&mut msg, &profile);
+        labels::unsymbolize(&mut msg, &profile, &mut symbols.user);
     }
     msg.time_nanos = r
         .start

@@ -205,7 +205,11 @@ pub fn container_id(cgroup: &str) -> Option<&str> {
 /// build id, with `has_functions` false, so that a profile store (Parca,
 /// Pyroscope, `go tool pprof` with the binaries at hand) symbolizes them. Kernel frames
 /// keep their names (the kernel's symbols are this host's alone).
-pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
+pub fn unsymbolize(
+    msg: &mut PprofProfile,
+    profile: &Profile,
+    files: &mut crate::symcache::SymbolCache,
+) {
     let offset_of: HashMap<(&str, u64), u64> = profile
         .frames
         .iter()
@@ -217,7 +221,6 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
     let mut strings = Strings::of(msg);
     let mut mappings: Vec<Mapping> = Vec::new();
     let mut by_key: HashMap<(String, u64, u64), u64> = HashMap::new();
-    let mut segments: HashMap<(String, u64), Option<(u64, u64)>> = HashMap::new();
     let mut build_ids: HashMap<String, i64> = HashMap::new();
     let old: HashMap<u64, String> = msg
         .mapping
@@ -244,13 +247,11 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
             continue;
         };
         let base = loc.address - off;
-        let seg = *segments
-            .entry((dso.clone(), off))
-            .or_insert_with(|| exec_segment(std::path::Path::new(&dso), off));
-        let (pgoff, seg_len) = seg.unwrap_or((0, 0));
+        let (pgoff, seg_len) = files.segment(&dso, off).unwrap_or((0, 0));
         let id = *by_key.entry((dso.clone(), base, pgoff)).or_insert_with(|| {
             let build_id = *build_ids.entry(dso.clone()).or_insert_with(|| {
-                perfkit_data::synth::build_id_of(std::path::Path::new(&dso))
+                files
+                    .build_id(&dso)
                     .map_or(0, |b| strings.id(&perfkit_symbols::build_id_hex(&b)))
             });
             mappings.push(Mapping {
@@ -272,31 +273,6 @@ pub fn unsymbolize(msg: &mut PprofProfile, profile: &Profile) {
     }
     msg.mapping = mappings;
     msg.string_table = strings.table;
-}
-
-/// The loadable segment of ELF file `path` that holds file offset `off`, as the kernel
-/// maps it: (file offset rounded down to the page, length to the segment's end rounded
-/// up). What `/proc/PID/maps` shows as the mapping's offset and size, and what a
-/// symbolizer needs to find the segment of a mapping.
-fn exec_segment(path: &std::path::Path, off: u64) -> Option<(u64, u64)> {
-    use object::read::elf::{FileHeader, ProgramHeader};
-    let file = std::fs::File::open(path).ok()?;
-    let data = object::ReadCache::new(file);
-    let header = object::elf::FileHeader64::<object::Endianness>::parse(&data).ok()?;
-    let endian = header.endian().ok()?;
-    const PAGE: u64 = 4096;
-    for ph in header.program_headers(endian, &data).ok()? {
-        if ph.p_type(endian) != object::elf::PT_LOAD {
-            continue;
-        }
-        let (o, len) = (ph.p_offset(endian), ph.p_filesz(endian));
-        if off >= o && off < o + len {
-            let start = o & !(PAGE - 1);
-            let end = (o + len).next_multiple_of(PAGE);
-            return Some((start, end - start));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ pub mod exposition;
 pub mod labels;
 pub mod serve;
 pub mod sink;
+pub mod symcache;
 pub mod upload;
 
 pub use agent::{Agent, AgentOptions, WindowProfile};

@@ -74,6 +74,11 @@ pub struct Options {
     pub syntax: Syntax,
     /// Sample filters shared with report (comm, pid, tid, cpu, time).
     pub filter: Filter,
+    /// The running kernel's image, for kernel functions (`--vmlinux`); without it they
+    /// are read from [`kcore`](Self::kcore).
+    pub vmlinux: Option<std::path::PathBuf>,
+    /// The kernel memory image (default `/proc/kcore`).
+    pub kcore: Option<std::path::PathBuf>,
 }
 
 /// One line of an annotation.
@@ -149,6 +154,8 @@ struct Acc {
     hits: u64,
     period: u64,
     file_offset: Option<u64>,
+    /// A kernel function's running start address.
+    kernel_start: Option<u64>,
     by_offset: HashMap<u64, (u64, u64)>,
 }
 
@@ -170,17 +177,21 @@ pub fn annotate(
         let ev = (s.event as usize).min(nevents - 1);
         totals[ev].0 += 1;
         totals[ev].1 += s.period;
-        let Some(leaf) = profile
-            .stack_frames(s.stack)
-            .find(|&f| !profile.frames[f as usize].inlined)
-        else {
+        let Some(leaf) = profile.sample_frame(s.stack) else {
             continue;
         };
         let frame = &profile.frames[leaf as usize];
         let acc = accs[ev].entry(frame.func).or_default();
         acc.hits += 1;
         acc.period += s.period;
-        if let (Some(mo), Some(so)) = (frame.map_offset, frame.sym_offset) {
+        if let Some(so) = frame.sym_offset
+            && profile.funcs[frame.func as usize].kernel
+        {
+            acc.kernel_start.get_or_insert(frame.addr.wrapping_sub(so));
+            let e = acc.by_offset.entry(so).or_default();
+            e.0 += 1;
+            e.1 += s.period;
+        } else if let (Some(mo), Some(so)) = (frame.map_offset, frame.sym_offset) {
             acc.file_offset.get_or_insert(mo);
             let e = acc.by_offset.entry(so).or_default();
             e.0 += 1;
@@ -209,10 +220,69 @@ pub fn annotate(
                 dso: func.dso.clone(),
                 reason,
             };
+            let (den_hits, den_period) = match opts.percent_type {
+                PercentType::LocalPeriod | PercentType::LocalHits => (acc.hits, acc.period),
+                PercentType::GlobalPeriod | PercentType::GlobalHits => totals[ev],
+            };
+            let event = profile
+                .events
+                .get(ev)
+                .map_or_else(String::new, |e| e.name.clone());
             if func.kernel {
-                skipped.push(skip(
-                    "kernel code is not annotated (no vmlinux or /proc/kcore reader yet)".into(),
-                ));
+                let Some(start) = acc.kernel_start else {
+                    skipped.push(skip("its samples were not named by a kernel symbol".into()));
+                    continue;
+                };
+                let size = profile.sym_sizes.get(&fid).copied().unwrap_or(0);
+                let kcore = opts
+                    .kcore
+                    .clone()
+                    .unwrap_or_else(|| perfkit_symbols::kernel_code::KCORE.into());
+                let code = match perfkit_symbols::kernel_code::kernel_code(
+                    start,
+                    size,
+                    opts.vmlinux.as_deref(),
+                    &kcore,
+                ) {
+                    Ok(c) => c,
+                    Err(why) => {
+                        skipped.push(skip(why));
+                        continue;
+                    }
+                };
+                let arch = match code.machine {
+                    Machine::X86_64 => Arch::X86_64,
+                    Machine::Aarch64 => Arch::Aarch64,
+                    Machine::Other(m) => {
+                        skipped.push(skip(format!("no disassembler for ELF machine {m}")));
+                        continue;
+                    }
+                };
+                let insns = perfkit_disasm::disassemble(arch, opts.syntax, &code.bytes, start);
+                let lines = insn_lines(
+                    &insns,
+                    start,
+                    &acc,
+                    opts.percent_type,
+                    (den_hits, den_period),
+                    |_| None,
+                    |t| {
+                        let f = symbolizer.symbolize_kernel(t);
+                        f.symbol.as_ref().map(|s| (s.name.to_string(), s.offset))
+                    },
+                );
+                out.push(Annotation {
+                    symbol: func.name.clone(),
+                    dso: func.dso.clone(),
+                    file: code.file.display().to_string(),
+                    event,
+                    start,
+                    size,
+                    hits: acc.hits,
+                    period: acc.period,
+                    percent_type: opts.percent_type,
+                    lines,
+                });
                 continue;
             }
             let Some(file_offset) = acc.file_offset else {
@@ -245,69 +315,36 @@ pub fn annotate(
             };
             let start = code.symbol.start;
             let insns = perfkit_disasm::disassemble(arch, opts.syntax, &code.bytes, start);
-            let (den_hits, den_period) = match opts.percent_type {
-                PercentType::LocalPeriod | PercentType::LocalHits => (acc.hits, acc.period),
-                PercentType::GlobalPeriod | PercentType::GlobalHits => totals[ev],
-            };
-            let mut lines = Vec::new();
-            let mut last_src: Option<(String, u32)> = None;
             let mut sources = SourceFiles::default();
-            for insn in &insns {
-                if opts.source
-                    && let Some(l) = code.line_at(insn.addr)
-                {
-                    let key = (l.file.to_string(), l.line);
-                    if last_src.as_ref() != Some(&key) {
-                        lines.push(Line::Source {
-                            text: sources.line(&key.0, key.1),
-                            file: key.0.clone(),
-                            line: key.1,
-                        });
-                        last_src = Some(key);
+            let lines = insn_lines(
+                &insns,
+                start,
+                &acc,
+                opts.percent_type,
+                (den_hits, den_period),
+                |addr| {
+                    if !opts.source {
+                        return None;
                     }
-                }
-                let (hits, period) = acc
-                    .by_offset
-                    .get(&(insn.addr - start))
-                    .copied()
-                    .unwrap_or_default();
-                let percent = match opts.percent_type {
-                    PercentType::LocalPeriod | PercentType::GlobalPeriod => pct(period, den_period),
-                    PercentType::LocalHits | PercentType::GlobalHits => pct(hits, den_hits),
-                };
-                let mut text = insn.text();
-                if let Some(t) = insn.target
-                    && let Some(sym) = symbolizer.symbol_at_vaddr(&mapping, t)
-                {
-                    if sym.offset == 0 {
-                        let _ = write!(text, " <{}>", sym.name);
-                    } else {
-                        let _ = write!(text, " <{}+{:#x}>", sym.name, sym.offset);
-                    }
-                }
-                lines.push(Line::Insn {
-                    addr: insn.addr,
-                    raw: insn
-                        .bytes
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    text,
-                    target: insn.target,
-                    hits,
-                    period,
-                    percent,
-                });
-            }
+                    let l = code.line_at(addr)?;
+                    let file = l.file.to_string();
+                    Some(Line::Source {
+                        text: sources.line(&file, l.line),
+                        file,
+                        line: l.line,
+                    })
+                },
+                |t| {
+                    symbolizer
+                        .symbol_at_vaddr(&mapping, t)
+                        .map(|s| (s.name.to_string(), s.offset))
+                },
+            );
             out.push(Annotation {
                 symbol: func.name.clone(),
                 dso: func.dso.clone(),
                 file: code.file.display().to_string(),
-                event: profile
-                    .events
-                    .get(ev)
-                    .map_or_else(String::new, |e| e.name.clone()),
+                event,
                 start,
                 size: code.symbol.size,
                 hits: acc.hits,
@@ -318,6 +355,67 @@ pub fn annotate(
         }
     }
     (out, skipped)
+}
+
+/// The annotation's lines: each instruction with its share, after the source line it
+/// starts (`source_at`, when that changes), jump targets named by `name_at`.
+#[allow(clippy::too_many_arguments)]
+fn insn_lines(
+    insns: &[perfkit_disasm::Insn],
+    start: u64,
+    acc: &Acc,
+    percent_type: PercentType,
+    (den_hits, den_period): (u64, u64),
+    mut source_at: impl FnMut(u64) -> Option<Line>,
+    mut name_at: impl FnMut(u64) -> Option<(String, u64)>,
+) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut last_src: Option<(String, u32)> = None;
+    for insn in insns {
+        if let Some(src) = source_at(insn.addr)
+            && let Line::Source { file, line, .. } = &src
+        {
+            let key = (file.clone(), *line);
+            if last_src.as_ref() != Some(&key) {
+                lines.push(src);
+                last_src = Some(key);
+            }
+        }
+        let (hits, period) = acc
+            .by_offset
+            .get(&(insn.addr - start))
+            .copied()
+            .unwrap_or_default();
+        let percent = match percent_type {
+            PercentType::LocalPeriod | PercentType::GlobalPeriod => pct(period, den_period),
+            PercentType::LocalHits | PercentType::GlobalHits => pct(hits, den_hits),
+        };
+        let mut text = insn.text();
+        if let Some(t) = insn.target
+            && let Some((name, offset)) = name_at(t)
+        {
+            if offset == 0 {
+                let _ = write!(text, " <{name}>");
+            } else {
+                let _ = write!(text, " <{name}+{offset:#x}>");
+            }
+        }
+        lines.push(Line::Insn {
+            addr: insn.addr,
+            raw: insn
+                .bytes
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            text,
+            target: insn.target,
+            hits,
+            period,
+            percent,
+        });
+    }
+    lines
 }
 
 fn pct(n: u64, d: u64) -> f64 {

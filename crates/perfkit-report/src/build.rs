@@ -402,8 +402,7 @@ impl Builder {
                     // address - 1 (inside the call), which is also the address printed.
                     for (i, addr) in self.unwind(pid, &u).into_iter().enumerate() {
                         let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
-                        let own = i == 0 && chain.is_empty();
-                        self.push_dwarf_frame(&mut chain, pid, addr, own);
+                        self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
                     }
                 } else if callchain.is_empty() {
                     self.push_frame(&mut chain, pid, ip, kernel);
@@ -508,7 +507,6 @@ impl Builder {
                 sym_offset: None,
                 srcline: None,
                 inlined: false,
-                sample_only: false,
             });
             self.pending_kernel.push(frame);
             if let Some(m) = self.kernel_maps.find(addr).cloned() {
@@ -535,7 +533,6 @@ impl Builder {
                 sym_offset: None,
                 srcline: None,
                 inlined: false,
-                sample_only: false,
             });
             self.memo.insert(key, frame);
             return frame;
@@ -574,7 +571,6 @@ impl Builder {
             sym_offset: sym.symbol.as_ref().map(|s| s.offset),
             srcline: sym.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
             inlined: false,
-            sample_only: false,
         });
         if let Some(m) = &mapping {
             let image = self.image(pid, m);
@@ -597,7 +593,6 @@ impl Builder {
                         sym_offset: None,
                         srcline: i.srcline.as_ref().map(|l| (l.file.to_string(), l.line)),
                         inlined: true,
-                        sample_only: false,
                     })
                 })
                 .collect();
@@ -620,20 +615,32 @@ impl Builder {
     /// Push a DWARF-unwound user frame as perf's unwinder reports it: where the file has
     /// debug information, every function DWARF places at the address, innermost first,
     /// each named by DWARF; one whose name is not the ELF symbol's is perf's "inlined"
-    /// frame (the offset still from the symbol). The sample's own address (`own`: a user
-    /// sample's leaf), when its outermost DWARF function is not its symbol, also gets a
-    /// [`Frame::sample_only`] frame of the symbol, as that is the row its sample counts for
-    /// in perf's report.
-    fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, own: bool) {
+    /// frame (the offset still from the symbol). When DWARF does not name the leaf's ELF
+    /// symbol (`init_cpu_features` in `init_cpu_features.constprop.0`, `__GI_mprotect` at
+    /// `mprotect`), the symbol's frame is still the one its sample counts for in perf's
+    /// report: [`Profile::leaf_symbols`] keeps it.
+    fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
         let generation = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
-        let key = (pid, addr, generation, own);
+        let key = (pid, addr, generation, leaf);
         if let Some(v) = self.dwarf_frames.get(&key) {
             chain.extend_from_slice(v);
             return;
         }
-        let frames = self.dwarf_chain(pid, addr, own);
+        let frames = self.dwarf_chain(pid, addr);
         let frames = match frames {
-            Some(v) => v,
+            Some((v, outer_matches)) => {
+                if leaf
+                    && !outer_matches
+                    && let Some(&first) = v.first()
+                {
+                    let mut own = Vec::new();
+                    self.push_frame(&mut own, pid, addr, false);
+                    if let Some(&f) = own.last() {
+                        self.profile.leaf_symbols.insert(first, f);
+                    }
+                }
+                v
+            }
             None => {
                 let mut v = Vec::new();
                 self.push_frame(&mut v, pid, addr, false);
@@ -644,7 +651,8 @@ impl Builder {
         self.dwarf_frames.insert(key, frames);
     }
 
-    fn dwarf_chain(&mut self, pid: i32, addr: u64, own: bool) -> Option<Vec<FrameId>> {
+    /// The frames DWARF names at `addr` and whether the outermost is the ELF symbol.
+    fn dwarf_chain(&mut self, pid: i32, addr: u64) -> Option<(Vec<FrameId>, bool)> {
         if perfkit_symbols::is_kernel_address(addr) {
             return None;
         }
@@ -667,26 +675,7 @@ impl Builder {
             .and_then(|f| f.function.as_deref())
             .is_some_and(|n| n == &*symbol.name);
         let dso = sym.dso.to_string();
-        let mut out = Vec::with_capacity(sym.inlined.len() + 1);
-        if own && !outer_matches {
-            // perf's chain shows DWARF's functions only; its report still counts the
-            // sample for the symbol: a leaf frame for that, left out of chains.
-            let func = self.profile.func(Func {
-                name: symbol.name.to_string(),
-                dso: dso.clone(),
-                kernel: false,
-            });
-            self.profile.sym_sizes.insert(func, symbol.size);
-            out.push(self.profile.frame(Frame {
-                func,
-                addr,
-                map_offset,
-                sym_offset: Some(symbol.offset),
-                srcline: None,
-                inlined: false,
-                sample_only: true,
-            }));
-        }
+        let mut out = Vec::with_capacity(sym.inlined.len());
         for i in &sym.inlined {
             let name = i.function.as_deref().unwrap_or("??");
             let real = name == &*symbol.name;
@@ -706,10 +695,9 @@ impl Builder {
                 sym_offset: Some(symbol.offset),
                 srcline: None,
                 inlined: !real,
-                sample_only: false,
             }));
         }
-        Some(out)
+        Some((out, outer_matches))
     }
 
     /// The size of the user stack copy the recording asked for (the largest of its events).

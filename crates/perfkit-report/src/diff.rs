@@ -118,6 +118,22 @@ pub struct Options {
     pub keys: Vec<Key>,
     /// Show periods (`-p`): the baseline's and each new file's.
     pub periods: bool,
+    /// Show how each value is computed (`-F`, `--formula`).
+    pub formula: bool,
+    /// Only entries the baseline and a new file both have (`-b`, `--baseline-only`).
+    pub baseline_only: bool,
+    /// Sort by the values of this file first (`-o N`; 0: the baseline's periods; default
+    /// 1, the first new file's computed values).
+    pub order: usize,
+    /// Percentages of what the filters keep (`--percentage relative`), instead of each
+    /// file's whole period (`absolute`, perf diff's default).
+    pub relative: bool,
+    /// Only entries of these shared objects (`-d`, names or paths).
+    pub dsos: Vec<String>,
+    /// Only entries of these commands (`-C`).
+    pub comms: Vec<String>,
+    /// Only entries of these symbols (`-S`).
+    pub symbols: Vec<String>,
 }
 
 impl Default for Options {
@@ -126,19 +142,44 @@ impl Default for Options {
             compute: Compute::DeltaAbs,
             keys: vec![Key::Dso, Key::Sym],
             periods: false,
+            formula: false,
+            baseline_only: false,
+            order: 1,
+            relative: false,
+            dsos: Vec::new(),
+            comms: Vec::new(),
+            symbols: Vec::new(),
         }
+    }
+}
+
+impl Options {
+    /// The key columns shown: perf leaves out a column a filter narrows to one value.
+    pub fn shown_keys(&self) -> Vec<Key> {
+        self.keys
+            .iter()
+            .copied()
+            .filter(|k| match k {
+                Key::Dso => self.dsos.len() != 1,
+                Key::Comm => self.comms.len() != 1,
+                Key::Sym => self.symbols.len() != 1,
+                Key::Pid => true,
+            })
+            .collect()
     }
 }
 
 /// One matched entry.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    /// The key values, in [`Options::keys`] order.
+    /// The key values, in [`Options::shown_keys`] order.
     pub keys: Vec<String>,
     /// Period in each file (baseline first); `None` where the entry is absent.
     pub periods: Vec<Option<u64>>,
-    /// Share of each file's total period, in percent.
+    /// Share of each file's total period, in percent (what the values are computed from).
     pub percents: Vec<Option<f64>>,
+    /// The baseline's share as printed (with `-b`, of the entries kept).
+    pub baseline_shown: Option<f64>,
 }
 
 impl Row {
@@ -165,17 +206,33 @@ impl Row {
 pub struct Diff {
     /// The event's name.
     pub event: String,
-    /// Total period of each file.
+    /// Total period of each file (what percentages are of).
     pub totals: Vec<u64>,
     /// Rows in perf diff's order: entries with a computed value first, by value (absolute
     /// for delta-abs), then the baseline's entries absent from the new file.
     pub rows: Vec<Row>,
 }
 
+/// Whether sample `s` passes the `-d`/`-C`/`-S` filters.
+fn kept(p: &Profile, s: &crate::Sample, opts: &Options) -> bool {
+    if opts.dsos.is_empty() && opts.comms.is_empty() && opts.symbols.is_empty() {
+        return true;
+    }
+    let leaf = p.sample_frame(s.stack);
+    let func = leaf.map(|f| p.func_of(f));
+    let t = &p.threads[s.thread as usize];
+    let dso_ok = opts.dsos.is_empty()
+        || func.is_some_and(|f| {
+            let short = perfkit_symbols::dso_short_name(&f.dso);
+            opts.dsos.iter().any(|d| *d == f.dso || *d == short)
+        });
+    let comm_ok = opts.comms.is_empty() || opts.comms.iter().any(|c| c == t.name_at(s.time));
+    let sym_ok = opts.symbols.is_empty() || func.is_some_and(|f| opts.symbols.contains(&f.name));
+    dso_ok && comm_ok && sym_ok
+}
+
 fn key_values(p: &Profile, s: &crate::Sample, keys: &[Key]) -> Vec<String> {
-    let leaf = p
-        .stack_frames(s.stack)
-        .find(|&f| !p.frames[f as usize].inlined);
+    let leaf = p.sample_frame(s.stack);
     let func = leaf.map(|f| p.func_of(f));
     let t = &p.threads[s.thread as usize];
     keys.iter()
@@ -188,7 +245,8 @@ fn key_values(p: &Profile, s: &crate::Sample, keys: &[Key]) -> Vec<String> {
                 None => "[.] [unknown]".into(),
             },
             Key::Comm => t.name_at(s.time).to_string(),
-            Key::Pid => format!("{}:{}", t.pid, t.name_at(s.time)),
+            // perf: the pid right-aligned in 7 columns.
+            Key::Pid => format!("{:>7}:{}", t.pid, t.name_at(s.time)),
         })
         .collect()
 }
@@ -220,14 +278,22 @@ pub fn diff(profiles: &[&Profile], opts: &Options) -> Vec<Diff> {
             }) else {
                 continue;
             };
+            let keys = opts.shown_keys();
             for s in p.samples.iter().filter(|s| s.event as usize == ei) {
-                totals[fi] += s.period;
-                let k = key_values(p, s, &opts.keys);
+                let keep = kept(p, s, opts);
+                if keep || !opts.relative {
+                    totals[fi] += s.period;
+                }
+                if !keep {
+                    continue;
+                }
+                let k = key_values(p, s, &keys);
                 let r = *index.entry(k.clone()).or_insert_with(|| {
                     rows.push(Row {
                         keys: k,
                         periods: vec![None; n],
                         percents: vec![None; n],
+                        baseline_shown: None,
                     });
                     rows.len() - 1
                 });
@@ -238,8 +304,18 @@ pub fn diff(profiles: &[&Profile], opts: &Options) -> Vec<Diff> {
             for (fi, p) in r.periods.iter().enumerate() {
                 r.percents[fi] = p.map(|p| 100.0 * p as f64 / totals[fi].max(1) as f64);
             }
+            r.baseline_shown = r.percents[0];
         }
-        sort_rows(&mut rows, opts.compute);
+        if opts.baseline_only {
+            // perf drops the entries without a match on both sides; the baseline column is
+            // then a share of what is left (the computed values keep the whole).
+            rows.retain(|r| r.periods[0].is_some() && r.periods[1..].iter().any(Option::is_some));
+            let kept: u64 = rows.iter().filter_map(|r| r.periods[0]).sum();
+            for r in &mut rows {
+                r.baseline_shown = r.periods[0].map(|p| 100.0 * p as f64 / kept.max(1) as f64);
+            }
+        }
+        sort_rows(&mut rows, opts.compute, opts.order);
         out.push(Diff {
             event: ev.name.clone(),
             totals,
@@ -253,7 +329,7 @@ pub fn diff(profiles: &[&Profile], opts: &Options) -> Vec<Diff> {
 /// magnitude for delta-abs; an entry it has without a value, like a ratio without baseline,
 /// next; entries it lacks last), then the baseline's period, then the next file's value,
 /// and so on; the keys break what ties remain.
-fn sort_rows(rows: &mut [Row], c: Compute) {
+fn sort_rows(rows: &mut [Row], c: Compute, order: usize) {
     let n = rows.first().map_or(0, |r| r.periods.len());
     let col = |r: &Row, i: usize| -> (u8, f64) {
         match r.value(i, c) {
@@ -262,7 +338,22 @@ fn sort_rows(rows: &mut [Row], c: Compute) {
             None => (0, 0.0),
         }
     };
+    let base = |a: &Row, b: &Row| b.periods[0].unwrap_or(0).cmp(&a.periods[0].unwrap_or(0));
+    // -o N: that file's column first (0: the baseline's period), then perf's usual order.
+    let order = order.min(n.saturating_sub(1));
     rows.sort_by(|a, b| {
+        if order == 0 {
+            let o = base(a, b);
+            if o.is_ne() {
+                return o;
+            }
+        } else if order > 1 {
+            let (ca, cb) = (col(a, order), col(b, order));
+            let o = cb.0.cmp(&ca.0).then(cb.1.total_cmp(&ca.1));
+            if o.is_ne() {
+                return o;
+            }
+        }
         for i in 1..n {
             let (ca, cb) = (col(a, i), col(b, i));
             let o = cb.0.cmp(&ca.0).then(cb.1.total_cmp(&ca.1));
@@ -270,7 +361,7 @@ fn sort_rows(rows: &mut [Row], c: Compute) {
                 return o;
             }
             if i == 1 {
-                let o = b.periods[0].unwrap_or(0).cmp(&a.periods[0].unwrap_or(0));
+                let o = base(a, b);
                 if o.is_ne() {
                     return o;
                 }
@@ -278,6 +369,22 @@ fn sort_rows(rows: &mut [Row], c: Compute) {
         }
         a.keys.cmp(&b.keys)
     });
+}
+
+/// perf diff's `-F` text: how the value of new file `i` is computed.
+fn formula(r: &Row, i: usize, c: Compute, totals: &[u64]) -> String {
+    let Some(new) = r.periods[i] else {
+        return String::new();
+    };
+    let old = r.periods[0].unwrap_or(0);
+    match c {
+        Compute::Delta | Compute::DeltaAbs => format!(
+            "({new} * 100 / {}) - ({old} * 100 / {})",
+            totals[i], totals[0]
+        ),
+        Compute::Ratio => format!("{new} / {old}"),
+        Compute::Wdiff(w1, w2) => format!("({new} * {w2}) - ({old} * {w1})"),
+    }
 }
 
 fn cell(r: &Row, i: usize, c: Compute) -> String {
@@ -324,7 +431,7 @@ pub fn write_stdio<W: Write + ?Sized>(
         cols.push((
             base_head.clone(),
             base_head.len(),
-            d.rows.iter().map(|r| pct(r.percents[0])).collect(),
+            d.rows.iter().map(|r| pct(r.baseline_shown)).collect(),
         ));
         if opts.periods {
             cols.push((
@@ -351,6 +458,16 @@ pub fn write_stdio<W: Write + ?Sized>(
                 w,
                 d.rows.iter().map(|r| cell(r, i, opts.compute)).collect(),
             ));
+            if opts.formula {
+                cols.push((
+                    format!("Formula{}", suffix(i)),
+                    70,
+                    d.rows
+                        .iter()
+                        .map(|r| formula(r, i, opts.compute, &d.totals))
+                        .collect(),
+                ));
+            }
             if opts.periods {
                 cols.push((
                     format!("Period{}", suffix(i)),
@@ -362,8 +479,8 @@ pub fn write_stdio<W: Write + ?Sized>(
                 ));
             }
         }
-        let key_w: Vec<usize> = opts
-            .keys
+        let keys = opts.shown_keys();
+        let key_w: Vec<usize> = keys
             .iter()
             .enumerate()
             .map(|(k, key)| {
@@ -385,9 +502,14 @@ pub fn write_stdio<W: Write + ?Sized>(
                 ".".repeat(*w)
             ));
         }
-        for (k, key) in opts.keys.iter().enumerate() {
+        for (k, key) in keys.iter().enumerate() {
             let w = key_w[k];
-            head.push_str(&format!("  {:<w$}", key.header()));
+            // perf right-aligns the pid column's header (its values lead with the pid).
+            if *key == Key::Pid {
+                head.push_str(&format!("  {:>w$}", key.header()));
+            } else {
+                head.push_str(&format!("  {:<w$}", key.header()));
+            }
             dots.push_str(&format!("  {}", ".".repeat(w)));
         }
         writeln!(out, "{head}")?;
@@ -403,10 +525,10 @@ pub fn write_stdio<W: Write + ?Sized>(
                     vals[ri]
                 ));
             }
-            let nk = opts.keys.len();
+            let nk = keys.len();
             for (k, v) in r.keys.iter().enumerate() {
                 // perf pads every key column but a trailing symbol.
-                if k + 1 == nk && opts.keys[k] == Key::Sym {
+                if k + 1 == nk && keys[k] == Key::Sym {
                     line.push_str(&format!("  {v}"));
                 } else {
                     line.push_str(&format!("  {v:<w$}", w = key_w[k]));

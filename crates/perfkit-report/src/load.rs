@@ -144,12 +144,28 @@ fn expected_user_record(type_: u32) -> bool {
 /// ```
 pub struct Loader {
     builder: Builder,
+    dec: Decoder,
+    diag: Diagnostics,
+}
+
+/// What a [`Decoder`] gives for a record: the builder's input, or a timeline mark.
+pub(crate) enum Fed<'a> {
+    /// An input of the builder.
+    Input(Input<'a>),
+    /// A mark (lost records) for the timeline.
+    Mark(crate::Mark),
+}
+
+/// The record-to-[`Input`] half of a [`Loader`]: everything it needs of the file (ids of
+/// counters read in samples, fixed periods, the build-id table) and nothing of the profile,
+/// so it can run on the reading thread while the builder runs on another
+/// ([`crate::pipeline`]).
+pub(crate) struct Decoder {
     reads: SampleRead,
     chain: Vec<u64>,
     regs: Vec<u64>,
     split: Vec<(usize, u64)>,
-    skipped: BTreeMap<u32, u64>,
-    diag: Diagnostics,
+    pub(crate) skipped: BTreeMap<u32, u64>,
     /// Build ids the file's HEADER_BUILD_ID gives by file name, for mappings whose records
     /// carry none (MMAP, MMAP2 with inode fields): the symbolizer then uses a local file only
     /// if its build id matches.
@@ -206,23 +222,25 @@ impl Loader {
         };
         Loader {
             builder,
-            reads: SampleRead::new(events),
-            chain: Vec::new(),
-            regs: Vec::new(),
-            split: Vec::new(),
-            skipped: BTreeMap::new(),
+            dec: Decoder {
+                reads: SampleRead::new(events),
+                chain: Vec::new(),
+                regs: Vec::new(),
+                split: Vec::new(),
+                skipped: BTreeMap::new(),
+                file_build_ids: HashMap::new(),
+                fixed_period: events
+                    .iter()
+                    .map(|e| {
+                        if e.attr.has(sys::attr_flags::FREQ) {
+                            1
+                        } else {
+                            e.attr.sample_period.max(1)
+                        }
+                    })
+                    .collect(),
+            },
             diag,
-            file_build_ids: HashMap::new(),
-            fixed_period: events
-                .iter()
-                .map(|e| {
-                    if e.attr.has(sys::attr_flags::FREQ) {
-                        1
-                    } else {
-                        e.attr.sample_period.max(1)
-                    }
-                })
-                .collect(),
         }
     }
 
@@ -279,7 +297,7 @@ impl Loader {
                 me.builder.note_dso(&b.filename);
             }
         }
-        me.file_build_ids = file
+        me.dec.file_build_ids = file
             .features
             .build_ids
             .iter()
@@ -357,122 +375,10 @@ impl Loader {
     /// [`new`](Self::new)). Records the profile does not use are ignored.
     pub fn record(&mut self, attr_index: usize, rec: &ParsedRecord<'_>) {
         let b = &mut self.builder;
-        let time = rec.time().unwrap_or(0);
-        let (pid, tid) = (
-            rec.sample_id.pid.unwrap_or(-1),
-            rec.sample_id.tid.unwrap_or(-1),
-        );
-        match &rec.record {
-            Record::Sample(s) => {
-                self.chain.clear();
-                if let Some(c) = &s.callchain {
-                    self.chain.extend(c.iter());
-                }
-                self.regs.clear();
-                let user = match (&s.regs_user, &s.stack_user) {
-                    (Some(r), Some(st)) => {
-                        self.regs.extend(r.iter().map(|(_, v)| v));
-                        Some(UserStack {
-                            abi: r.abi,
-                            mask: r.mask(),
-                            regs: &self.regs,
-                            stack: st.valid(),
-                        })
-                    }
-                    _ => None,
-                };
-                let fixed = self.fixed_period.get(attr_index).copied().unwrap_or(1);
-                let one = [(attr_index, s.period.unwrap_or(fixed))];
-                let events: &[(usize, u64)] = match &s.read {
-                    Some(r) => {
-                        self.reads.split(r, &mut self.split);
-                        &self.split
-                    }
-                    None => &one,
-                };
-                for &(event, period) in events {
-                    b.push(Input::Sample {
-                        event: event as u32,
-                        pid: s.pid.unwrap_or(-1),
-                        tid: s.tid.unwrap_or(-1),
-                        time: s.time.unwrap_or(time),
-                        cpu: s.cpu,
-                        period,
-                        ip: s.ip.unwrap_or(0),
-                        kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
-                        callchain: &self.chain,
-                        user,
-                        raw: s.raw,
-                    });
-                }
-            }
-            Record::Mmap(m) if !m.data => b.push(Input::Mmap {
-                pid: m.pid,
-                mapping: Mapping {
-                    start: m.addr,
-                    end: m.addr.saturating_add(m.len),
-                    pgoff: m.pgoff,
-                    path: String::from_utf8_lossy(m.filename).into_owned(),
-                    build_id: self.file_build_ids.get(bytes_str(m.filename)).cloned(),
-                },
-            }),
-            Record::Mmap2(m) if !m.data => b.push(Input::Mmap {
-                pid: m.pid,
-                mapping: Mapping {
-                    start: m.addr,
-                    end: m.addr.saturating_add(m.len),
-                    pgoff: m.pgoff,
-                    path: String::from_utf8_lossy(m.filename).into_owned(),
-                    build_id: match &m.file_id {
-                        perfkit_records::Mmap2FileId::BuildId(id) => Some(id.as_bytes().to_vec()),
-                        _ => self.file_build_ids.get(bytes_str(m.filename)).cloned(),
-                    },
-                },
-            }),
-            Record::Comm(c) => b.push(Input::Comm {
-                pid: c.pid,
-                tid: c.tid,
-                name: &String::from_utf8_lossy(c.comm),
-                exec: c.exec,
-                time,
-            }),
-            Record::Fork(t) => b.push(Input::Fork {
-                pid: t.pid,
-                tid: t.tid,
-                ppid: t.ppid,
-                ptid: t.ptid,
-                time: t.time,
-            }),
-            Record::Exit(t) => b.push(Input::Exit {
-                pid: t.pid,
-                tid: t.tid,
-                time: t.time,
-            }),
-            Record::Switch(s) => b.push(Input::Switch {
-                pid,
-                tid,
-                time,
-                out: s.out,
-            }),
-            Record::Lost(l) => {
-                b.push(Input::Lost { count: l.lost });
-                b.mark(crate::Mark {
-                    time,
-                    thread: None,
-                    kind: crate::MarkKind::Lost(l.lost),
-                });
-            }
-            Record::Throttle(t) => b.push(Input::Throttle {
-                time: t.time,
-                on: true,
-            }),
-            Record::Unthrottle(t) => b.push(Input::Throttle {
-                time: t.time,
-                on: false,
-            }),
-            Record::LostSamples(l) => b.push(Input::LostSamples { count: l.lost }),
-            _ => {}
-        }
+        self.dec.decode(attr_index, rec, &mut |fed| match fed {
+            Fed::Input(i) => b.push(i),
+            Fed::Mark(m) => b.mark(m),
+        });
     }
 
     /// How many samples the profile holds so far (a record may become several: one per
@@ -484,9 +390,7 @@ impl Loader {
     /// Feed one of perf's own records (`PERF_RECORD_*` type 64 and up). None is needed
     /// for the profile; unexpected types are counted in a warning.
     pub fn user_record(&mut self, type_: u32) {
-        if !expected_user_record(type_) {
-            *self.skipped.entry(type_).or_default() += 1;
-        }
+        self.dec.user_record(type_);
     }
 
     /// Feed a record as [`PerfData::for_each`] delivers it.
@@ -521,7 +425,7 @@ impl Loader {
     pub fn finish_keeping_symbolizer(
         mut self,
     ) -> (Profile, Diagnostics, perfkit_symbols::Symbolizer) {
-        for (t, n) in std::mem::take(&mut self.skipped) {
+        for (t, n) in std::mem::take(&mut self.dec.skipped) {
             self.diag.warnings.push(format!(
                 "skipped {n} records of type {t} (not needed for this report)"
             ));
@@ -534,6 +438,140 @@ impl Loader {
     pub fn finish(self) -> (Profile, Diagnostics) {
         let (profile, diag, _) = self.finish_keeping_symbolizer();
         (profile, diag)
+    }
+}
+
+impl Decoder {
+    /// Turn one kernel record into the builder's inputs, given to `emit` in order.
+    pub(crate) fn decode(
+        &mut self,
+        attr_index: usize,
+        rec: &ParsedRecord<'_>,
+        emit: &mut dyn FnMut(Fed<'_>),
+    ) {
+        let time = rec.time().unwrap_or(0);
+        let (pid, tid) = (
+            rec.sample_id.pid.unwrap_or(-1),
+            rec.sample_id.tid.unwrap_or(-1),
+        );
+        match &rec.record {
+            Record::Sample(s) => {
+                self.chain.clear();
+                if let Some(c) = &s.callchain {
+                    self.chain.extend(c.iter());
+                }
+                self.regs.clear();
+                let user = match (&s.regs_user, &s.stack_user) {
+                    (Some(r), Some(st)) => {
+                        self.regs.extend(r.iter().map(|(_, v)| v));
+                        Some(UserStack {
+                            abi: r.abi,
+                            mask: r.mask(),
+                            regs: &self.regs,
+                            stack: st.valid(),
+                        })
+                    }
+                    _ => None,
+                };
+                let fixed = self.fixed_period.get(attr_index).copied().unwrap_or(1);
+                let one = [(attr_index, s.period.unwrap_or(fixed))];
+                let events: &[(usize, u64)] = match &s.read {
+                    Some(r) => {
+                        self.reads.split(r, &mut self.split);
+                        &self.split
+                    }
+                    None => &one,
+                };
+                for &(event, period) in events {
+                    emit(Fed::Input(Input::Sample {
+                        event: event as u32,
+                        pid: s.pid.unwrap_or(-1),
+                        tid: s.tid.unwrap_or(-1),
+                        time: s.time.unwrap_or(time),
+                        cpu: s.cpu,
+                        period,
+                        ip: s.ip.unwrap_or(0),
+                        kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
+                        callchain: &self.chain,
+                        user,
+                        raw: s.raw,
+                    }));
+                }
+            }
+            Record::Mmap(m) if !m.data => emit(Fed::Input(Input::Mmap {
+                pid: m.pid,
+                mapping: Mapping {
+                    start: m.addr,
+                    end: m.addr.saturating_add(m.len),
+                    pgoff: m.pgoff,
+                    path: String::from_utf8_lossy(m.filename).into_owned(),
+                    build_id: self.file_build_ids.get(bytes_str(m.filename)).cloned(),
+                },
+            })),
+            Record::Mmap2(m) if !m.data => emit(Fed::Input(Input::Mmap {
+                pid: m.pid,
+                mapping: Mapping {
+                    start: m.addr,
+                    end: m.addr.saturating_add(m.len),
+                    pgoff: m.pgoff,
+                    path: String::from_utf8_lossy(m.filename).into_owned(),
+                    build_id: match &m.file_id {
+                        perfkit_records::Mmap2FileId::BuildId(id) => Some(id.as_bytes().to_vec()),
+                        _ => self.file_build_ids.get(bytes_str(m.filename)).cloned(),
+                    },
+                },
+            })),
+            Record::Comm(c) => emit(Fed::Input(Input::Comm {
+                pid: c.pid,
+                tid: c.tid,
+                name: &String::from_utf8_lossy(c.comm),
+                exec: c.exec,
+                time,
+            })),
+            Record::Fork(t) => emit(Fed::Input(Input::Fork {
+                pid: t.pid,
+                tid: t.tid,
+                ppid: t.ppid,
+                ptid: t.ptid,
+                time: t.time,
+            })),
+            Record::Exit(t) => emit(Fed::Input(Input::Exit {
+                pid: t.pid,
+                tid: t.tid,
+                time: t.time,
+            })),
+            Record::Switch(s) => emit(Fed::Input(Input::Switch {
+                pid,
+                tid,
+                time,
+                out: s.out,
+            })),
+            Record::Lost(l) => {
+                emit(Fed::Input(Input::Lost { count: l.lost }));
+                emit(Fed::Mark(crate::Mark {
+                    time,
+                    thread: None,
+                    kind: crate::MarkKind::Lost(l.lost),
+                }));
+            }
+            Record::Throttle(t) => emit(Fed::Input(Input::Throttle {
+                time: t.time,
+                on: true,
+            })),
+            Record::Unthrottle(t) => emit(Fed::Input(Input::Throttle {
+                time: t.time,
+                on: false,
+            })),
+            Record::LostSamples(l) => emit(Fed::Input(Input::LostSamples { count: l.lost })),
+            _ => {}
+        }
+    }
+
+    /// Count one of perf's own records; unexpected types become a warning.
+    pub(crate) fn user_record(&mut self, type_: u32) {
+        if !expected_user_record(type_) {
+            *self.skipped.entry(type_).or_default() += 1;
+        }
     }
 }
 
@@ -596,7 +634,12 @@ pub fn load_with_progress(
     file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
     let total = file.data_len();
-    let result = file.for_each(|item| loader.item(item), |done| progress(done, total));
+    let result = if crate::pipeline::enabled() {
+        let Loader { builder, dec, .. } = &mut loader;
+        crate::pipeline::feed(file, dec, builder, |done| progress(done, total))
+    } else {
+        file.for_each(|item| loader.item(item), |done| progress(done, total))
+    };
     let (profile, mut diag) = loader.finish();
     diag.error = result.err();
     Ok((profile, diag))

@@ -39,11 +39,6 @@ pub struct Frame {
     /// A function inlined at this address (`--inline`): shown in callchains as
     /// `name (inlined)`, never the row a sample's self time goes to.
     pub inlined: bool,
-    /// The symbol a sample's address is in where perf's callchain shows only what DWARF
-    /// places there (a leaf whose DWARF function is not named as its symbol: a clone such
-    /// as `f.constprop.0`, an alias): the row its sample counts for, never a callchain
-    /// entry ([`Profile::chain_frames`] leaves it out). Only ever a stack's leaf.
-    pub sample_only: bool,
 }
 
 /// A node of the call-stack prefix tree: a frame called from `parent`.
@@ -308,6 +303,11 @@ pub struct Profile {
     /// table, then each object as its first mapping arrives. perf orders call-graph
     /// branches of equal weight by those structs' addresses, which follow that order.
     pub dso_order: Vec<String>,
+    /// A DWARF-unwound leaf whose DWARF function is not its ELF symbol (perf shows every
+    /// function DWARF places there as inlined, `init_cpu_features (inlined)` in
+    /// `init_cpu_features.constprop.0`): its first frame -> the ELF symbol's frame, which
+    /// the sample counts for, as perf's report row.
+    pub leaf_symbols: HashMap<FrameId, FrameId>,
     func_ids: HashMap<Func, FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,
@@ -385,11 +385,17 @@ impl Profile {
         }
     }
 
-    /// The frames of a callchain as perf prints it, leaf first: the stack without its
-    /// [`Frame::sample_only`] leaf.
-    pub fn chain_frames(&self, leaf: Option<StackId>) -> impl Iterator<Item = FrameId> + '_ {
-        self.stack_frames(leaf)
-            .filter(|&f| !self.frames[f as usize].sample_only)
+    /// The frame a sample with this stack counts for (its report row): the function its
+    /// address is in, not what is inlined there.
+    pub fn sample_frame(&self, stack: Option<StackId>) -> Option<FrameId> {
+        let mut frames = self.stack_frames(stack);
+        let first = frames.next()?;
+        if let Some(&f) = self.leaf_symbols.get(&first) {
+            return Some(f);
+        }
+        std::iter::once(first)
+            .chain(frames)
+            .find(|&f| !self.frames[f as usize].inlined)
     }
 
     /// Drop the interning tables (after frames were edited in place, they are stale; a
@@ -474,7 +480,6 @@ pub(crate) mod testing {
                 sym_offset: Some(addr & 0xf),
                 srcline: None,
                 inlined: false,
-                sample_only: false,
             })
         };
         let main = f(&mut p, "main", 0x1000, false);

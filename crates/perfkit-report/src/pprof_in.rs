@@ -267,7 +267,6 @@ impl Merge {
                     sym_offset: None,
                     srcline: None,
                     inlined: i != last,
-                    sample_only: false,
                 }));
             }
             loc_frames.insert(loc.id, frames);

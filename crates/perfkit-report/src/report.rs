@@ -269,10 +269,7 @@ impl Filter {
             return false;
         }
         if !self.dsos.is_empty() || !self.symbols.is_empty() {
-            let Some(leaf) = p
-                .stack_frames(s.stack)
-                .find(|&f| !p.frames[f as usize].inlined)
-            else {
+            let Some(leaf) = p.sample_frame(s.stack) else {
                 return false;
             };
             let f = p.func_of(leaf);
@@ -549,16 +546,9 @@ fn event_rows<'p>(
         let comm_id = ids.comm(comm);
         frames.clear();
         frames.extend(p.stack_frames(stack));
-        // A sample-only leaf is the sample's row, not part of its chain.
-        let own = frames
-            .first()
-            .copied()
-            .filter(|&f| p.frames[f as usize].sample_only);
         let in_chain = if cut {
             // perf discarded the chain: the sample still counts for its address.
             &frames[..0]
-        } else if own.is_some() {
-            &frames[1..]
         } else {
             &frames[..]
         };
@@ -572,14 +562,9 @@ fn event_rows<'p>(
             cpu,
             parent,
         };
-        // Self time goes to the function the address is in, not to what is inlined there.
-        let leaf = root.or(own).or_else(|| {
-            frames
-                .iter()
-                .copied()
-                .find(|&f| !p.frames[f as usize].inlined)
-                .or(frames.first().copied())
-        });
+        // Self time goes to the function the address is in, not to what is inlined there
+        // (a DWARF leaf's ELF symbol: Profile::sample_frame).
+        let leaf = root.or_else(|| p.sample_frame(stack).or(frames.first().copied()));
         let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
         // perf keys an unnamed address by its file offset where the sample is its own
         // entry and by the address it ran at where a callchain reaches it: two entries.
@@ -1449,7 +1434,7 @@ fn call_graph(
     // What perf keeps of a stack (`--max-stack`, `--ignore-callees`) and whether the row
     // is the sample's own entry there.
     let kept = |stack, pos: u16| {
-        let full: Vec<FrameId> = p.chain_frames(stack).collect(); // leaf first
+        let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
         let (chain, _) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
         (chain.to_vec(), pos == SELF)
     };

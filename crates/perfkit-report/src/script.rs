@@ -132,6 +132,7 @@ impl Field {
                 | Field::Tod
                 | Field::Insn
                 | Field::Insnlen
+                | Field::Other("brstack" | "brstacksym" | "brstackoff" | "srccode")
         )
     }
 
@@ -407,6 +408,8 @@ pub struct ScriptWriter<'p> {
     /// The command to print for the sample being written, when it is not the thread's
     /// name at its time.
     comm_now: Option<String>,
+    /// `srccode`: each thread's last printed source line, and the source files read.
+    srccode: crate::script_srccode::SrcCode,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -428,6 +431,7 @@ impl<'p> ScriptWriter<'p> {
             tod_base: None,
             max_stack: usize::MAX,
             comm_now: None,
+            srccode: Default::default(),
         }
     }
 
@@ -545,7 +549,7 @@ impl<'p> ScriptWriter<'p> {
                 ev.text_into(raw, &p.trace_kernel, out);
             }
             if chain && wants_frames(fields) {
-                for f in p.chain_frames(s.stack).take(self.chain_len(s)) {
+                for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
                     out.push_str("\n\t");
                     out.push_str(&frame_text(p, f, fields, true));
                 }
@@ -564,7 +568,7 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
-        for f in p.chain_frames(s.stack).take(self.chain_len(s)) {
+        for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
             let line = self.chain_lines[f as usize]
                 .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
             out.push_str("\n\t");
@@ -747,17 +751,15 @@ impl ScriptWriter<'_> {
         if fields.contains(&Field::Ip) {
             if chain {
                 out.push('\n');
-                for f in p.chain_frames(s.stack).take(self.chain_len(s)) {
+                for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
                     out.push('\t');
                     out.push_str(&frame_text(p, f, fields, true));
                     out.push('\n');
                 }
             } else {
-                let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
-                if let Some(&f) = frames
-                    .iter()
-                    .find(|&&f| !p.frames[f as usize].inlined)
-                    .or(frames.first())
+                if let Some(f) = p
+                    .sample_frame(s.stack)
+                    .or_else(|| p.stack_frames(s.stack).next())
                 {
                     out.push(' ');
                     out.push_str(&frame_text(p, f, fields, false));
@@ -774,6 +776,15 @@ impl ScriptWriter<'_> {
         }
         if fields.contains(&Field::Uregs) {
             push_regs(out, d.uregs.as_ref(), masks.1, arch);
+        }
+        // perf prints one of them, in this order of preference.
+        let dso = fields.contains(&Field::Dso);
+        if fields.contains(&Field::Other("brstack")) {
+            crate::script_brstack::push_brstack(out, &d.branches, dso, false);
+        } else if fields.contains(&Field::Other("brstacksym")) {
+            crate::script_brstack::push_brstacksym(out, &d.branches, dso);
+        } else if fields.contains(&Field::Other("brstackoff")) {
+            crate::script_brstack::push_brstack(out, &d.branches, dso, true);
         }
         if fields.contains(&Field::Insnlen) {
             let _ = write!(out, " ilen: {}", d.insn.len());
@@ -796,6 +807,11 @@ impl ScriptWriter<'_> {
             push_page_size(out, d.code_page_size);
         }
         out.push('\n');
+        if fields.contains(&Field::Other("srccode")) {
+            let leaf = p.stack_frames(s.stack).next();
+            let at = leaf.and_then(|f| p.frames[f as usize].srcline.as_ref());
+            self.srccode.push(s.thread, at, out);
+        }
     }
 
     /// Append a side-band record (`--show-task-events` ...) as perf prints it: the
@@ -1114,19 +1130,15 @@ fn sample_line(
         if chain {
             out.push(' ');
             // (perf discards a broken chain: no frames.)
-            let shown = frames
+            for &f in frames
                 .iter()
-                .filter(|&&f| !p.frames[f as usize].sample_only);
-            for &f in shown.take(if s.chain_broken { 0 } else { usize::MAX }) {
+                .take(if s.chain_broken { 0 } else { usize::MAX })
+            {
                 out.push_str("\n\t");
                 out.push_str(&frame_text(p, f, fields, true));
             }
             out.push('\n');
-        } else if let Some(&f) = frames
-            .iter()
-            .find(|&&f| !p.frames[f as usize].inlined)
-            .or(frames.first())
-        {
+        } else if let Some(f) = p.sample_frame(s.stack).or(frames.first().copied()) {
             let _ = write!(out, "  {}", frame_text(p, f, fields, false));
         }
     }

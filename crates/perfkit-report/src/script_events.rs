@@ -27,6 +27,11 @@ pub struct Want {
     pub addr_symbols: bool,
     /// Read the instruction at each sample's ip from its file (`insn`, `insnlen`).
     pub insn: bool,
+    /// Name the symbol and object of each branch's source and target (`brstacksym`,
+    /// `brstack` with `dso`).
+    pub branch_names: bool,
+    /// Give each branch end as an offset in its object where perf does (`brstackoff`).
+    pub branch_offsets: bool,
     /// COMM, FORK and EXIT records.
     pub task: bool,
     /// MMAP and MMAP2 records.
@@ -98,6 +103,23 @@ pub struct AddrSymbol {
     pub dso: String,
 }
 
+/// One taken branch of a sample's branch stack.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Branch {
+    /// Source address.
+    pub from: u64,
+    /// Target address.
+    pub to: u64,
+    /// `struct perf_branch_entry`'s flags word (see `perfkit_records::BranchEntry`).
+    pub flags: u64,
+    /// Symbol and object of source and target (with [`Want::branch_names`]; `[unknown]`
+    /// where none covers the address).
+    pub names: Option<(AddrSymbol, AddrSymbol)>,
+    /// Source and target as perf's `brstackoff` prints them (with
+    /// [`Want::branch_offsets`]).
+    pub offsets: Option<(u64, u64)>,
+}
+
 /// One sample's fields that the profile does not keep.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SampleDetail {
@@ -123,8 +145,8 @@ pub struct SampleDetail {
     pub iregs: Option<RegDump>,
     /// `PERF_SAMPLE_REGS_USER`.
     pub uregs: Option<RegDump>,
-    /// `PERF_SAMPLE_BRANCH_STACK`: from, to.
-    pub branches: Vec<(u64, u64)>,
+    /// `PERF_SAMPLE_BRANCH_STACK`, newest first.
+    pub branches: Vec<Branch>,
     /// The instruction at the ip, read from its file (empty when it cannot be: kernel
     /// code, anonymous memory, an undecodable byte sequence).
     pub insn: Vec<u8>,
@@ -226,6 +248,8 @@ struct Collector {
     maps: HashMap<i32, ProcessMaps>,
     kernel_maps: ProcessMaps,
     symbolizer: Option<Symbolizer>,
+    /// Objects perf would have read symbols of by now (`brstackoff`).
+    loaded: std::collections::HashSet<String>,
 }
 
 /// `%#x` as C prints it: `0` for zero, `0x1f` otherwise.
@@ -434,7 +458,11 @@ impl Collector {
 
     /// Keep a mapping for page-fault addresses (perf's maps hold data mappings too).
     fn map(&mut self, pid: i32, addr: u64, len: u64, pgoff: u64, name: &[u8]) {
-        if !self.want.addr_symbols && !self.want.insn {
+        if !self.want.addr_symbols
+            && !self.want.insn
+            && !self.want.branch_names
+            && !self.want.branch_offsets
+        {
             return;
         }
         let mapping = Mapping {
@@ -473,13 +501,47 @@ impl Collector {
             branches: s
                 .branch_stack
                 .as_ref()
-                .map(|b| b.entries().map(|e| (e.from, e.to)).collect())
+                .map(|b| {
+                    b.entries()
+                        .map(|e| Branch {
+                            from: e.from,
+                            to: e.to,
+                            flags: e.flags,
+                            names: None,
+                            offsets: None,
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
             insn: Vec::new(),
         };
         let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
             d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
+        }
+        if self.want.branch_offsets {
+            let pid = s.pid.unwrap_or(-1);
+            // perf reads the symbols of the object the sample's ip is in (a file it can
+            // open) before printing; from then on it gives that object's addresses as
+            // they are, and others' as offsets in their file.
+            if let Some(ip) = s.ip
+                && let Some(m) = self.maps.get(&pid).and_then(|m| m.find(ip))
+                && std::path::Path::new(&m.path).is_file()
+            {
+                self.loaded.insert(m.path.clone());
+            }
+            for b in &mut d.branches {
+                b.offsets = Some((
+                    self.branch_offset(pid, b.from),
+                    self.branch_offset(pid, b.to),
+                ));
+            }
+        }
+        if self.want.branch_names {
+            let pid = s.pid.unwrap_or(-1);
+            for b in &mut d.branches {
+                b.names = Some((self.addr_symbol(pid, b.from), self.addr_symbol(pid, b.to)));
+            }
         }
         if self.want.insn
             && let Some(ip) = s.ip
@@ -530,6 +592,19 @@ impl Collector {
             return Vec::new();
         }
         bytes[..insn.len()].to_vec()
+    }
+
+    /// perf's `brstackoff` address: the offset in the mapped file (`map_ip`) when the
+    /// object's symbols were not read yet, the address itself otherwise and when nothing
+    /// (or the kernel) is mapped there.
+    fn branch_offset(&self, pid: i32, addr: u64) -> u64 {
+        if perfkit_symbols::is_kernel_address(addr) {
+            return addr;
+        }
+        match self.maps.get(&pid).and_then(|m| m.find(addr)) {
+            Some(m) if !self.loaded.contains(&m.path) => addr - m.start + m.pgoff,
+            _ => addr,
+        }
     }
 
     fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
@@ -624,8 +699,8 @@ pub fn load(
         comms: HashMap::default(),
         maps: HashMap::default(),
         kernel_maps: ProcessMaps::new(),
-        symbolizer: want
-            .addr_symbols
+        loaded: Default::default(),
+        symbolizer: (want.addr_symbols || want.branch_names)
             .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
     };
     if want.rounds {

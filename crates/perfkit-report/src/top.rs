@@ -38,6 +38,8 @@ pub struct ViewOptions {
     pub filter: Option<String>,
     /// Zoomed into a DSO or thread.
     pub zoom: Option<Zoom>,
+    /// Which event to show (an index into the profile's events; Tab in the TUI).
+    pub event: usize,
 }
 
 impl Default for ViewOptions {
@@ -51,6 +53,7 @@ impl Default for ViewOptions {
             entries: None,
             filter: None,
             zoom: None,
+            event: 0,
         }
     }
 }
@@ -88,8 +91,12 @@ impl ViewRow {
 /// A snapshot of the view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct View {
-    /// The first event's name.
+    /// The shown event's name.
     pub event: String,
+    /// The index of the shown event among [`events`](Self::events).
+    pub event_index: usize,
+    /// Every event of the profile: its name and the samples it has so far.
+    pub events: Vec<(String, u64)>,
     /// Samples in the profile (after the zoom).
     pub samples: u64,
     /// Share of the period in the kernel, in percent.
@@ -102,6 +109,49 @@ pub struct View {
 
 /// The rows of `p` as `opts` narrow them.
 pub fn view(p: &Profile, opts: &ViewOptions) -> View {
+    view_with(p, opts, true, &mut Unresolved::default())
+}
+
+/// [`view`] for a live profile: `unresolved` counts the frames that could not be named
+/// across calls, looking only at the frames added since the last (frames are only ever
+/// added, and named before the profile is looked at), so a refresh costs what is new, not
+/// every address top has seen.
+pub fn view_live(p: &Profile, opts: &ViewOptions, unresolved: &mut Unresolved) -> View {
+    view_with(p, opts, true, unresolved)
+}
+
+/// The running count of unnamed frames of a growing profile (see [`view_live`]).
+#[derive(Clone, Debug, Default)]
+pub struct Unresolved {
+    frames_seen: usize,
+    count: u64,
+    unknown_funcs: Vec<bool>,
+}
+
+impl Unresolved {
+    /// The frames of `p` named `[unknown]`, counting those added since the last call.
+    pub fn count(&mut self, p: &Profile) -> u64 {
+        for f in &p.funcs[self.unknown_funcs.len().min(p.funcs.len())..] {
+            self.unknown_funcs.push(f.name == "[unknown]");
+        }
+        for f in &p.frames[self.frames_seen.min(p.frames.len())..] {
+            if self
+                .unknown_funcs
+                .get(f.func as usize)
+                .copied()
+                .unwrap_or(false)
+            {
+                self.count += 1;
+            }
+        }
+        self.frames_seen = p.frames.len();
+        self.count
+    }
+}
+
+/// [`view`], with `fast`: self rows by [`self_rows`] where the keys allow (else, and for
+/// the children column, report's aggregation).
+fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unresolved) -> View {
     let mut filter = Filter::default();
     match &opts.zoom {
         Some(Zoom::Dso(d)) => filter.dsos = vec![d.clone()],
@@ -119,13 +169,44 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
         relative: true,
         ..ReportOptions::default()
     };
-    let sections = report::build(p, &ropts);
+    // Samples, period and kernel period of each event: which events have a section
+    // (report leaves out those without samples), and the kernel share of the shown one.
+    let n = p.events.len();
+    let (mut counts, mut periods, mut kernel_periods) =
+        (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+    for s in &p.samples {
+        let e = s.event as usize;
+        if e >= n {
+            continue;
+        }
+        counts[e] += 1;
+        periods[e] += s.period;
+        if p.stack_frames(s.stack)
+            .next()
+            .is_some_and(|f| p.func_of(f).kernel)
+        {
+            kernel_periods[e] += s.period;
+        }
+    }
+    let shown = opts.event.min(n.saturating_sub(1));
+    let section = (counts.get(shown).copied().unwrap_or(0) > 0)
+        .then(|| counts[..shown].iter().filter(|&&c| c > 0).count());
     let mut rows = Vec::new();
     let (mut samples, mut event) = (
         0,
-        p.events.first().map_or(String::new(), |e| e.name.clone()),
+        p.events
+            .get(shown)
+            .map_or(String::new(), |e| e.name.clone()),
     );
-    if let Some(s) = sections.first() {
+    let fast = fast && !opts.children && opts.sort.iter().all(|k| FAST_KEYS.contains(k));
+    let sections = if fast || section.is_none() {
+        Vec::new()
+    } else {
+        report::build(p, &ropts)
+    };
+    if fast && section.is_some() {
+        (rows, samples) = self_rows(p, opts, shown);
+    } else if let Some(s) = section.and_then(|i| sections.get(i)) {
         samples = s.samples;
         event = s.event.clone();
         for r in &s.rows {
@@ -156,23 +237,18 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
     if let Some(n) = opts.entries {
         rows.truncate(n);
     }
-    let (mut kernel_period, mut all_period) = (0u64, 0u64);
-    for s in &p.samples {
-        all_period += s.period;
-        if p.stack_frames(s.stack)
-            .next()
-            .is_some_and(|f| p.func_of(f).kernel)
-        {
-            kernel_period += s.period;
-        }
-    }
-    let unresolved = p
-        .frames
-        .iter()
-        .filter(|f| p.funcs[f.func as usize].name == "[unknown]")
-        .count() as u64;
+    let kernel_period = kernel_periods.get(shown).copied().unwrap_or(0);
+    let all_period = periods.get(shown).copied().unwrap_or(0);
+    let unresolved = unresolved.count(p);
     View {
         event,
+        event_index: shown,
+        events: p
+            .events
+            .iter()
+            .zip(&counts)
+            .map(|(e, &c)| (e.name.clone(), c))
+            .collect(),
         samples,
         kernel_pct: if all_period == 0 {
             0.0
@@ -182,6 +258,185 @@ pub fn view(p: &Profile, opts: &ViewOptions) -> View {
         unresolved,
         rows,
     }
+}
+
+/// The sort keys [`self_rows`] aggregates itself.
+const FAST_KEYS: &[SortKey] = &[
+    SortKey::Dso,
+    SortKey::Sym,
+    SortKey::Comm,
+    SortKey::Pid,
+    SortKey::Tid,
+    SortKey::Cpu,
+];
+
+/// One key of a row, as ids: cheap to hash at every refresh.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum KeyId {
+    /// A function (a named symbol or its DSO's id), or an unnamed frame.
+    Func(u32),
+    Frame(u32),
+    Dso(u32),
+    Comm(u32),
+    Pid(i32, u32),
+    Tid(i32, u32),
+    Cpu(Option<u32>),
+}
+
+/// The self rows of event `event` without report's general machinery: each sample's leaf
+/// is keyed by ids (functions, DSOs and commands interned once per view), summed, and only
+/// then are rows formatted, in report's formats and order (period, then first seen). A
+/// live view refreshes every few seconds over every sample it keeps, so this is what its
+/// cost is. Returns the rows (narrowed as `opts` says) and the samples they cover.
+fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u64) {
+    use rustc_hash::FxHashMap as HashMap;
+    let mut dso_ids: HashMap<&str, u32> = HashMap::default();
+    let mut comm_ids: HashMap<&str, u32> = HashMap::default();
+    let mut func_dso: HashMap<u32, u32> = HashMap::default();
+    let mut index: HashMap<Vec<KeyId>, usize> = HashMap::default();
+    // (keys, period, samples, leaf frame, thread, cpu, command) in first-seen order.
+    type Agg<'a> = (Vec<KeyId>, u64, u64, Option<u32>, u32, Option<u32>, &'a str);
+    let mut agg: Vec<Agg> = Vec::new();
+    let (mut total, mut samples) = (0u64, 0u64);
+    let zoom_dso = match &opts.zoom {
+        Some(Zoom::Dso(d)) => Some(d.as_str()),
+        _ => None,
+    };
+    let mut key = Vec::with_capacity(opts.sort.len());
+    for s in p.samples.iter().filter(|s| s.event as usize == event) {
+        let t = &p.threads[s.thread as usize];
+        if let Some(Zoom::Thread(tid)) = &opts.zoom
+            && t.tid != *tid
+        {
+            continue;
+        }
+        let leaf = p.sample_frame(s.stack);
+        let func = leaf.map(|f| p.frames[f as usize].func);
+        if let Some(d) = zoom_dso {
+            let keep = func.is_some_and(|f| {
+                let dso = &p.funcs[f as usize].dso;
+                dso == d || perfkit_symbols::dso_short_name(dso) == d
+            });
+            if !keep {
+                continue;
+            }
+        }
+        total += s.period;
+        samples += 1;
+        let comm = t.name_at(s.time);
+        let mut comm_id = || {
+            let n = comm_ids.len() as u32;
+            *comm_ids.entry(comm).or_insert(n)
+        };
+        key.clear();
+        for k in &opts.sort {
+            key.push(match k {
+                SortKey::Sym => match (leaf, func) {
+                    (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
+                        KeyId::Frame(fr)
+                    }
+                    (_, Some(f)) => KeyId::Func(f),
+                    _ => KeyId::Func(u32::MAX),
+                },
+                SortKey::Dso => match func {
+                    Some(f) => {
+                        let n = dso_ids.len() as u32;
+                        KeyId::Dso(*func_dso.entry(f).or_insert_with(|| {
+                            *dso_ids.entry(p.funcs[f as usize].dso.as_str()).or_insert(n)
+                        }))
+                    }
+                    None => KeyId::Dso(u32::MAX),
+                },
+                SortKey::Comm => KeyId::Comm(comm_id()),
+                SortKey::Pid => KeyId::Pid(t.pid, comm_id()),
+                SortKey::Tid => KeyId::Tid(t.tid, comm_id()),
+                _ => KeyId::Cpu(s.cpu),
+            });
+        }
+        let i = match index.get(key.as_slice()) {
+            Some(&i) => i,
+            None => {
+                index.insert(key.clone(), agg.len());
+                agg.push((key.clone(), 0, 0, leaf, s.thread, s.cpu, comm));
+                agg.len() - 1
+            }
+        };
+        agg[i].1 += s.period;
+        agg[i].2 += 1;
+    }
+    // Heaviest first; ties in the order first seen (perf's insertion order).
+    let mut order: Vec<usize> = (0..agg.len()).collect();
+    order.sort_by(|&a, &b| agg[b].1.cmp(&agg[a].1).then(a.cmp(&b)));
+    let pct = |v: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * v as f64 / total as f64
+        }
+    };
+    let limit = opts.entries.unwrap_or(usize::MAX);
+    let mut rows = Vec::new();
+    for i in order {
+        if rows.len() >= limit {
+            break;
+        }
+        let (_, period, n, leaf, thread, cpu, comm) = &agg[i];
+        let overhead = pct(*period);
+        if overhead < opts.percent_limit {
+            // Sorted: the rest are smaller.
+            break;
+        }
+        let func = leaf.map(|f| p.func_of(f));
+        let t = &p.threads[*thread as usize];
+        let kernel_code = func.is_some_and(|f| f.kernel);
+        let mode = if kernel_code { "[k]" } else { "[.]" };
+        let keys: Vec<String> = opts
+            .sort
+            .iter()
+            .map(|k| match k {
+                SortKey::Comm => comm.to_string(),
+                SortKey::Pid => format!("{}:{comm}", t.pid),
+                SortKey::Tid => format!("{}:{comm}", t.tid),
+                SortKey::Dso => func.map_or("[unknown]".into(), |f| {
+                    perfkit_symbols::dso_short_name(&f.dso).into_owned()
+                }),
+                SortKey::Sym => match (leaf, func) {
+                    (Some(fr), Some(f)) if f.name == "[unknown]" => {
+                        let fr = &p.frames[*fr as usize];
+                        let a = fr.map_offset.unwrap_or(fr.addr);
+                        if a == 0 {
+                            format!("{mode} 0000000000000000")
+                        } else {
+                            format!("{mode} {a:#018x}")
+                        }
+                    }
+                    (_, Some(f)) => format!("{mode} {}", f.name),
+                    _ => "[.] [unknown]".into(),
+                },
+                _ => cpu.map_or("-".into(), |c| format!("{c:03}")),
+            })
+            .collect();
+        // Kernel as the keys show it (as for report's rows).
+        let kernel = keys
+            .iter()
+            .any(|k| k.starts_with("[k] ") || k == "[kernel.kallsyms]");
+        if (kernel && opts.hide_kernel) || (!kernel && opts.hide_user) {
+            continue;
+        }
+        if let Some(f) = &opts.filter
+            && !keys.iter().any(|k| k.contains(f.as_str()))
+        {
+            continue;
+        }
+        rows.push(ViewRow {
+            overhead,
+            children: None,
+            samples: *n,
+            keys,
+            kernel,
+        });
+    }
+    (rows, samples)
 }
 
 /// What the status line says beyond the view.
@@ -307,6 +562,51 @@ pub fn hottest_thread(p: &Profile, symbol: &str) -> Option<(i32, String)> {
 mod tests {
     use super::*;
     use crate::model::testing::sample_profile;
+
+    #[test]
+    fn self_rows_are_reports_rows() {
+        let p = sample_profile();
+        for sort in [
+            vec![SortKey::Dso, SortKey::Sym],
+            vec![SortKey::Sym],
+            vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+            vec![SortKey::Pid, SortKey::Sym],
+            vec![SortKey::Tid, SortKey::Cpu],
+            vec![SortKey::Comm],
+            vec![SortKey::Dso],
+        ] {
+            for zoom in [None, Some(Zoom::Thread(11)), Some(Zoom::Dso("app".into()))] {
+                for (hide_kernel, entries, filter) in [
+                    (false, None, None),
+                    (true, Some(2), None),
+                    (false, None, Some("o")),
+                ] {
+                    let opts = ViewOptions {
+                        sort: sort.clone(),
+                        zoom: zoom.clone(),
+                        hide_kernel,
+                        entries,
+                        filter: filter.map(str::to_string),
+                        percent_limit: 1.0,
+                        ..ViewOptions::default()
+                    };
+                    // Rows of equal weight may come in another order (report follows
+                    // perf's key comparisons; a live view's ties last one refresh).
+                    let norm = |mut v: View| {
+                        v.rows.sort_by(|a, b| {
+                            b.overhead.total_cmp(&a.overhead).then(a.keys.cmp(&b.keys))
+                        });
+                        v
+                    };
+                    assert_eq!(
+                        norm(view_with(&p, &opts, true, &mut Unresolved::default())),
+                        norm(view_with(&p, &opts, false, &mut Unresolved::default())),
+                        "{opts:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn hot_function_leads_and_narrowing_works() {

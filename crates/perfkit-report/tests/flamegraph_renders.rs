@@ -44,7 +44,6 @@ fn profile() -> Profile {
             sym_offset: None,
             srcline: None,
             inlined: false,
-            sample_only: false,
         })
     };
     let main = frame(&mut p, "main", 0x10);
@@ -184,7 +183,6 @@ fn one_garbage_stack_does_not_push_the_hot_frames_below_the_fold() {
                 sym_offset: None,
                 srcline: None,
                 inlined: false,
-                sample_only: false,
             })
         })
         .collect();

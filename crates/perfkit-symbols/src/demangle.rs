@@ -30,24 +30,171 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
         // `.llvm.123`: perf (libiberty without DMGL_PARAMS) prints the base name alone, and
         // neither the parameter list nor a template function's return type.
         let base = name.find('.').map_or(name, |i| &name[..i]);
-        let opts = cpp_demangle::DemangleOptions::new()
-            .no_params()
-            .no_return_type();
-        if let Ok(sym) = cpp_demangle::Symbol::new(base)
-            && let Ok(s) = sym.demangle_with_options(&opts)
-        {
-            return Cow::Owned(libiberty_spelling(literal_suffixes(s)));
+        if let Some(s) = special_function(base) {
+            return Cow::Owned(s);
+        }
+        if let Some(s) = cpp_name(base).or_else(|| cpp_name_before_signature(base)) {
+            return Cow::Owned(standard_substitutions(libiberty_spelling(
+                literal_suffixes(s),
+            )));
         }
     }
     Cow::Borrowed(name)
+}
+
+/// Thunks and transaction clones, which libiberty prints with the target's parameters
+/// (`non-virtual thunk to std::basic_iostream<char, std::char_traits<char> >::~basic_iostream()`)
+/// where cpp_demangle writes `{virtual override thunk(...)}`.
+fn special_function(mangled: &str) -> Option<String> {
+    // A call offset: `h <number> _` or `v <number> _ <number> _`, numbers with an `n` sign.
+    fn number(s: &str) -> Option<&str> {
+        let s = s.strip_prefix('n').unwrap_or(s);
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then_some(())?;
+        s[digits..].strip_prefix('_')
+    }
+    let (what, encoding) = if let Some(r) = mangled.strip_prefix("_ZTh") {
+        ("non-virtual thunk to ", number(r)?)
+    } else if let Some(r) = mangled.strip_prefix("_ZTv") {
+        ("virtual thunk to ", number(number(r)?)?)
+    } else if let Some(r) = mangled.strip_prefix("_ZGTt") {
+        ("transaction clone for ", r)
+    } else {
+        return None;
+    };
+    let inner = format!("_Z{encoding}");
+    let full = cpp_demangle::Symbol::new(inner.as_str())
+        .ok()?
+        .demangle_with_options(&cpp_demangle::DemangleOptions::new())
+        .ok()?;
+    let mut full = standard_substitutions(literal_suffixes(full));
+    while full.contains(", >") {
+        full = full.replace(", >", ">");
+    }
+    Some(format!("{what}{full}"))
+}
+
+/// cpp_demangle's rendering without parameters and return type.
+fn cpp_name(mangled: &str) -> Option<String> {
+    let opts = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
+    cpp_demangle::Symbol::new(mangled)
+        .ok()?
+        .demangle_with_options(&opts)
+        .ok()
+}
+
+/// A template function whose return type or parameters cpp_demangle cannot parse (an
+/// `enable_if<...>::type` return type with an unresolved-name expression, `Xsr...E`), where
+/// libiberty, which perf uses, prints just the name (`std::swap<long>`). Neither is printed,
+/// so the name is demangled alone: the longest prefix ending a name or template argument
+/// list (`...E`) that demangles once given a `void` signature.
+fn cpp_name_before_signature(mangled: &str) -> Option<String> {
+    let b = mangled.as_bytes();
+    let mut tries = 0;
+    let mut probe = String::with_capacity(mangled.len() + 2);
+    for k in (4..b.len()).rev() {
+        if b[k - 1] != b'E' {
+            continue;
+        }
+        tries += 1;
+        if tries > 64 {
+            return None;
+        }
+        for sig in ["v", "vv"] {
+            probe.clear();
+            probe.push_str(&mangled[..k]);
+            probe.push_str(sig);
+            if let Some(s) = cpp_name(&probe) {
+                return Some(s);
+            }
+        }
+    }
+    None
+}
+
+/// The standard substitutions `Ss`, `Si`, `So`, `Sd` as libiberty prints them without
+/// DMGL_VERBOSE: `std::string`, `std::istream`, ... everywhere, except as the class of its
+/// own constructor or destructor (`std::basic_string<char, ...>::~basic_string`).
+/// cpp_demangle prints the long form in some places and the short one in others.
+fn standard_substitutions(mut s: String) -> String {
+    const SUBS: [(&str, &str, &str); 4] = [
+        (
+            "std::string",
+            "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+            "basic_string",
+        ),
+        (
+            "std::istream",
+            "std::basic_istream<char, std::char_traits<char> >",
+            "basic_istream",
+        ),
+        (
+            "std::ostream",
+            "std::basic_ostream<char, std::char_traits<char> >",
+            "basic_ostream",
+        ),
+        (
+            "std::iostream",
+            "std::basic_iostream<char, std::char_traits<char> >",
+            "basic_iostream",
+        ),
+    ];
+    if !s.contains("std::") {
+        return s;
+    }
+    for (short, full, last) in SUBS {
+        let short_last = &short[5..];
+        // Constructors and destructors: cpp_demangle's `std::string::string` and
+        // `std::ostream::~ostream` are libiberty's long forms.
+        for tilde in ["", "~"] {
+            let ours = format!("{short}::{tilde}{short_last}");
+            let mut from = 0;
+            while let Some(i) = s[from..].find(&ours).map(|i| i + from) {
+                let end = i + ours.len();
+                let whole = !s[end..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
+                if whole {
+                    let theirs = format!("{full}::{tilde}{last}");
+                    s.replace_range(i..end, &theirs);
+                    from = i + theirs.len();
+                } else {
+                    from = end;
+                }
+            }
+        }
+        // Everywhere else the short form.
+        let mut from = 0;
+        while let Some(i) = s[from..].find(full).map(|i| i + from) {
+            let end = i + full.len();
+            let rest = &s[end..];
+            let own = [format!("::{last}"), format!("::~{last}")].iter().any(|m| {
+                rest.strip_prefix(m.as_str())
+                    .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+            });
+            if own {
+                from = end;
+            } else {
+                // The space before a closing `>` was there for the long form's own `>`.
+                let end = if rest.starts_with(" >") { end + 1 } else { end };
+                s.replace_range(i..end, short);
+                from = i + short.len();
+            }
+        }
+    }
+    s
 }
 
 /// What cpp_demangle prints differently from libiberty without DMGL_PARAMS: a method's
 /// qualifiers (`operator() const`: libiberty drops them with the parameters) and an empty
 /// template parameter pack (`AnalysisManager<llvm::Function, >`).
 fn libiberty_spelling(mut s: String) -> String {
-    if s.contains(", >") {
-        s = s.replace(", >", ">");
+    // `Dn`: libiberty writes the type's definition.
+    if s.contains("std::nullptr_t") {
+        s = s.replace("std::nullptr_t", "decltype(nullptr)");
+    }
+    while s.contains(", >") || s.contains(", ,") {
+        s = s.replace(", >", ">").replace(", ,", ",");
     }
     loop {
         let cut = [" const", " volatile", " &&", " &"]
@@ -149,6 +296,72 @@ mod tests {
             "main::{lambda(long, long)#1}::operator()"
         );
         assert_eq!(demangle("free@plt"), "free@plt");
+    }
+
+    #[test]
+    fn cpp_as_libiberty_prints_it() {
+        // Each expected string is what libiberty's cplus_demangle(name, 0) (perf's call)
+        // returns.
+        for (mangled, perf) in [
+            (
+                "_ZSt4swapIlENSt9enable_ifIXsrSt6__and_IJSt6__not_ISt15__is_tuple_likeIT_EESt21is_move_constructibleIS4_ESt18is_move_assignableIS4_EEE5valueEvE4typeERS4_SE_",
+                "std::swap<long>",
+            ),
+            (
+                "_ZSt9__fill_a1IPllEN9__gnu_cxx11__enable_ifIXsrSt11__is_scalarIT0_E7__valueEvE6__typeET_S8_RKS4_",
+                "std::__fill_a1<long*, long>",
+            ),
+            (
+                "_Z10multiple_pILj1ElilEN10if_nonpolyIT1_bXsr15poly_int_traitsIS1_E7is_polyEE4typeERK12poly_int_podIXT_ET0_ES1_PS6_IXT_ET2_E",
+                "multiple_p<1u, long, int, long>",
+            ),
+            (
+                "_ZNSiC1Ev",
+                "std::basic_istream<char, std::char_traits<char> >::basic_istream",
+            ),
+            (
+                "_ZNSsC1Ev",
+                "std::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string",
+            ),
+            (
+                "_ZNSoD0Ev",
+                "std::basic_ostream<char, std::char_traits<char> >::~basic_ostream",
+            ),
+            ("_ZN1AISiE1fEv", "A<std::istream>::f"),
+            ("_Z1fISiEvv", "f<std::istream>"),
+            ("_ZNKSi6sentrycvbEv", "std::istream::sentry::operator bool"),
+            (
+                "_ZNSo9_M_insertIdEERSoT_",
+                "std::ostream::_M_insert<double>",
+            ),
+            (
+                "_ZNSs4_Rep10_M_disposeERKSaIcE",
+                "std::string::_Rep::_M_dispose",
+            ),
+            ("_ZNSdaSEOSd", "std::iostream::operator="),
+            (
+                "_ZN4llvm5eraseINS_11SmallVectorIPNS_10BasicBlockELj8EEEDnEEvRT_T0_.cold",
+                "llvm::erase<llvm::SmallVector<llvm::BasicBlock*, 8u>, decltype(nullptr)>",
+            ),
+            (
+                "_ZThn16_NSdD1Ev",
+                "non-virtual thunk to std::basic_iostream<char, std::char_traits<char> >::~basic_iostream()",
+            ),
+            (
+                "_ZGTtNKSt11logic_error4whatEv",
+                "transaction clone for std::logic_error::what() const",
+            ),
+            (
+                "_ZNSt4pairIKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEiEC2IJOS5_EJLm0EEJEJEEERSt5tupleIJDpT_EERSA_IJDpT1_EESt12_Index_tupleIJXspT0_EEESJ_IJXspT2_EEE",
+                "std::pair<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const, int>::pair<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&&, 0ul>",
+            ),
+            (
+                "_ZNSsC1IPKcEET_S2_RKSaIcE",
+                "std::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string<char const*>",
+            ),
+        ] {
+            assert_eq!(demangle(mangled), perf, "{mangled}");
+        }
     }
 
     #[test]

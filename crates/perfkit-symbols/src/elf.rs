@@ -66,12 +66,11 @@ impl ElfFile {
         let has_symtab = obj
             .symbols()
             .any(|s| s.kind() == SymbolKind::Text && s.is_definition());
-        // A stripped executable that exports nothing still has its PLT stubs to name
-        // (`strcmp@plt`, as perf names them), from .rela.plt and .dynsym.
+        // A table perf loads at least one symbol from (a function or an object): perf names
+        // the PLT stubs only then, so a stripped program that exports nothing has none.
         let has_dynsym = obj
             .dynamic_symbols()
-            .any(|s| s.kind() == SymbolKind::Text && s.is_definition())
-            || obj.section_by_name(".rela.plt").is_some();
+            .any(|s| s.is_definition() && matches!(s.kind(), SymbolKind::Text | SymbolKind::Data));
         let has_debug_info = obj.has_debug_symbols();
         drop(obj);
         Some(ElfFile {
@@ -160,9 +159,21 @@ type Rank = (bool, bool, bool, bool, u8, std::cmp::Reverse<usize>);
 const PLT_RANK: Rank = (true, true, true, true, u8::MAX, std::cmp::Reverse(0));
 
 impl SymbolTable {
-    /// Build from `.symtab` (`dynamic` false) or `.dynsym` (`dynamic` true).
-    pub fn build(file: &ElfFile, dynamic: bool, demangle: bool) -> Option<SymbolTable> {
+    /// Build from `.symtab` (`dynamic` false) or `.dynsym` (`dynamic` true) of `file`, with
+    /// the PLT stubs of `runtime` (the file that is mapped: `file` itself, or the stripped
+    /// binary whose separate debug file `file` is).
+    pub fn build(
+        file: &ElfFile,
+        dynamic: bool,
+        runtime: &ElfFile,
+        demangle: bool,
+    ) -> Option<SymbolTable> {
         let obj = object::File::parse(file.bytes.bytes()).ok()?;
+        let runtime_obj = if std::ptr::eq(file, runtime) {
+            None
+        } else {
+            Some(object::File::parse(runtime.bytes.bytes()).ok()?)
+        };
         let mut exec_cache: HashMap<SectionIndex, Option<(u64, u64)>> = HashMap::new();
         let mut section_exec = |idx: SectionIndex| -> Option<(u64, u64)> {
             *exec_cache.entry(idx).or_insert_with(|| {
@@ -218,8 +229,14 @@ impl SymbolTable {
             names.extend_from_slice(name);
             raw.push((s.address(), s.size(), rank, off, len, sec_end));
         }
-        // perf's `name@plt` symbols for the PLT stubs, which no symbol table covers.
-        for (start, size, name) in plt_symbols(&obj) {
+        // perf's `name@plt` symbols for the PLT stubs, which no symbol table covers: only
+        // when the table gave symbols (perf's dso__load synthesizes them only then).
+        let plt = if raw.is_empty() {
+            Vec::new()
+        } else {
+            plt_symbols(runtime_obj.as_ref().unwrap_or(&obj))
+        };
+        for (start, size, name) in plt {
             let (Ok(off), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len() + 4))
             else {
                 break;
@@ -233,6 +250,9 @@ impl SymbolTable {
         }
         // At one address keep the best (the rank orders aliases as perf does).
         raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
+        if demangle {
+            prefer_longer_demangled(&mut raw, &names);
+        }
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
         for i in 0..raw.len() {
@@ -293,45 +313,106 @@ impl SymbolTable {
     }
 }
 
-/// Synthesize `name@plt` symbols: entry `i` of `.plt.sec` (x86_64 with IBT) or of `.plt`
-/// after its header (x86_64: 16 bytes, aarch64: 32 bytes; entries 16 bytes) jumps through
-/// the GOT slot of `.rela.plt` relocation `i`, whose symbol names the target. 64-bit
-/// little-endian only (x86_64, aarch64); `.plt.got` stubs are not named.
+/// perf compares the lengths of aliases' names as it prints them, demangled: among the
+/// aliases at one address that rank best but for the name's length, move the one with the
+/// longest demangled name first (the first in symbol-table order on a tie, as perf keeps
+/// it: LLVM's identical-code-folded destructors). Only shared addresses are demangled.
+fn prefer_longer_demangled(raw: &mut [(u64, u64, Rank, u32, u32, u64)], names: &[u8]) {
+    let mut i = 0;
+    while i < raw.len() {
+        let start = raw[i].0;
+        let mut j = i + 1;
+        while j < raw.len() && raw[j].0 == start {
+            j += 1;
+        }
+        let best = raw[i].2;
+        let same = |r: &Rank| {
+            r.0 == best.0 && r.1 == best.1 && r.2 == best.2 && r.3 == best.3 && r.4 == best.4
+        };
+        let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
+        if tied > 1 {
+            let len = |e: &(u64, u64, Rank, u32, u32, u64)| {
+                let raw_name = &names[e.3 as usize..(e.3 + e.4) as usize];
+                demangle(&String::from_utf8_lossy(raw_name)).len()
+            };
+            // Symbol-table order among the tied: the smaller name offset came first.
+            let pick = (i..i + tied)
+                .max_by_key(|&k| (len(&raw[k]), std::cmp::Reverse(raw[k].3)))
+                .unwrap_or(i);
+            raw.swap(i, pick);
+        }
+        i = j;
+    }
+}
+
+/// Synthesize `name@plt` symbols as perf 6.1 does: entry `i` of `.plt`, after a header as
+/// long as one entry (x86_64: the section's `sh_entsize`; aarch64: a 32-byte header and
+/// 16-byte entries), is named after `.rela.plt` relocation `i`'s `.dynsym` symbol, demangled
+/// later (an `R_X86_64_IRELATIVE` slot has no symbol: perf calls it `@plt`). A `.plt` whose
+/// `sh_entsize` is 0 (lld, BOLT) gives perf no usable entries, so none are named.
+/// Entry `i` of `.plt.sec` (x86_64 with IBT), which perf 6.1 does not know, gets the same
+/// name: there perfkit names stubs perf leaves unnamed. 64-bit little-endian only;
+/// `.plt.got` stubs are not named.
 fn plt_symbols<'a>(obj: &object::File<'a>) -> Vec<(u64, u64, &'a [u8])> {
+    use object::read::elf::{ElfFile64, SectionHeader};
     let mut out = Vec::new();
-    if !obj.is_64() || !obj.is_little_endian() {
+    let object::File::Elf64(elf) = obj else {
+        return out;
+    };
+    let elf: &ElfFile64<'a, object::Endianness> = elf;
+    if !obj.is_little_endian() {
         return out;
     }
-    let header = match obj.architecture() {
-        object::Architecture::X86_64 => 16,
-        object::Architecture::Aarch64 => 32,
-        _ => return out,
-    };
-    let (Some(rela), Some(dynsym)) = (obj.section_by_name(".rela.plt"), obj.dynamic_symbol_table())
-    else {
+    let endian = elf.endian();
+    let (Some(rela), Some(plt), Some(dynsym)) = (
+        elf.section_by_name(".rela.plt"),
+        elf.section_by_name(".plt"),
+        elf.dynamic_symbol_table(),
+    ) else {
         return out;
     };
+    // perf checks that the relocations refer to .dynsym.
+    let dynsym_index = elf.section_by_name(".dynsym").map(|s| s.index().0);
+    if Some(rela.elf_section_header().sh_link(endian) as usize) != dynsym_index {
+        return out;
+    }
     let Ok(rela) = rela.data() else { return out };
-    let (base, first) = match obj.section_by_name(".plt.sec") {
-        Some(sec) => (sec.address(), 0),
-        None => match obj.section_by_name(".plt") {
-            Some(sec) => (sec.address(), header),
-            None => return out,
-        },
+    let (header, entry) = match obj.architecture() {
+        object::Architecture::X86_64 => {
+            let e = plt.elf_section_header().sh_entsize(endian);
+            (e, e)
+        }
+        object::Architecture::Aarch64 => (32, 16),
+        _ => return out,
     };
-    const ENTRY: u64 = 16;
+    let sec = elf
+        .section_by_name(".plt.sec")
+        .map(|s| (s.address(), s.size()));
+    const SEC_ENTRY: u64 = 16;
     for (i, r) in rela.chunks_exact(24).enumerate() {
         let mut info = [0u8; 8];
         info.copy_from_slice(&r[8..16]);
         let sym = (u64::from_le_bytes(info) >> 32) as usize;
-        let Ok(s) = dynsym.symbol_by_index(object::SymbolIndex(sym)) else {
-            continue;
+        let name: &[u8] = if sym == 0 {
+            b""
+        } else {
+            match dynsym
+                .symbol_by_index(object::SymbolIndex(sym))
+                .and_then(|s| s.name_bytes())
+            {
+                Ok(n) => n,
+                Err(_) => continue,
+            }
         };
-        let Ok(name) = s.name_bytes() else { continue };
-        if name.is_empty() {
-            continue;
+        let i = i as u64;
+        if entry > 0 {
+            out.push((plt.address() + header + i * entry, entry, name));
         }
-        out.push((base + first + i as u64 * ENTRY, ENTRY, name));
+        if let Some((base, size)) = sec
+            && (i + 1) * SEC_ENTRY <= size
+        {
+            out.push((base + i * SEC_ENTRY, SEC_ENTRY, name));
+        }
     }
     out
 }
@@ -393,6 +474,33 @@ mod tests {
     #[test]
     fn crc32_known_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn aliases_compare_demangled_lengths_and_keep_table_order_on_ties() {
+        // Two folded destructors of equal demangled length (the first in the table wins,
+        // as perf keeps it), and at another address a longer demangled name behind a
+        // shorter mangled one.
+        let names: Vec<&[u8]> = vec![
+            b"_ZN12_GLOBAL__N_14AaaaD2Ev",
+            b"_ZN12_GLOBAL__N_14BbbbD2Ev",
+            b"_ZN1x3fooEv",
+            b"_ZN2yy3fooEv",
+        ];
+        let mut arena = Vec::new();
+        let mut raw = Vec::new();
+        let rank: Rank = (false, false, false, true, 1, std::cmp::Reverse(0));
+        for (i, n) in names.iter().enumerate() {
+            let start = if i < 2 { 0x100 } else { 0x200 };
+            raw.push((start, 8, rank, arena.len() as u32, n.len() as u32, 0x300));
+            arena.extend_from_slice(n);
+        }
+        let name = |e: &(u64, u64, Rank, u32, u32, u64)| {
+            String::from_utf8_lossy(&arena[e.3 as usize..(e.3 + e.4) as usize]).into_owned()
+        };
+        prefer_longer_demangled(&mut raw, &arena);
+        assert_eq!(name(&raw[0]), "_ZN12_GLOBAL__N_14AaaaD2Ev");
+        assert_eq!(name(&raw[2]), "_ZN2yy3fooEv");
     }
 
     #[test]

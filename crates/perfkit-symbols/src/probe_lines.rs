@@ -102,6 +102,11 @@ impl DebugLines {
         })
     }
 
+    /// Every function with its lines.
+    pub fn functions(&self) -> &[FuncLines] {
+        &self.funcs
+    }
+
     /// The function named `name` (the first defined one).
     pub fn function(&self, name: &str) -> Option<&FuncLines> {
         self.funcs.iter().find(|f| f.name == name)
@@ -183,7 +188,7 @@ impl DebugLines {
 }
 
 /// perf's `strtailcmp`: `full` ends with `tail` (compared from the end).
-fn tail_matches(full: &str, tail: &str) -> bool {
+pub(crate) fn tail_matches(full: &str, tail: &str) -> bool {
     full.ends_with(tail)
 }
 

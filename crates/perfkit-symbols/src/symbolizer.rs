@@ -266,11 +266,11 @@ impl Symbolizer {
         };
         let demangle = self.opts.demangle;
         let symbols = if binary.has_symtab {
-            SymbolTable::build(&binary, false, demangle)
+            SymbolTable::build(&binary, false, &binary, demangle)
         } else if let Some(d) = debug.as_ref().filter(|d| d.has_symtab) {
-            SymbolTable::build(d, false, demangle)
+            SymbolTable::build(d, false, &binary, demangle)
         } else if binary.has_dynsym {
-            SymbolTable::build(&binary, true, demangle)
+            SymbolTable::build(&binary, true, &binary, demangle)
         } else {
             None
         };

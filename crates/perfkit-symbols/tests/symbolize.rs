@@ -716,10 +716,11 @@ fn c_program_aliases_named_as_perf_names_them() {
 }
 
 #[test]
-fn stripped_program_exporting_nothing_still_names_its_plt_stubs() {
+fn stripped_program_exporting_nothing_leaves_its_plt_stubs_unnamed_as_perf() {
     let Some(p) = build_c_program() else { return };
-    // `strip --strip-all` keeps .dynsym, which holds only imports here: perf still names
-    // the PLT stubs (`puts@plt`) from .rela.plt.
+    // `strip --strip-all` keeps .dynsym, which holds only imports here. perf 6.1 names the
+    // PLT stubs (`puts@plt`) only when the symbol table gave it symbols (dso__load), so in
+    // this copy they stay unnamed (`[unknown]`, as perf prints the corpus' cxx-stripped).
     let stripped = p.dir.path().join("stripped");
     let ok = Command::new("strip")
         .arg("--strip-all")
@@ -760,9 +761,9 @@ fn stripped_program_exporting_nothing_still_names_its_plt_stubs() {
         if sym.symbolize_in_mapping(&m, addr).name() != name {
             continue;
         }
-        // ... are named in the stripped copy too.
+        // ... are not named in the stripped copy.
         let f = sym.symbolize_in_mapping(&bare, addr);
-        assert_eq!(f.name(), name, "{f:?}");
+        assert!(f.symbol.is_none(), "{name}: {f:?}");
         checked += 1;
     }
     assert!(checked >= 1, "no PLT stub checked");

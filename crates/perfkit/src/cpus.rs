@@ -384,6 +384,34 @@ pub fn places(cpus: &[u32]) -> BTreeMap<u32, CpuPlace> {
         .collect()
 }
 
+/// Pin the calling thread to `cpus` (`sched_setaffinity(0, ...)`): a recorder's draining
+/// thread runs beside the rings it drains, as perf's `--threads` affinity masks ask. An
+/// empty list, or CPUs beyond the kernel's `cpu_set_t`, is an `InvalidInput` error.
+pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
+    if cpus.is_empty()
+        || cpus
+            .iter()
+            .any(|&c| c as usize >= libc::CPU_SETSIZE as usize)
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cannot pin a thread to CPUs {}", format_list(cpus)),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: c < CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    // SAFETY: a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

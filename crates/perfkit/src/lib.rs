@@ -37,6 +37,8 @@ mod counter_set;
 pub mod cpus;
 mod error;
 mod event;
+mod fifo;
+mod flock;
 mod group;
 mod launch;
 mod target;
@@ -58,6 +60,8 @@ pub use event::{
     Breakpoint, BreakpointKind, Cache, CacheEvent, CacheOp, CacheResult, Event, Hardware, Software,
     attr_name,
 };
+pub use fifo::mkfifo;
+pub use flock::try_lock_exclusive;
 pub use group::{Group, GroupCount, MemberId};
 pub use launch::{
     ChildUsage, ExitStatus, LaunchError, PausedChild, find_program, kill, threads_of, wait,
@@ -73,11 +77,12 @@ mod sampler;
 mod userpage;
 
 pub use notify::{
-    AsyncSignal, PollEvents, Poller, Ready, Stopper, poll_fd, si_code, siginfo_fd, siginfo_perf,
+    AsyncSignal, PollEvents, Poller, Ready, SignalWaiter, Stopper, poll_fd, rt_signal, si_code,
+    siginfo_fd, siginfo_perf,
 };
 pub use ring::{
     AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
-    RingRecords, RingSize, RingWalk, mlock_hint, page_size,
+    RingRecords, RingSize, RingWalk, default_data_pages, mlock_hint, page_size,
 };
 pub use sample_type::{SampleSupport, SampleType, UnknownSampleField};
 pub use sampler::{DrainEnd, Drainer, RecordError, Sampler, SideBand, open_per_cpu};

@@ -319,6 +319,63 @@ impl AsyncSignal {
     }
 }
 
+/// Overflow signals taken synchronously by one thread: the signal is blocked in the thread
+/// that creates the waiter (so its default action never runs) and [`wait`](Self::wait)
+/// takes one queued instance with `sigtimedwait`. Pair it with
+/// [`AsyncSignal::to_this_thread`] (or [`thread`](Self::thread)) on the perf fds; use a
+/// real-time signal ([`rt_signal`]) so overflows queue instead of merging.
+#[derive(Debug)]
+pub struct SignalWaiter {
+    signal: i32,
+    set: libc::sigset_t,
+    tid: i32,
+}
+
+/// The `n`th real-time signal glibc leaves to programs (`SIGRTMIN + n`).
+pub fn rt_signal(n: i32) -> i32 {
+    libc::SIGRTMIN() + n
+}
+
+impl SignalWaiter {
+    /// Block `signal` in the calling thread and wait for it there.
+    pub fn block_in_this_thread(signal: i32) -> io::Result<SignalWaiter> {
+        // SAFETY: sigemptyset/sigaddset initialise a local sigset_t; pthread_sigmask
+        // changes this thread's mask only, with a valid set and no old-set pointer;
+        // gettid takes no arguments.
+        let (set, tid) = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            if libc::sigaddset(&mut set, signal) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+            (set, libc::gettid())
+        };
+        Ok(SignalWaiter { signal, set, tid })
+    }
+
+    /// The thread that waits (for [`AsyncSignal::thread`]).
+    pub fn thread(&self) -> i32 {
+        self.tid
+    }
+
+    /// Take one pending instance of the signal, waiting at most `timeout`; false on
+    /// timeout (or an interruption by another signal).
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: the set and timespec are valid for the call; a null siginfo pointer is
+        // allowed. Only the blocked signal is taken.
+        let got = unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), &ts) };
+        got == self.signal
+    }
+}
+
 /// The bytes of a `siginfo_t` at `offset`.
 fn siginfo_word<T: Copy>(info: &libc::siginfo_t, offset: usize) -> T {
     debug_assert!(offset + std::mem::size_of::<T>() <= std::mem::size_of::<libc::siginfo_t>());

@@ -451,6 +451,32 @@ pub enum RingMode {
     Overwrite,
 }
 
+/// perf's default data pages per ring: `kernel.perf_event_mlock_kb` less one page (the
+/// user page), in pages, rounded down to a power of two; 512 KiB when the sysctl cannot be
+/// read. With the kernel's default of 516 KiB that is 128 pages of 4 KiB (512 KiB), and
+/// a larger `perf_event_mlock_kb` gives larger rings, as it does to perf.
+pub fn default_data_pages() -> usize {
+    let page = page_size();
+    let kb = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok());
+    default_pages_for(kb, page)
+}
+
+/// [`default_data_pages`] for a given sysctl value and page size.
+fn default_pages_for(mlock_kb: Option<usize>, page: usize) -> usize {
+    let kb = match mlock_kb {
+        Some(kb) => kb.saturating_sub(page / 1024),
+        None => 512,
+    };
+    let pages = (kb * 1024 / page).max(1);
+    if pages.is_power_of_two() {
+        pages
+    } else {
+        1 << (usize::BITS - 1 - pages.leading_zeros())
+    }
+}
+
 /// An explanation of an mmap failure for lack of lockable memory (EPERM/ENOMEM).
 pub fn mlock_hint(bytes: usize) -> String {
     let kb = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
@@ -1160,6 +1186,16 @@ mod tests {
         for (i, b) in bytes.iter().enumerate() {
             buf[(pos as usize + i) & (n - 1)] = *b;
         }
+    }
+
+    #[test]
+    fn default_ring_follows_perf_event_mlock_kb_as_perf() {
+        assert_eq!(default_pages_for(Some(516), 4096), 128);
+        assert_eq!(default_pages_for(None, 4096), 128);
+        // 2052 KiB less a page: 512 pages; 1000 KiB: 249 pages, rounded down to 128.
+        assert_eq!(default_pages_for(Some(2052), 4096), 512);
+        assert_eq!(default_pages_for(Some(1000), 4096), 128);
+        assert_eq!(default_pages_for(Some(0), 4096), 1);
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn page_fault_samples_with_every_field() {
         let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
         let mut scratch = Vec::new();
         let mut in_range = 0;
+        let mut pages_hit = std::collections::BTreeSet::new();
         let mut last_time = 0;
         let mut last_value = 0;
         s.ring()
@@ -176,6 +177,7 @@ fn page_fault_samples_with_every_field() {
                 let addr = smp.addr.unwrap();
                 if touched.contains(addr) {
                     in_range += 1;
+                    pages_hit.insert(addr / page_size() as u64);
                     // A user fault: the user registers are the faulting context.
                     let ru = smp.regs_user.expect("regs_user");
                     assert_eq!(ru.abi, 2, "PERF_SAMPLE_REGS_ABI_64");
@@ -202,9 +204,17 @@ fn page_fault_samples_with_every_field() {
                 }
             })
             .unwrap();
+        // Each touched page faults once, but the kernel counts a fault again when it
+        // retries it (a per-VMA-lock fault that falls back to mmap_lock when another
+        // thread of this test binary holds it): every page is seen, a few twice.
         assert_eq!(
-            in_range, 32,
-            "one sample per touched page, with its address"
+            pages_hit.len(),
+            32,
+            "a sample for every touched page, with its address"
+        );
+        assert!(
+            (32..=64).contains(&in_range),
+            "one sample per touched page (a retried fault counts twice): {in_range}"
         );
     }
 }

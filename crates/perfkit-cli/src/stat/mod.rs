@@ -9,8 +9,8 @@ use crate::exit_error;
 use anyhow::{Context, Result, bail};
 use perfkit::sys;
 use perfkit_engine::stat::{
-    Aggr, ControlCmd, Plan, Progress, Row, RunOptions, RunResult, Runner, Scope, StatConfig, State,
-    summarize,
+    Aggr, CheckPlan, ControlCmd, Plan, PmuModel, Progress, Row, RunOptions, RunResult, Runner,
+    Scope, StatConfig, State, Switching, summarize,
 };
 use perfkit_engine::{Error, Slot};
 use std::ffi::OsString;
@@ -188,6 +188,23 @@ pub struct StatArgs {
     /// task-clock,page-faults) are counted inside each region.
     #[arg(long = "regions")]
     pub regions: bool,
+    /// An event set (perfmon2): events counted together, one set at a time, switched by
+    /// perfkit (`--event-set '{a,b,c}' --event-set '{d,e}'`); with --switch-* every -e
+    /// group is a set too. Default switching: every 10 ms.
+    #[arg(long = "event-set", value_name = "EVENTS")]
+    pub event_sets: Vec<String>,
+    /// Switch event sets every MS milliseconds (every -e group is a set).
+    #[arg(long = "switch-every", value_name = "MS", conflicts_with = "switch_on")]
+    pub switch_every: Option<u64>,
+    /// Switch event sets after every N occurrences of EVENT (an overflow of a counter of
+    /// EVENT opened beside the sets), e.g. `instructions:u:1000000`.
+    #[arg(long = "switch-on", value_name = "EVENT:N")]
+    pub switch_on: Option<String>,
+    /// Print how the events would be scheduled on this machine's PMUs (which go
+    /// together, which would be multiplexed, why a group cannot be scheduled, and a
+    /// split), without counting anything.
+    #[arg(long = "check")]
+    pub check: bool,
     /// The command to run and count.
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -270,8 +287,36 @@ impl StatArgs {
         if self.repeat > 1 && self.command.is_empty() {
             bail!("-r repeats a command: give one after --");
         }
+        let mut events = self.event_filters.clone();
+        for set in &self.event_sets {
+            let set = set.trim();
+            if set.is_empty() {
+                bail!(
+                    "--event-set: give a list of events, e.g. --event-set '{{cycles,instructions}}'"
+                );
+            }
+            let braced = if set.starts_with('{') {
+                set.to_string()
+            } else {
+                format!("{{{set}}}")
+            };
+            events.push((braced, vec![]));
+        }
+        if self.switching()?.is_some() {
+            if self.delay.is_some() {
+                bail!("event-set switching starts with the first set at once: drop -D");
+            }
+            if self.control.is_some() {
+                bail!(
+                    "--control enables and disables events itself: it cannot be used with event-set switching"
+                );
+            }
+            if self.null || self.metrics.is_some() || events.is_empty() {
+                bail!("event-set switching needs event sets: give --event-set or -e with groups");
+            }
+        }
         Ok(StatConfig {
-            events: self.event_filters.clone(),
+            events,
             pids: self.pid.clone(),
             tids: self.tid.clone(),
             all_cpus: self.all_cpus,
@@ -302,6 +347,25 @@ impl StatArgs {
             interval: self.interval_ms().map(Duration::from_millis),
             interval_count: self.interval_count,
             no_scale: self.no_scale,
+            switching: self.switching().ok().flatten(),
+        }
+    }
+
+    /// The event-set switching rule: --switch-every, --switch-on, or every 10 ms when
+    /// --event-set is given alone.
+    fn switching(&self) -> Result<Option<Switching>> {
+        if let Some(on) = &self.switch_on {
+            return Switching::parse_on(on)
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!(e));
+        }
+        match self.switch_every {
+            Some(0) => bail!("--switch-every 0: give a period in milliseconds above 0"),
+            Some(ms) => Ok(Some(Switching::Every(Duration::from_millis(ms)))),
+            None if !self.event_sets.is_empty() => {
+                Ok(Some(Switching::Every(Duration::from_millis(10))))
+            }
+            None => Ok(None),
         }
     }
 
@@ -349,6 +413,13 @@ pub fn run(args: StatArgs) -> Result<u8> {
         Error::Parse(_) | Error::NoEvents => anyhow::Error::new(e).context("-e"),
         e => e.into(),
     })?;
+    if args.check {
+        return check(&plan);
+    }
+    // A group that can never be scheduled counts nothing: say why and how to split it.
+    for w in perfkit_engine::stat::group_warnings(&plan.specs) {
+        eprintln!("Warning: {w}");
+    }
     let opts = args.run_options();
     let big_num = if args.no_big_num {
         false
@@ -386,7 +457,7 @@ pub fn run(args: StatArgs) -> Result<u8> {
     }
     let mut runner = Runner::new();
     if let Some(c) = &args.control {
-        let (ctl, ack) = open_control(c)?;
+        let (ctl, ack) = crate::control::open_control(c)?;
         runner.control(ctl, ack);
     }
     let stop = runner.stop_handle();
@@ -473,8 +544,27 @@ pub fn run(args: StatArgs) -> Result<u8> {
             big_num,
         )?;
     }
+    if !(args.json || args.sep.is_some())
+        && let Some(sets) = all_runs.last().and_then(|r| r.sets.as_ref())
+    {
+        writeln!(sink, "{}", sets.text())?;
+    }
     sink.flush()?;
     Ok(exit)
+}
+
+/// `--check`: the plan on this machine's PMU model, nothing opened for the events.
+fn check(plan: &Plan) -> Result<u8> {
+    match PmuModel::detect() {
+        Some(pmu) => {
+            print!("{}", CheckPlan::new(pmu, &plan.specs).text());
+            Ok(0)
+        }
+        None => bail!(
+            "--check: no hardware PMU here and no libpfm4 model (install libpfm4, or set \
+             LIBPFM_FORCE_PMU to a PMU libpfm4 knows, e.g. core or skl)"
+        ),
+    }
 }
 
 /// The PMUs of this machine, by their sysfs names.
@@ -510,46 +600,6 @@ fn cache_level(s: &str) -> Result<u8> {
         Ok(n @ 1..=4) => Ok(n),
         _ => bail!("--per-cache={s}: give a cache level such as L2 or L3"),
     }
-}
-
-/// `--control fd:CTL[,ACK]` (descriptors this process inherited) or `fifo:CTL[,ACK]`
-/// (paths), opened as files: the control side for reading, the acknowledgement side for
-/// writing. A FIFO is opened for reading and writing, as perf does, so opening does not
-/// wait for the other side and its end does not look like end of file.
-fn open_control(spec: &str) -> Result<(std::fs::File, Option<std::fs::File>)> {
-    let bad = || {
-        anyhow::anyhow!(
-            "--control {spec}: give fd:CTL[,ACK] (descriptor numbers) or fifo:CTL[,ACK] (paths)"
-        )
-    };
-    let (kind, rest) = spec.split_once(':').ok_or_else(bad)?;
-    let (ctl, ack) = match rest.split_once(',') {
-        Some((c, a)) => (c, Some(a)),
-        None => (rest, None),
-    };
-    let open = |path: String, write: bool| -> Result<std::fs::File> {
-        std::fs::OpenOptions::new()
-            .read(!write || kind == "fifo")
-            .write(write || kind == "fifo")
-            .open(&path)
-            .with_context(|| format!("--control {spec}: opening {path}"))
-    };
-    let path = |s: &str| -> Result<String> {
-        match kind {
-            "fd" => {
-                let fd: u32 = s.parse().map_err(|_| bad())?;
-                Ok(format!("/proc/self/fd/{fd}"))
-            }
-            "fifo" if !s.is_empty() => Ok(s.to_string()),
-            _ => Err(bad()),
-        }
-    };
-    let ctl = open(path(ctl)?, false)?;
-    let ack = match ack {
-        Some(a) => Some(open(path(a)?, true)?),
-        None => None,
-    };
-    Ok((ctl, ack))
 }
 
 fn plan_system_wide(args: &StatArgs) -> bool {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SOURCE: &str = r#"
+pub const SOURCE: &str = r#"
 #include <stdlib.h>
 __attribute__((noinline)) long hot(long n) {
     long s = 0;

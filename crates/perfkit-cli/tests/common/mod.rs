@@ -54,6 +54,8 @@ pub fn perf_ok(args: &[&str], file: &Path) -> String {
     stdout_ok(&mut cmd)
 }
 pub mod hotloop;
+#[allow(dead_code)]
+pub mod sleeper;
 
 /// What `perf stat ARGS` prints on standard error (its counts), whatever its exit status.
 pub fn perf_stat_stderr(args: &[&str]) -> String {

@@ -19,6 +19,7 @@
 //! # Ok::<(), perfkit_engine::Error>(())
 //! ```
 
+mod advice;
 mod cache;
 mod metrics;
 mod perf_order;
@@ -26,9 +27,12 @@ mod plan;
 mod record;
 mod rows;
 mod run;
+mod sets;
 mod tool;
+mod trigger;
 mod user_metrics;
 
+pub use advice::{CheckPlan, PmuModel, fits, group_warnings};
 pub use cache::{cache_id, highest_level};
 pub use metrics::{
     compute_metrics, is_clock, is_percent_metric, mean_stddev_of_mean, rel_stddev_pct,
@@ -37,5 +41,7 @@ pub use plan::{Aggr, Plan, Scope, StatConfig, cgroup_root};
 pub use record::{StatRecords, StatReport, read_stat, stat_records};
 pub use rows::{Row, State, build_rows, summarize};
 pub use run::{ControlCmd, Progress, RunOptions, RunResult, Runner, StopHandle, delta, read_all};
+pub use sets::{EventBound, SetInfo, SetSchedule, SetsReport, Switching, set_ranges};
 pub use tool::{TOOL_TYPE, Tool};
+pub use trigger::Trigger;
 pub use user_metrics::MetricUse;

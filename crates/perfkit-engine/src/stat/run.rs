@@ -2,7 +2,9 @@
 
 use super::plan::{Plan, Scope};
 use super::rows::{Row, build_rows};
+use super::sets::{SetSchedule, SetsReport, Switching};
 use super::tool::Tool;
+use super::trigger::Trigger;
 use crate::open::{OpenOptions, OpenedEvent, leaders};
 use crate::{Error, Place, Result, Workload};
 use perfkit::{ChildUsage, Count, ExitStatus};
@@ -28,6 +30,9 @@ pub struct RunOptions {
     pub no_scale: bool,
     /// `-D -1`: start with the events disabled, until a control command enables them.
     pub start_disabled: bool,
+    /// perfmon2's event sets: every group is a set, one enabled at a time, switched by
+    /// this rule ([`SetSchedule`]); `None`: every group at once (the kernel multiplexes).
+    pub switching: Option<Switching>,
 }
 
 /// What a run tells its caller as it goes.
@@ -68,45 +73,21 @@ pub struct RunResult {
     pub usage: Option<ChildUsage>,
     /// Stopped by [`StopHandle::interrupt`] (Ctrl-C without a command): do not repeat.
     pub interrupted: bool,
+    /// With event sets: what the schedule did and each estimate's bound (`counts` are
+    /// already rescaled to the whole run).
+    pub sets: Option<SetsReport>,
 }
 
 #[derive(Debug)]
 enum Msg {
     Exited,
+    /// The designated counter overflowed: switch event sets.
+    Switch,
     Stop,
     Control(ControlCmd),
 }
 
-/// A command read from the control descriptor (perf's `--control`), one per line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ControlCmd {
-    /// `enable` (all events) or `enable NAME`.
-    Enable(Option<String>),
-    /// `disable` or `disable NAME`.
-    Disable(Option<String>),
-    /// `ping`: only the acknowledgement.
-    Ping,
-    /// `stop`: end counting as if the command had ended.
-    Stop,
-}
-
-impl ControlCmd {
-    /// Parse one line (without its newline); unknown commands are `None`.
-    pub fn parse(line: &str) -> Option<ControlCmd> {
-        let line = line.trim();
-        let (word, arg) = match line.split_once(' ') {
-            Some((w, a)) => (w, Some(a.trim().to_string()).filter(|a| !a.is_empty())),
-            None => (line, None),
-        };
-        match word {
-            "enable" => Some(ControlCmd::Enable(arg)),
-            "disable" => Some(ControlCmd::Disable(arg)),
-            "ping" => Some(ControlCmd::Ping),
-            "stop" => Some(ControlCmd::Stop),
-            _ => None,
-        }
-    }
-}
+pub use crate::control::ControlCmd;
 
 /// Ends a run from another thread: Ctrl-C goes to the command when one runs (perf's
 /// behaviour: the command ends, the counts print), else it stops counting.
@@ -161,19 +142,11 @@ impl Runner {
     /// perf's `--control`: read commands (`enable`, `disable`, `ping`, `stop`, one per
     /// line) from `ctl` while counting, and write perf's `ack\n\0` to `ack` after each.
     pub fn control(&mut self, ctl: std::fs::File, ack: Option<std::fs::File>) {
-        use std::io::BufRead;
         self.ack = ack;
         let tx = self.stop.tx.lock().map(|t| t.clone());
         let Ok(tx) = tx else { return };
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(ctl).lines() {
-                let Ok(line) = line else { break };
-                if let Some(cmd) = ControlCmd::parse(&line)
-                    && tx.send(Msg::Control(cmd)).is_err()
-                {
-                    break;
-                }
-            }
+            crate::control::read_commands(ctl, |cmd| tx.send(Msg::Control(cmd)).is_ok());
         });
     }
 
@@ -202,18 +175,62 @@ impl Runner {
             _ => plan.places.clone(),
         };
         let command_scope = plan.scope == Scope::Command;
+        if opts.switching.is_some() && (opts.delay.is_some() || opts.start_disabled) {
+            return Err(Error::Usage(
+                "event-set switching starts with the first set at once: drop -D".into(),
+            ));
+        }
+        let on_exec = command_scope && opts.delay.is_none() && !opts.start_disabled;
         let events = open_plan(
             plan,
             &places,
             opts.inherit,
-            command_scope && opts.delay.is_none() && !opts.start_disabled,
+            on_exec,
+            opts.switching.is_some(),
         );
         progress(Progress::Attrs(&events)).map_err(|e| Error::io("writing", e))?;
         let events = check_opened(events)?;
+        let mut schedule = opts.switching.as_ref().map(|_| SetSchedule::new(&events));
+        let trigger = match &opts.switching {
+            Some(Switching::On { event, period }) => {
+                let tx = self.stop.tx.lock().map(|t| t.clone()).ok();
+                let topts = crate::OpenOptions {
+                    cgroups: &plan.cgroups,
+                    inherit: opts.inherit,
+                    enable_on_exec: on_exec,
+                    ..crate::OpenOptions::default()
+                };
+                Some(Trigger::start(
+                    event,
+                    *period,
+                    &places,
+                    &topts,
+                    move || {
+                        if let Some(tx) = &tx {
+                            let _ = tx.send(Msg::Switch);
+                        }
+                    },
+                )?)
+            }
+            _ => None,
+        };
+        let every = match &opts.switching {
+            Some(Switching::Every(d)) if !d.is_zero() => Some(*d),
+            Some(Switching::Every(_)) => {
+                return Err(Error::Usage(
+                    "--switch-every needs a period above 0 ms".into(),
+                ));
+            }
+            _ => None,
+        };
 
         let start = Instant::now();
+        let mut next_switch = every.map(|d| start + d);
         if !command_scope && !opts.start_disabled {
-            enable(&events);
+            match &schedule {
+                Some(s) => s.enable_active(&events),
+                None => enable(&events),
+            }
         }
         let workload = match child {
             Some(c) => {
@@ -263,6 +280,10 @@ impl Runner {
                 let left = d.saturating_duration_since(Instant::now());
                 wait = Some(wait.map_or(left, |w| w.min(left)));
             }
+            if let Some(t) = next_switch {
+                let left = t.saturating_duration_since(Instant::now());
+                wait = Some(wait.map_or(left, |w| w.min(left)));
+            }
             let msg = match wait {
                 Some(w) => match self.rx.recv_timeout(w) {
                     Ok(m) => Some(m),
@@ -272,6 +293,16 @@ impl Runner {
                 None => Some(self.rx.recv().unwrap_or(Msg::Stop)),
             };
             let now = Instant::now();
+            if let (Some(s), Some(t), Some(d)) = (&mut schedule, &mut next_switch, every)
+                && now >= *t
+            {
+                s.switch(&events);
+                // The next period counts from now: a late wake-up does not shorten it.
+                *t = now + d;
+            }
+            if let (Some(s), Some(Msg::Switch)) = (&mut schedule, &msg) {
+                s.switch(&events);
+            }
             let timed_out = deadline.is_some_and(|d| now >= d);
             let interval_due = opts.interval.is_some_and(|i| {
                 now.duration_since(last_t) >= i
@@ -281,7 +312,10 @@ impl Runner {
             if interval_due {
                 let mut counts = read_all(&events);
                 fill_tools(&events, &mut counts, now.duration_since(start), None);
-                let d = delta(&counts, &last);
+                let mut d = delta(&counts, &last);
+                if let Some(s) = &schedule {
+                    s.rescale(&mut d);
+                }
                 let rows = build_rows(
                     plan,
                     &places,
@@ -312,7 +346,7 @@ impl Runner {
                     stopped_early = true;
                     break;
                 }
-                Some(Msg::Control(_)) => {}
+                Some(Msg::Control(_)) | Some(Msg::Switch) => {}
                 None => {}
             }
             if timed_out || opts.interval_count.is_some_and(|n| intervals >= n) {
@@ -327,10 +361,20 @@ impl Runner {
             }
         }
         let elapsed = start.elapsed();
+        drop(trigger);
         for c in leaders(&events) {
             let _ = c.disable();
         }
         let mut counts = read_all(&events);
+        let sets = match (&mut schedule, &opts.switching) {
+            (Some(s), Some(sw)) => {
+                s.finish(&events, &counts);
+                let report = s.report(&events, &counts, sw);
+                s.rescale(&mut counts);
+                Some(report)
+            }
+            _ => None,
+        };
         self.stop.child.store(0, Ordering::SeqCst);
         let (mut status, mut usage) = (None, None);
         if let Some(w) = &workload {
@@ -361,6 +405,7 @@ impl Runner {
             status,
             usage,
             interrupted,
+            sets,
         })
     }
 }
@@ -398,9 +443,7 @@ impl Runner {
         }
         progress(Progress::Control(cmd)).map_err(|e| Error::io("writing", e))?;
         if let Some(ack) = &mut self.ack {
-            use std::io::Write;
-            // perf writes its tag with the C string's NUL: `ack\n\0`.
-            ack.write_all(b"ack\n\0")
+            crate::control::acknowledge(ack)
                 .map_err(|e| Error::io("writing the --control acknowledgement", e))?;
         }
         Ok(*cmd == ControlCmd::Stop)
@@ -444,19 +487,16 @@ fn enable(events: &[OpenedEvent]) {
 }
 
 /// Open the plan's events on `places`, group by group, each group on its cgroup's places.
+/// With event sets only the first set (group) enables at the command's exec.
 fn open_plan(
     plan: &Plan,
     places: &[Place],
     inherit: bool,
     enable_on_exec: bool,
+    sets: bool,
 ) -> Vec<OpenedEvent> {
     let mut out = Vec::new();
-    let opts = OpenOptions {
-        cgroups: &plan.cgroups,
-        inherit,
-        enable_on_exec,
-        ..OpenOptions::default()
-    };
+    let mut first_set = true;
     let mut i = 0;
     while i < plan.specs.len() {
         let g = plan.specs[i].group;
@@ -492,6 +532,13 @@ fn open_plan(
                 s
             })
             .collect();
+        let opts = OpenOptions {
+            cgroups: &plan.cgroups,
+            inherit,
+            enable_on_exec: enable_on_exec && (!sets || first_set),
+            ..OpenOptions::default()
+        };
+        first_set = false;
         out.extend(crate::open(&specs, &here, &opts).events);
         i = j;
     }
@@ -568,22 +615,4 @@ pub fn delta(now: &[Vec<Option<Count>>], before: &[Vec<Option<Count>>]) -> Vec<V
                 .collect()
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ControlCmd;
-
-    #[test]
-    fn control_lines_as_perf_reads_them() {
-        assert_eq!(ControlCmd::parse("enable"), Some(ControlCmd::Enable(None)));
-        assert_eq!(
-            ControlCmd::parse("disable task-clock\n"),
-            Some(ControlCmd::Disable(Some("task-clock".into())))
-        );
-        assert_eq!(ControlCmd::parse("ping"), Some(ControlCmd::Ping));
-        assert_eq!(ControlCmd::parse("stop"), Some(ControlCmd::Stop));
-        assert_eq!(ControlCmd::parse("bogus"), None);
-        assert_eq!(ControlCmd::parse(""), None);
-    }
 }

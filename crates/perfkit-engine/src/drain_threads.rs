@@ -1,0 +1,413 @@
+//! Draining threads of a [`Recorder`](crate::Recorder) and the rounds that keep their
+//! records in a valid perf.data.
+//!
+//! Each thread owns the rings of some CPUs ([`DrainLayout`](crate::threads::DrainLayout)),
+//! waits on its own epoll set, and copies every pending record of its rings into a block
+//! of its own. Blocks go over a channel to the writing thread, which writes them into the
+//! one perf.data (compression included): nothing but copying happens on a draining thread.
+//!
+//! **Rounds.** perf sorts records by time between `PERF_RECORD_FINISHED_ROUND`s: at each
+//! round it processes what is queued up to the newest time seen at the round before, so a
+//! record written after round k+1 must be newer than everything written before round k.
+//! A single drainer gets that by ending a round after each pass over all rings. Several
+//! drainers get it from a generation number: the writer ends a round only once every
+//! drainer has finished a pass that *started* after the previous round was written (each
+//! pass reads the generation before touching a ring). Whatever any drainer sends later
+//! was written into its ring after that pass read the ring, so after everything that came
+//! before the previous round: perf reads the merged file with no out-of-order records.
+//! A drainer with nothing new says only that its pass ended, and only when the writer
+//! waits for it (the generation moved).
+
+use crate::{Error, Result};
+use perfkit::records::{Endian, MultiParser};
+use perfkit::sys;
+use perfkit::{Poller, Ready, RingBuffer, Stopper};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What a pass counted (added into [`RecordStats`](crate::RecordStats) by the writer).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counts {
+    pub samples: u64,
+    pub records: u64,
+    pub lost_chunks: u64,
+    /// Sum of the counts of PERF_RECORD_LOST records.
+    pub lost_records: u64,
+    pub throttled: u64,
+    pub wakeups: u64,
+    /// Oldest and newest sample time.
+    pub first_time: u64,
+    pub last_time: u64,
+}
+
+impl Counts {
+    pub fn empty() -> Counts {
+        Counts {
+            first_time: u64::MAX,
+            ..Counts::default()
+        }
+    }
+}
+
+/// Copy every pending record of `ring` (header included) to the end of `block`, count
+/// them into `counts`, and read the time of the ring's first and last sample (a ring's
+/// records come in time order; the others are not parsed).
+pub(crate) fn drain_ring(
+    ring: &mut RingBuffer,
+    block: &mut Vec<u8>,
+    counts: &mut Counts,
+    parser: &MultiParser,
+) -> Result<()> {
+    let mut first: Option<usize> = None;
+    let mut last: Option<usize> = None;
+    ring.drain(|rec| {
+        let at = block.len();
+        let size = (perfkit::records::HEADER_SIZE + rec.data.len()) as u16;
+        block.extend_from_slice(&rec.type_.to_ne_bytes());
+        block.extend_from_slice(&rec.misc.to_ne_bytes());
+        block.extend_from_slice(&size.to_ne_bytes());
+        match rec.data {
+            perfkit::RawData::Single(a) => block.extend_from_slice(a),
+            perfkit::RawData::Split(a, b) => {
+                block.extend_from_slice(a);
+                block.extend_from_slice(b);
+            }
+        }
+        counts.records += 1;
+        match rec.type_ {
+            sys::PERF_RECORD_SAMPLE => {
+                counts.samples += 1;
+                first.get_or_insert(at);
+                last = Some(at);
+            }
+            sys::PERF_RECORD_LOST => {
+                counts.lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                counts.lost_chunks += 1;
+            }
+            sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
+            _ => {}
+        }
+    })
+    .map_err(Error::Ring)?;
+    for at in first.into_iter().chain(last) {
+        let h = &block[at..at + 8];
+        let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+        let misc = u16::from_ne_bytes([h[4], h[5]]);
+        let size = u16::from_ne_bytes([h[6], h[7]]) as usize;
+        if let Ok((_, p)) = parser.parse(type_, misc, &block[at + 8..at + size])
+            && let Some(t) = p.time()
+        {
+            counts.first_time = counts.first_time.min(t);
+            counts.last_time = counts.last_time.max(t);
+        }
+    }
+    Ok(())
+}
+
+/// One drainer's pass: the records it copied, and the generation it read first.
+pub(crate) struct Pass {
+    pub drainer: usize,
+    pub generation: u64,
+    pub block: Vec<u8>,
+    pub counts: Counts,
+}
+
+pub(crate) enum Msg {
+    Pass(Pass),
+    /// The drainer made its last pass (after a stop) and ended.
+    Done(usize),
+    Failed(Error),
+    /// The recorder's stop handle was used.
+    Stop,
+}
+
+/// The running draining threads, seen from the writing thread.
+pub(crate) struct Threads {
+    rx: Receiver<Msg>,
+    generation: Arc<AtomicU64>,
+    /// Generation read at the start of each drainer's latest finished pass.
+    seen: Vec<u64>,
+    done: Vec<bool>,
+    stops: Vec<Stopper>,
+    handles: Vec<JoinHandle<()>>,
+    /// Blocks going back to their drainer, to be filled again.
+    returns: Vec<Sender<Vec<u8>>>,
+    /// Something was written since the last FINISHED_ROUND.
+    unrounded: bool,
+    watcher: Option<(Stopper, JoinHandle<()>)>,
+}
+
+impl std::fmt::Debug for Threads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Threads")
+            .field("drainers", &self.handles.len())
+            .field("generation", &self.generation.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A group of rings and where its thread runs.
+pub(crate) struct Group {
+    pub rings: Vec<RingBuffer>,
+    pub affinity: Vec<u32>,
+}
+
+const PASS_TIMEOUT: Duration = Duration::from_millis(100);
+
+impl Threads {
+    /// Start one thread per group, and a watcher that turns a use of the recorder's stop
+    /// handle (`stop_poller`, holding only the stop eventfd) into a [`Msg::Stop`].
+    pub fn start(groups: Vec<Group>, parser: &MultiParser, stop_poller: Poller) -> Result<Threads> {
+        let (tx, rx) = channel();
+        let generation = Arc::new(AtomicU64::new(0));
+        let parser = Arc::new(parser.clone());
+        let n = groups.len();
+        let mut t = Threads {
+            rx,
+            generation: generation.clone(),
+            seen: vec![0; n],
+            done: vec![false; n],
+            stops: Vec::new(),
+            handles: Vec::new(),
+            returns: Vec::new(),
+            unrounded: false,
+            watcher: None,
+        };
+        for (i, g) in groups.into_iter().enumerate() {
+            let mut poller = Poller::new().map_err(|e| Error::io("epoll", e))?;
+            for (k, r) in g.rings.iter().enumerate() {
+                poller
+                    .add(r.as_fd(), k as u64)
+                    .map_err(|e| Error::io("epoll", e))?;
+            }
+            t.stops.push(poller.stopper());
+            let (ret_tx, ret_rx) = channel();
+            t.returns.push(ret_tx);
+            let d = Drainer {
+                index: i,
+                rings: g.rings,
+                poller,
+                parser: parser.clone(),
+                generation: generation.clone(),
+                tx: tx.clone(),
+                returned: ret_rx,
+            };
+            let affinity = g.affinity;
+            let h = std::thread::Builder::new()
+                .name(format!("perfkit-drain-{i}"))
+                .spawn(move || {
+                    if !affinity.is_empty() {
+                        // Pinning is a placement hint: a CPU set the kernel refuses (a
+                        // cgroup's cpuset) leaves the thread where it is.
+                        let _ = perfkit::cpus::pin_current_thread(&affinity);
+                    }
+                    d.run()
+                })
+                .map_err(|e| Error::io("starting a draining thread", e))?;
+            t.handles.push(h);
+        }
+        let watch_stop = stop_poller.stopper();
+        let mut stop_poller = stop_poller;
+        let wtx = tx;
+        let w = std::thread::Builder::new()
+            .name("perfkit-stop".into())
+            .spawn(move || {
+                // Anything but a stop (there are no other fds in this set) waits again.
+                while let Ok(Ready::Events(_) | Ready::Timeout) = stop_poller.wait(None) {}
+                let _ = wtx.send(Msg::Stop);
+            })
+            .map_err(|e| Error::io("starting the stop watcher", e))?;
+        t.watcher = Some((watch_stop, w));
+        Ok(t)
+    }
+
+    /// Wait up to `timeout` for blocks, write what came (a bounded number of blocks, so
+    /// that the caller gets control back), and end a round when every drainer allows it.
+    /// Returns whether the stop handle was used.
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        mut write: impl FnMut(&Pass) -> Result<()>,
+        mut round: impl FnMut() -> Result<()>,
+    ) -> Result<bool> {
+        let mut stopped = false;
+        let first = match self.rx.recv_timeout(timeout) {
+            Ok(m) => Some(m),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Usage("every draining thread ended".into()));
+            }
+        };
+        let budget = 4 * self.seen.len() + 4;
+        let mut next = first;
+        for _ in 0..budget {
+            let Some(m) = next.take() else { break };
+            stopped |= self.handle(m, &mut write)?;
+            self.maybe_round(&mut round)?;
+            next = self.rx.try_recv().ok();
+        }
+        Ok(stopped)
+    }
+
+    fn handle(&mut self, m: Msg, write: &mut impl FnMut(&Pass) -> Result<()>) -> Result<bool> {
+        match m {
+            Msg::Pass(p) => {
+                let i = p.drainer;
+                self.seen[i] = self.seen[i].max(p.generation);
+                self.unrounded |= !p.block.is_empty();
+                write(&p)?;
+                self.give_back(i, p.block);
+                Ok(false)
+            }
+            Msg::Done(i) => {
+                self.done[i] = true;
+                Ok(false)
+            }
+            Msg::Failed(e) => Err(e),
+            Msg::Stop => Ok(true),
+        }
+    }
+
+    /// Hand a written block back to its drainer for reuse.
+    fn give_back(&self, drainer: usize, mut block: Vec<u8>) {
+        block.clear();
+        if let Some(r) = self.returns.get(drainer) {
+            let _ = r.send(block);
+        }
+    }
+
+    fn maybe_round(&mut self, round: &mut impl FnMut() -> Result<()>) -> Result<()> {
+        let g = self.generation.load(Ordering::Acquire);
+        let ready = self.seen.iter().zip(&self.done).all(|(&s, &d)| d || s >= g);
+        if ready && self.unrounded {
+            round()?;
+            self.unrounded = false;
+            // Release: a drainer that reads the new generation starts its pass after
+            // the round record was written.
+            self.generation.store(g + 1, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Stop every drainer after its last pass (the counters are disabled by then), write
+    /// what they send, and end with a round.
+    pub fn finish(
+        mut self,
+        mut write: impl FnMut(&Pass) -> Result<()>,
+        mut round: impl FnMut() -> Result<()>,
+    ) -> Result<()> {
+        for s in &self.stops {
+            s.stop();
+        }
+        let mut failed = None;
+        while !self.done.iter().all(|&d| d) {
+            match self.rx.recv() {
+                Ok(Msg::Failed(e)) => {
+                    failed.get_or_insert(e);
+                    break;
+                }
+                Ok(m) => {
+                    self.handle(m, &mut write)?;
+                }
+                Err(_) => {
+                    failed.get_or_insert(Error::Usage(
+                        "a draining thread ended without its last pass".into(),
+                    ));
+                    break;
+                }
+            }
+        }
+        if self.unrounded {
+            round()?;
+            self.unrounded = false;
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        for s in &self.stops {
+            s.stop();
+        }
+        if let Some((stop, h)) = self.watcher.take() {
+            stop.stop();
+            let _ = h.join();
+        }
+    }
+}
+
+/// One draining thread.
+struct Drainer {
+    index: usize,
+    rings: Vec<RingBuffer>,
+    poller: Poller,
+    parser: Arc<MultiParser>,
+    generation: Arc<AtomicU64>,
+    tx: Sender<Msg>,
+    returned: Receiver<Vec<u8>>,
+}
+
+impl Drainer {
+    fn run(mut self) {
+        let mut sent_generation = u64::MAX;
+        let mut counts = Counts::empty();
+        loop {
+            let g = self.generation.load(Ordering::Acquire);
+            let stopped = match self.poller.wait(Some(PASS_TIMEOUT)) {
+                Ok(Ready::Stopped) => true,
+                Ok(Ready::Events(evs)) => {
+                    counts.wakeups += 1;
+                    // A ring whose task exited hangs up, and epoll repeats that forever:
+                    // stop watching it (what it holds is drained now).
+                    for (token, ev) in evs {
+                        if ev.hangup
+                            && let Some(r) = self.rings.get(token as usize)
+                        {
+                            let _ = self.poller.remove(r.as_fd());
+                        }
+                    }
+                    false
+                }
+                Ok(Ready::Timeout) => false,
+                Err(e) => {
+                    let _ = self.tx.send(Msg::Failed(Error::io("epoll_wait", e)));
+                    return;
+                }
+            };
+            let mut block = self.returned.try_recv().unwrap_or_default();
+            for r in &mut self.rings {
+                if let Err(e) = drain_ring(r, &mut block, &mut counts, &self.parser) {
+                    let _ = self.tx.send(Msg::Failed(e));
+                    return;
+                }
+            }
+            if !block.is_empty() || g != sent_generation || stopped {
+                let pass = Pass {
+                    drainer: self.index,
+                    generation: g,
+                    block,
+                    counts: std::mem::replace(&mut counts, Counts::empty()),
+                };
+                if self.tx.send(Msg::Pass(pass)).is_err() {
+                    return;
+                }
+                sent_generation = g;
+            }
+            if stopped {
+                let _ = self.tx.send(Msg::Done(self.index));
+                return;
+            }
+        }
+    }
+}

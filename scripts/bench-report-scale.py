@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Report scale: perfkit and perf side by side on generated perf.data files of two sizes.
+
+Generates (with the gen-perf-data example: many processes and threads, real shared objects
+of this machine, callchains of 3 to 40 frames) a file of N samples and one of 2N, then, in
+one run, times on each:
+  report --stdio --no-children     (issue 17 goal: <= 0.3x perf's time on 2 cores, 0.1x on 16)
+  report --stdio --children        (same)
+  script                           (goal: <= 0.2x)
+with the peak memory (max RSS, from wait4) of each, perfkit's single-threaded path
+(PERFKIT_REPORT_THREADS=1) beside its default one, and whether both give the same bytes.
+Memory that is flat as the file doubles shows as a 2N/N RSS ratio near 1.
+
+Needs no cargo: every program is an argument, so it runs on a machine that has only the
+binaries (the generator, perfkit, perf).
+
+Usage: scripts/bench-report-scale.py [--perfkit PATH] [--gen PATH] [--perf PATH]
+           [--samples N] [--runs R] [--dir DIR] [--keep] [--skip-perf]
+Defaults: target/release/perfkit, target/release/examples/gen-perf-data, perf on PATH,
+N = 1000000, R = 1, a temporary directory (files removed unless --keep).
+"""
+import hashlib, os, shutil, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def opt(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+PERFKIT = opt("--perfkit", os.path.join(ROOT, "target", "release", "perfkit"))
+GEN = opt("--gen", os.path.join(ROOT, "target", "release", "examples", "gen-perf-data"))
+PERF = opt("--perf", shutil.which("perf") or "perf")
+SAMPLES = int(opt("--samples", "1000000").replace("_", ""))
+RUNS = int(opt("--runs", "1"))
+SKIP_PERF = "--skip-perf" in sys.argv
+for name, path in [("perfkit", PERFKIT), ("generator", GEN)]:
+    if not os.access(path, os.X_OK):
+        sys.exit(f"{name} not found at {path}: build it (cargo build --release -p perfkit-cli; "
+                 "cargo build --release -p perfkit-report --example gen-perf-data) or give "
+                 f"--{'gen' if name == 'generator' else name} PATH")
+work = opt("--dir", None) or tempfile.mkdtemp(prefix="perfkit-scale-")
+os.makedirs(work, exist_ok=True)
+
+
+def run(cmd, env=None):
+    """(seconds, peak RSS in MB, sha256 of stdout) of one run; stdout hashed as it streams."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    h = hashlib.sha256()
+    for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+        h.update(chunk)
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        print(f"  warning: {' '.join(cmd)} exited {p.returncode}")
+    return dt, ru.ru_maxrss / 1024, h.hexdigest()
+
+
+def best(cmd, env=None):
+    runs = [run(cmd, env) for _ in range(RUNS)]
+    return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
+
+
+files = []
+for mult in (1, 2):
+    n = SAMPLES * mult
+    path = os.path.join(work, f"scale-{n}.data")
+    if not os.path.exists(path):
+        t0 = time.perf_counter()
+        subprocess.run([GEN, "--samples", str(n), "-o", path], check=True)
+        print(f"generated {path}: {n} samples, {os.path.getsize(path) / 1e6:.0f} MB "
+              f"in {time.perf_counter() - t0:.1f} s")
+    files.append((n, path))
+
+seq_env = dict(os.environ, PERFKIT_REPORT_THREADS="1")
+modes = [("report --no-children", ["report", "--stdio", "--no-children"]),
+         ("report --children", ["report", "--stdio", "--children"]),
+         ("script", ["script"])]
+print(f"cpus: {os.cpu_count()}, runs: {RUNS} (best time, max RSS)")
+hdr = (f"{'what':<22}{'samples':>9}{'perfkit s':>10}{'1-thread s':>11}{'perf s':>8}"
+       f"{'ratio':>7}{'pk MB':>8}{'perf MB':>8}{'mem ratio':>10}  same bytes")
+print(hdr)
+rss = {}
+for label, args in modes:
+    for n, path in files:
+        pk = best([PERFKIT] + args + ["-i", path])
+        seq = best([PERFKIT] + args + ["-i", path], seq_env)
+        pf = (None, None, None) if SKIP_PERF else best([PERF] + args + ["-i", path])
+        rss[(label, n)] = pk[1]
+        ratio = f"{pk[0] / pf[0]:.2f}" if pf[0] else "-"
+        mem = f"{pk[1] / pf[1]:.2f}" if pf[1] else "-"
+        pf_s = f"{pf[0]:.2f}" if pf[0] else "-"
+        pf_mb = f"{pf[1]:.0f}" if pf[1] else "-"
+        print(f"{label:<22}{n:>9}{pk[0]:>10.2f}{seq[0]:>11.2f}{pf_s:>8}{ratio:>7}"
+              f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  {'yes' if pk[2] == seq[2] else 'NO'}")
+for label, _ in modes:
+    a, b = rss[(label, files[0][0])], rss[(label, files[1][0])]
+    print(f"perfkit peak RSS, 2x file / 1x file, {label}: {b / a:.2f}")
+if "--keep" not in sys.argv and "--dir" not in sys.argv:
+    shutil.rmtree(work)
