@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use perfkit_report::load::{Diagnostics, LoadOptions, load_with_progress, open};
-use perfkit_report::report::{self, Filter, GraphMode, ReportOptions, SortKey};
+use perfkit_report::report::{self, Filter, GraphMode, GroupView, ReportOptions, SortKey};
 use perfkit_report::script::{self, Field};
 use perfkit_report::{Profile, export};
 use perfkit_report::{script_events, script_fields, script_python};
@@ -73,6 +73,13 @@ pub struct ReportArgs {
     /// Only the self overhead.
     #[arg(long = "no-children")]
     pub no_children: bool,
+    /// Show the events of a group side by side (the default for recorded groups; a file
+    /// without groups shows all its events as one).
+    #[arg(long, overrides_with = "no_group")]
+    pub group: bool,
+    /// Show every event of a group in a section of its own.
+    #[arg(long = "no-group")]
+    pub no_group: bool,
     /// Call graph: graph|flat|folded|fractal|none[,THRESHOLD[,caller|callee]].
     #[arg(short = 'g', long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
@@ -707,6 +714,13 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
         long_dso: args.verbose > 0,
+        group: if args.no_group {
+            GroupView::Off
+        } else if args.group {
+            GroupView::Forced
+        } else {
+            GroupView::Recorded
+        },
         graph: if has_chains { graph } else { GraphMode::None },
         graph_threshold: threshold.unwrap_or(0.5),
         // perf sets up a pipe's report before its attrs arrive: no children column unless

@@ -303,3 +303,41 @@ fn pipe_recordings_are_reported_as_perf_reports_them() {
         same_as_perf(args, &data);
     }
 }
+
+#[test]
+fn event_groups_are_reported_together_as_perf_does() {
+    let Some((dir, wl)) = setup() else { return };
+    let wl = wl.to_str().unwrap();
+    // A group with callchains and an event outside it: one `anon group { a, b }` section
+    // with a value per event, rows only the member has (no graph), then the lone event.
+    let data = dir.path().join("group.data");
+    assert!(perf_record(
+        &data,
+        &["-g", "-e", "{cpu-clock,page-faults}", "-e", "task-clock"],
+        &[wl, "pages", "2000"]
+    ));
+    for args in [
+        &["report", "--stdio", "--no-children"][..],
+        &["report", "--stdio"],
+        &[
+            "report",
+            "--stdio",
+            "--no-children",
+            "-n",
+            "--show-total-period",
+        ],
+        &["report", "--stdio", "--no-children", "--no-group"],
+        &["report", "--stdio", "--no-children", "-g", "none"],
+    ] {
+        same_as_perf(args, &data);
+    }
+    // --group on a file without groups: all its events as one.
+    let data = dir.path().join("two.data");
+    assert!(perf_record(
+        &data,
+        &["-e", "cpu-clock,page-faults"],
+        &[wl, "pages", "2000"]
+    ));
+    same_as_perf(&["report", "--stdio", "--no-children", "--group"], &data);
+    same_as_perf(&["report", "--stdio", "--no-children", "--no-group"], &data);
+}

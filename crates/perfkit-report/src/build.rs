@@ -152,6 +152,8 @@ pub struct Builder {
     main_exe: HashMap<i32, String>,
     /// The recording kernel's build id, for the kernel's image.
     kernel_build_id: Option<Vec<u8>>,
+    /// The objects in [`Profile::dso_order`].
+    dsos_seen: std::collections::HashSet<String>,
 }
 
 impl Builder {
@@ -159,7 +161,10 @@ impl Builder {
     pub fn new(events: Vec<EventDesc>, opts: Options) -> Builder {
         let mut profile = Profile::default();
         profile.events = events;
+        // perf makes the kernel's object before reading any record.
+        profile.dso_order.push("[kernel.kallsyms]".into());
         Builder {
+            dsos_seen: ["[kernel.kallsyms]".to_string()].into_iter().collect(),
             profile,
             symbolizer: Symbolizer::new(opts),
             maps: HashMap::default(),
@@ -217,6 +222,19 @@ impl Builder {
         self.symbolizer.prefetch_kernel();
     }
 
+    /// Note an object perf would make a `struct dso` for now (see
+    /// [`Profile::dso_order`]).
+    pub fn note_dso(&mut self, path: &str) {
+        if self.dsos_seen.insert(path.to_string()) {
+            self.profile.dso_order.push(path.to_string());
+        }
+    }
+
+    /// The recording's event groups.
+    pub fn groups(&mut self, groups: Vec<crate::EventGroup>) {
+        self.profile.groups = groups;
+    }
+
     /// Add header facts (`--header`).
     pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.profile.meta.push((key.into(), value.into()));
@@ -250,6 +268,9 @@ impl Builder {
     pub fn push(&mut self, input: Input<'_>) {
         match input {
             Input::Mmap { pid, mapping } => {
+                if !mapping.is_kernel() && pid != -1 {
+                    self.note_dso(&mapping.path);
+                }
                 if let Some(id) = &mapping.build_id
                     && !self.profile.dso_build_ids.contains_key(&mapping.path)
                 {
@@ -400,6 +421,16 @@ impl Builder {
                         self.push_frame(&mut chain, pid, addr, in_kernel);
                     }
                 }
+                // perf knows three context markers; any other discards the chain.
+                let chain_broken = callchain.iter().any(|&a| {
+                    a >= sys::PERF_CONTEXT_MAX
+                        && !matches!(
+                            a,
+                            sys::PERF_CONTEXT_HV
+                                | sys::PERF_CONTEXT_KERNEL
+                                | sys::PERF_CONTEXT_USER
+                        )
+                });
                 // Stored leaf first; the prefix tree is built from the root.
                 let stack = self.profile.stack_from_root(chain.iter().rev().copied());
                 self.chain = chain;
@@ -411,6 +442,7 @@ impl Builder {
                     period,
                     stack,
                     raw,
+                    chain_broken,
                 });
             }
         }

@@ -40,6 +40,10 @@ pub(crate) struct Entry {
     pub label: String,
     /// A function found inlined: perf orders it among its siblings by name.
     pub inlined: bool,
+    /// (object rank, address it ran at): perf's order where a symbol is missing.
+    pub ip: (u64, u64),
+    /// Whether it has a symbol.
+    pub named: bool,
 }
 
 struct Node {
@@ -109,33 +113,32 @@ impl Tree {
         (frames, at)
     }
 
-    /// The radix children of the run ending at trie node `end`, in perf's rb_root_in order
-    /// (descending object rank and start address).
+    /// The radix children of the run ending at trie node `end`, in perf's rb_root_in order:
+    /// each inserted, in the order it was first met, into a red-black tree where it goes
+    /// left of every node smaller than itself (perf's `append_chain_children` with
+    /// `match_chain`). perf compares a pair with an inlined function by name
+    /// (`match_chain_strings`) and other pairs by object and address, which is not
+    /// transitive: only the same tree gives the same order.
     fn kids(&self, end: usize) -> Vec<usize> {
-        let mut k = self.nodes[end].children.clone();
-        k.sort_by(|&a, &b| {
-            let (ea, eb) = (
-                &self.entries[self.nodes[a].entry],
-                &self.entries[self.nodes[b].entry],
-            );
-            // Larger first. perf compares inlined functions by name (match_chain_strings)
-            // and others by object and address; a total order needs one rule for a mixed
-            // pair, so inlined ones come after the others.
-            let key = |e: &Entry| {
-                if e.inlined {
-                    (
-                        0,
-                        e.label.trim_end_matches(" (inlined)").to_string(),
-                        (0, 0),
-                        e.key,
-                    )
-                } else {
-                    (1, String::new(), e.order, e.key)
-                }
-            };
-            key(eb).cmp(&key(ea))
-        });
-        k
+        let entry = |n: &usize| &self.entries[self.nodes[*n].entry];
+        let perf_cmp = |a: &Entry, b: &Entry| {
+            if a.inlined || b.inlined {
+                let name = |e: &Entry| {
+                    e.label
+                        .strip_suffix(" (inlined)")
+                        .unwrap_or(&e.label)
+                        .to_string()
+                };
+                name(a).cmp(&name(b)).then_with(|| a.order.cmp(&b.order))
+            } else if a.named && b.named {
+                a.order.cmp(&b.order)
+            } else {
+                a.ip.cmp(&b.ip)
+            }
+        };
+        crate::rb_order::rb_order(self.nodes[end].children.clone(), |new, node| {
+            perf_cmp(entry(node), entry(new)).is_lt()
+        })
     }
 
     /// The children kept and sorted as perf's `sort_chain_graph_*`: heaviest first, ties in

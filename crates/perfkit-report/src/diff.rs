@@ -218,9 +218,7 @@ fn kept(p: &Profile, s: &crate::Sample, opts: &Options) -> bool {
     if opts.dsos.is_empty() && opts.comms.is_empty() && opts.symbols.is_empty() {
         return true;
     }
-    let leaf = p
-        .stack_frames(s.stack)
-        .find(|&f| !p.frames[f as usize].inlined);
+    let leaf = p.sample_frame(s.stack);
     let func = leaf.map(|f| p.func_of(f));
     let t = &p.threads[s.thread as usize];
     let dso_ok = opts.dsos.is_empty()

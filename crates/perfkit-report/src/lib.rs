@@ -55,6 +55,7 @@ mod model;
 mod origin;
 pub mod pipeline;
 pub mod pprof_in;
+mod rb_order;
 pub mod report;
 pub mod script;
 mod script_brstack;

@@ -291,6 +291,12 @@ impl Loader {
                  cache)"
             ));
         }
+        // perf makes an object for each entry of the build-id table as it reads the header.
+        for b in &file.features.build_ids {
+            if !b.filename.starts_with("[kernel.kallsyms]") {
+                me.builder.note_dso(&b.filename);
+            }
+        }
         me.dec.file_build_ids = file
             .features
             .build_ids
@@ -299,6 +305,17 @@ impl Loader {
             .map(|b| (b.filename.clone(), b.build_id.clone()))
             .collect();
         let ft = &file.features;
+        me.builder.groups(
+            ft.group_desc
+                .iter()
+                .map(|(name, leader, members)| crate::EventGroup {
+                    // perf's dummy name of a group without one.
+                    name: (name != "{anon_group}").then(|| name.clone()),
+                    leader: *leader,
+                    members: *members,
+                })
+                .collect(),
+        );
         for (k, v) in [
             ("hostname", &ft.hostname),
             ("os release", &ft.osrelease),

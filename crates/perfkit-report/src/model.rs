@@ -102,6 +102,10 @@ pub struct Sample {
     pub stack: Option<StackId>,
     /// Index of its RAW data in [`Profile::raw`] (tracepoint samples).
     pub raw: Option<u32>,
+    /// Its callchain holds a context marker perf does not know (`0xffffffffffffffff` in
+    /// a corrupt chain, a guest context): perf discards the whole chain where it walks it
+    /// from the leaf (script, report's callee order) and skips the marker from the root.
+    pub chain_broken: bool,
 }
 
 /// A context switch, for timeline markers.
@@ -234,11 +238,25 @@ pub struct UnknownCounts {
     pub by_reason: Vec<(String, u64)>,
 }
 
+/// An event group of the recording (`-e '{a,b}'`, the file's HEADER_GROUP_DESC): report
+/// shows its events side by side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventGroup {
+    /// Its name; None for perf's `anon group`.
+    pub name: Option<String>,
+    /// Index of its leader in [`Profile::events`]; the other events follow it.
+    pub leader: u32,
+    /// Number of events, the leader included.
+    pub members: u32,
+}
+
 /// A profile: everything reports and exports need, symbolized.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
     /// Recorded events.
     pub events: Vec<EventDesc>,
+    /// Event groups of the recording.
+    pub groups: Vec<EventGroup>,
     /// Threads.
     pub threads: Vec<Thread>,
     /// Functions.
@@ -281,6 +299,10 @@ pub struct Profile {
     pub dso_build_ids: HashMap<String, Vec<u8>>,
     /// Each named function's symbol size in bytes (`--sort symbol_size`).
     pub sym_sizes: HashMap<FuncId, u64>,
+    /// Objects in the order perf makes its `struct dso`s: the kernel, the file's build-id
+    /// table, then each object as its first mapping arrives. perf orders call-graph
+    /// branches of equal weight by those structs' addresses, which follow that order.
+    pub dso_order: Vec<String>,
     /// A DWARF-unwound leaf whose DWARF function is not its ELF symbol (perf shows every
     /// function DWARF places there as inlined, `init_cpu_features (inlined)` in
     /// `init_cpu_features.constprop.0`): its first frame -> the ELF symbol's frame, which
@@ -486,6 +508,7 @@ pub(crate) mod testing {
                 period: 250_000,
                 stack,
                 raw: None,
+                chain_broken: false,
             });
         }
         p.switches.push(Switch {

@@ -336,6 +336,7 @@ impl Merge {
                     period,
                     stack,
                     raw: None,
+                    chain_broken: false,
                 });
             }
         }

@@ -177,6 +177,8 @@ pub struct ReportOptions {
     pub exclude_other: bool,
     /// DSOs named by their path (perf's `-v`), not their file name.
     pub long_dso: bool,
+    /// Events shown together (`--group`).
+    pub group: GroupView,
 }
 
 impl Default for ReportOptions {
@@ -202,8 +204,21 @@ impl Default for ReportOptions {
             symbol_filter: None,
             exclude_other: false,
             long_dso: false,
+            group: GroupView::Recorded,
         }
     }
+}
+
+/// Which events a report shows together (perf's `--group`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GroupView {
+    /// The recording's event groups, each in one section (perf's default).
+    #[default]
+    Recorded,
+    /// As recorded; a file without groups shows all its events as one (`--group`).
+    Forced,
+    /// Every event in a section of its own (`--no-group`).
+    Off,
 }
 
 /// Sample filters.
@@ -295,13 +310,50 @@ pub struct Row {
     last_stack: Option<u32>,
     /// The longest chain added to the row (perf's `callchain->max_depth`, children mode).
     max_depth: u32,
+    /// The aggregated stack that created the row (u32::MAX: a row only other events of
+    /// its group have).
+    first: u32,
+    /// The thread of the row's first sample (perf's entry keeps it).
+    thread: u32,
+    /// The order rows were made in (perf's order of making its entries).
+    seq: u32,
+    /// The other events of its group, in group order (empty without groups).
+    pub members: Vec<MemberStat>,
+    /// The privilege level (`[k]` or `[.]`) of a frame outside every mapping, as perf's
+    /// walk left it when the row was made (None: the frame's own).
+    kernel: Option<bool>,
 }
 
-/// One event's section of the report.
+/// A row's values for one other event of its group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberStat {
+    /// Period with this entry as the leaf.
+    pub self_: u64,
+    /// Cumulative period.
+    pub children: u64,
+    /// Samples with this entry as the leaf.
+    pub samples: u64,
+}
+
+/// One other event of a group's section: its samples and period.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberTotal {
+    /// Samples.
+    pub samples: u64,
+    /// Period percentages are of.
+    pub total: u64,
+}
+
+/// One event's section of the report (or one event group's, shown together).
 #[derive(Clone, Debug)]
 pub struct Section {
-    /// Event name.
+    /// Event name, or perf's description of the group (`anon group { a, b }`).
     pub event: String,
+    /// The group's other events (empty for an event alone).
+    pub members: Vec<MemberTotal>,
+    /// The event leads a group of several, shown together or apart (perf's header then
+    /// says `events`).
+    pub leads_group: bool,
     /// Samples after filtering.
     pub samples: u64,
     /// Total period after filtering.
@@ -322,8 +374,284 @@ impl Section {
     }
 }
 
-/// (thread, stack, cpu, comm-time-bucket, trace text id).
-type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32);
+/// The events one section shows: an event alone, or a group's (its leader first).
+struct View {
+    events: Vec<u32>,
+    /// Its first event leads a group of several, shown apart or not (perf's header then
+    /// says `events`).
+    leads: bool,
+    /// The event's name, or perf's description of the group.
+    title: String,
+}
+
+/// The sections' events, in the recording's order: a group where it starts (perf prints
+/// its leader's section only), other events alone.
+fn views(p: &Profile, opts: &ReportOptions) -> Vec<View> {
+    let n = p.events.len() as u32;
+    let alone = |i: u32| View {
+        events: vec![i],
+        leads: false,
+        title: p.events[i as usize].name.clone(),
+    };
+    let names = |events: &[u32]| {
+        events
+            .iter()
+            .map(|&i| p.events[i as usize].name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let groups: Vec<&crate::EventGroup> = p
+        .groups
+        .iter()
+        .filter(|g| g.members > 1 && g.leader + g.members <= n)
+        .collect();
+    if opts.group == GroupView::Off {
+        // perf still forms the groups (`--no-group` forces one leader, as `--group`,
+        // on a file without groups): a leader's header says `events`.
+        return (0..n)
+            .map(|i| View {
+                leads: if groups.is_empty() {
+                    i == 0 && n > 1
+                } else {
+                    groups.iter().any(|g| g.leader == i)
+                },
+                ..alone(i)
+            })
+            .collect();
+    }
+    if groups.is_empty() {
+        if opts.group == GroupView::Forced && n > 1 {
+            // perf's forced leader: every event, named without braces.
+            let events: Vec<u32> = (0..n).collect();
+            let title = names(&events);
+            return vec![View {
+                events,
+                leads: true,
+                title,
+            }];
+        }
+        return (0..n).map(alone).collect();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        match groups.iter().find(|g| g.leader == i) {
+            Some(g) => {
+                let events: Vec<u32> = (i..i + g.members).collect();
+                let title = format!(
+                    "{} {{ {} }}",
+                    g.name.as_deref().unwrap_or("anon group"),
+                    names(&events)
+                );
+                out.push(View {
+                    events,
+                    leads: true,
+                    title,
+                });
+                i += g.members;
+            }
+            None => {
+                out.push(alone(i));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// (thread, stack, cpu, comm-time-bucket, trace text id, chain discarded: see
+/// [`Sample::chain_broken`]).
+type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32, bool);
+
+/// One event's samples aggregated by stack and its rows, before their text is formatted.
+struct EventRows {
+    agg: Vec<(AggKey, (u64, u64))>,
+    rows: HashMap<RowKey, (Row, Seed)>,
+    /// The period and samples percentages are of (every sample, or the kept ones with
+    /// `--percentage relative`).
+    total: u64,
+    count: u64,
+    /// The period and number of every sample in the CPUs and times asked for.
+    all_total: u64,
+    all_count: u64,
+}
+
+/// Aggregate event `ei`'s samples and make its rows.
+#[allow(clippy::too_many_arguments)]
+fn event_rows<'p>(
+    p: &'p Profile,
+    opts: &ReportOptions,
+    ei: usize,
+    ids: &mut Ids<'p>,
+    caller_first: bool,
+    ignore: Option<&regex::Regex>,
+    by_trace: bool,
+) -> EventRows {
+    // (thread, stack, cpu, comm-time-bucket, trace) -> (period, samples), in the order
+    // of their first samples (perf's insertion order). The time only matters for the
+    // thread's name, so it is reduced to the index of that name.
+    let mut index: HashMap<AggKey, usize> = HashMap::default();
+    let mut agg: Vec<(AggKey, (u64, u64))> = Vec::new();
+    let (mut total, mut count) = (0u64, 0u64);
+    // Every sample in the CPUs and times asked for: the base of absolute percentages.
+    let (mut all_total, mut all_count) = (0u64, 0u64);
+    for s in p.samples.iter().filter(|s| s.event as usize == ei) {
+        if !opts.filter.keep_place(s) {
+            continue;
+        }
+        all_total += s.period;
+        all_count += 1;
+        if !opts.filter.keep(p, s) {
+            continue;
+        }
+        let t = &p.threads[s.thread as usize];
+        let name_idx = t
+            .names
+            .iter()
+            .rposition(|(tt, _)| *tt <= s.time)
+            .unwrap_or(0) as u64;
+        let cpu = if opts.sort.contains(&SortKey::Cpu) {
+            s.cpu
+        } else {
+            None
+        };
+        // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
+        let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
+        let cut = s.chain_broken && !caller_first;
+        let key = (s.thread, s.stack, cpu, name_idx, trace, cut);
+        let i = *index.entry(key).or_insert_with(|| {
+            agg.push((key, (0, 0)));
+            agg.len() - 1
+        });
+        let e = &mut agg[i].1;
+        e.0 += s.period;
+        e.1 += 1;
+        total += s.period;
+        count += 1;
+    }
+    let (total, count) = if opts.relative {
+        (total, count)
+    } else {
+        (all_total, all_count)
+    };
+    // Rows are keyed by interned ids; their text is formatted once, at the end.
+    let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
+    let mut frames: Vec<FrameId> = Vec::new();
+    for (ai, &((thread, stack, cpu, name_idx, trace, cut), (period, n))) in agg.iter().enumerate() {
+        let t = &p.threads[thread as usize];
+        let comm = t
+            .names
+            .get(name_idx as usize)
+            .map_or(t.unnamed.as_str(), |(_, n)| n.as_str());
+        let comm_id = ids.comm(comm);
+        frames.clear();
+        frames.extend(p.stack_frames(stack));
+        let in_chain = if cut {
+            // perf discarded the chain: the sample still counts for its address.
+            &frames[..0]
+        } else {
+            &frames[..]
+        };
+        let (chain, root) = perf_chain(p, in_chain, opts, caller_first, ignore);
+        let parent = ids.parent_of(p, chain, caller_first);
+        let seed = |f: Option<FrameId>| Seed {
+            frame: f,
+            trace,
+            thread,
+            name_idx,
+            cpu,
+            parent,
+        };
+        // Self time goes to the function the address is in, not to what is inlined there
+        // (a DWARF leaf's ELF symbol: Profile::sample_frame).
+        let leaf = root.or_else(|| p.sample_frame(stack).or(frames.first().copied()));
+        let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
+        // perf keys an unnamed address by its file offset where the sample is its own
+        // entry and by the address it ran at where a callchain reaches it: two entries.
+        if let (Some(i), Some(f)) = (opts.sort.iter().position(|k| *k == SortKey::Sym), leaf) {
+            let fr = &p.frames[f as usize];
+            if let Some(off) = fr.map_offset.filter(|&o| o != fr.addr)
+                && p.func_of(f).name == "[unknown]"
+            {
+                leaf_key[i] = (3 << 62) | off;
+            }
+        }
+        let seq = rows.len() as u32;
+        let (r, _) = rows.entry(leaf_key).or_insert_with(|| {
+            let mut r = Row::new(leaf, ai as u32, thread);
+            r.seq = seq;
+            (r, seed(leaf))
+        });
+        r.self_ += period;
+        r.samples += n;
+        if leaf.is_some_and(|f| p.func_of(f).kernel) {
+            r.sys += period;
+        }
+        if cut {
+            // No chain: no graph, no callers.
+            if opts.children {
+                r.children += period;
+                r.last_stack = Some(ai as u32);
+            }
+        } else if !opts.children {
+            r.contrib.push((ai as u32, 0));
+        } else {
+            // perf's own entry of the sample (its symbol, which an inlined leaf is not)
+            // comes first and holds the whole chain.
+            let len = chain.len();
+            r.last_stack = Some(ai as u32);
+            r.children += period;
+            r.max_depth = r.max_depth.max(len as u32);
+            r.contrib.push((ai as u32, SELF));
+            // Then every entry of the chain, counted once per stack however often it
+            // recurs there (a row remembers the last stack, by index, that counted it),
+            // in perf's walk: from the outermost caller in caller order, from the leaf
+            // in callee order.
+            let order: Box<dyn Iterator<Item = usize>> = if caller_first {
+                Box::new((0..len).rev())
+            } else {
+                Box::new(0..len)
+            };
+            // perf's walk reuses one location: a frame outside every mapping keeps the
+            // privilege level of the frame walked before it (the sample's own first).
+            let mut kernel = leaf.is_some_and(|f| p.func_of(f).kernel);
+            for depth in order {
+                let f = chain[depth];
+                let func = p.func_of(f);
+                let unmapped = func.dso == "[unknown]";
+                if !unmapped {
+                    kernel = func.kernel;
+                }
+                let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
+                let seq = rows.len() as u32;
+                let (r, _) = rows.entry(k).or_insert_with(|| {
+                    let mut r = Row::new(Some(f), ai as u32, thread);
+                    r.seq = seq;
+                    r.kernel = unmapped.then_some(kernel);
+                    (r, seed(Some(f)))
+                });
+                if r.last_stack == Some(ai as u32) {
+                    continue;
+                }
+                r.last_stack = Some(ai as u32);
+                r.children += period;
+                // perf's callchain max_depth: the length of the chain it adds.
+                let chain_len = if caller_first { depth + 1 } else { len - depth };
+                r.max_depth = r.max_depth.max(chain_len as u32);
+                r.contrib
+                    .push((ai as u32, depth.min(SELF as usize - 1) as u16));
+            }
+        }
+    }
+    EventRows {
+        agg,
+        rows,
+        total,
+        count,
+        all_total,
+        all_count,
+    }
+}
 
 /// Build the sections of a report: one per event that has samples.
 pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
@@ -337,133 +665,67 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
     let by_trace = opts.sort.contains(&SortKey::Trace);
-    for (ei, ev) in p.events.iter().enumerate() {
-        // (thread, stack, cpu, comm-time-bucket, trace) -> (period, samples), in the order
-        // of their first samples (perf's insertion order). The time only matters for the
-        // thread's name, so it is reduced to the index of that name.
-        let mut index: HashMap<AggKey, usize> = HashMap::default();
-        let mut agg: Vec<(AggKey, (u64, u64))> = Vec::new();
-        let (mut total, mut count) = (0u64, 0u64);
-        // Every sample in the CPUs and times asked for: the base of absolute percentages.
-        let (mut all_total, mut all_count) = (0u64, 0u64);
-        for s in p.samples.iter().filter(|s| s.event as usize == ei) {
-            if !opts.filter.keep_place(s) {
-                continue;
-            }
-            all_total += s.period;
-            all_count += 1;
-            if !opts.filter.keep(p, s) {
-                continue;
-            }
-            let t = &p.threads[s.thread as usize];
-            let name_idx = t
-                .names
-                .iter()
-                .rposition(|(tt, _)| *tt <= s.time)
-                .unwrap_or(0) as u64;
-            let cpu = if opts.sort.contains(&SortKey::Cpu) {
-                s.cpu
-            } else {
-                None
-            };
-            // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
-            let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
-            let key = (s.thread, s.stack, cpu, name_idx, trace);
-            let i = *index.entry(key).or_insert_with(|| {
-                agg.push((key, (0, 0)));
-                agg.len() - 1
+    for view in views(p, opts) {
+        let lead = view.events[0] as usize;
+        let ev = &p.events[lead];
+        let EventRows {
+            agg,
+            mut rows,
+            total,
+            count,
+            all_total,
+            all_count,
+        } = event_rows(
+            p,
+            opts,
+            lead,
+            &mut ids,
+            caller_first,
+            ignore.as_ref(),
+            by_trace,
+        );
+        // The other events of a group: their rows join the leader's (perf's hists__match
+        // and dummy entries), each with its own share; a row only they have shows zero
+        // for the leader and no call graph.
+        let nm = view.events.len() - 1;
+        let mut members = Vec::with_capacity(nm);
+        let mut any = all_count > 0;
+        for (mi, &m) in view.events[1..].iter().enumerate() {
+            let er = event_rows(
+                p,
+                opts,
+                m as usize,
+                &mut ids,
+                caller_first,
+                ignore.as_ref(),
+                by_trace,
+            );
+            any |= er.all_count > 0;
+            members.push(MemberTotal {
+                samples: er.count,
+                total: er.total,
             });
-            let e = &mut agg[i].1;
-            e.0 += s.period;
-            e.1 += 1;
-            total += s.period;
-            count += 1;
+            for (k, (row, seed)) in er.rows {
+                let seq = rows.len() as u32;
+                let (r, _) = rows.entry(k).or_insert_with(|| {
+                    let mut d = Row::new(row.frame, u32::MAX, row.thread);
+                    d.seq = seq;
+                    d.kernel = row.kernel;
+                    (d, seed)
+                });
+                r.members.resize(nm, MemberStat::default());
+                r.members[mi] = MemberStat {
+                    self_: row.self_,
+                    children: row.children,
+                    samples: row.samples,
+                };
+            }
         }
-        if all_count == 0 {
+        if !any {
             continue;
         }
-        let (total, count) = if opts.relative {
-            (total, count)
-        } else {
-            (all_total, all_count)
-        };
-        // Rows are keyed by interned ids; their text is formatted once, at the end.
-        let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
-        let mut frames: Vec<FrameId> = Vec::new();
-        for (ai, &((thread, stack, cpu, name_idx, trace), (period, n))) in agg.iter().enumerate() {
-            let t = &p.threads[thread as usize];
-            let comm = t
-                .names
-                .get(name_idx as usize)
-                .map_or(t.unnamed.as_str(), |(_, n)| n.as_str());
-            let comm_id = ids.comm(comm);
-            frames.clear();
-            frames.extend(p.stack_frames(stack));
-            let (chain, root) = perf_chain(p, &frames, opts, caller_first, ignore.as_ref());
-            let parent = ids.parent_of(p, chain, caller_first);
-            let seed = |f: Option<FrameId>| Seed {
-                frame: f,
-                trace,
-                thread,
-                name_idx,
-                cpu,
-                parent,
-            };
-            // Self time goes to the function the address is in, not to what is inlined there.
-            let leaf = root.or_else(|| p.sample_frame(stack).or(frames.first().copied()));
-            let leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
-            let (r, _) = rows
-                .entry(leaf_key)
-                .or_insert_with(|| (Row::new(leaf), seed(leaf)));
-            r.self_ += period;
-            r.samples += n;
-            if leaf.is_some_and(|f| p.func_of(f).kernel) {
-                r.sys += period;
-            }
-            if !opts.children {
-                r.contrib.push((ai as u32, 0));
-            } else {
-                if chain.first() != root.as_ref().or(frames.first()) {
-                    // The chain kept is the outermost callers: the sample still counts
-                    // for its own entry.
-                    r.last_stack = Some(ai as u32);
-                    r.children += period;
-                    r.contrib.push((ai as u32, SELF));
-                }
-                // A row is counted once per stack, however often it recurs in it: the
-                // row remembers the last stack (by index) that counted it. As perf, the
-                // leaf first, then the occurrence perf's walk meets first: the outermost
-                // in caller order, the innermost in callee order.
-                let len = chain.len();
-                let order: Box<dyn Iterator<Item = usize>> = if caller_first {
-                    Box::new((0..len.min(1)).chain((1..len).rev()))
-                } else {
-                    Box::new(0..len)
-                };
-                for depth in order {
-                    let f = chain[depth];
-                    let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
-                    let (r, _) = rows
-                        .entry(k)
-                        .or_insert_with(|| (Row::new(Some(f)), seed(Some(f))));
-                    if r.last_stack == Some(ai as u32) {
-                        continue;
-                    }
-                    r.last_stack = Some(ai as u32);
-                    r.children += period;
-                    // perf's callchain max_depth: the length of the chain it adds.
-                    let chain_len = if depth == 0 {
-                        len
-                    } else if caller_first {
-                        depth + 1
-                    } else {
-                        len - depth
-                    };
-                    r.max_depth = r.max_depth.max(chain_len as u32);
-                    r.contrib
-                        .push((ai as u32, depth.min(SELF as usize - 1) as u16));
-                }
-            }
+        for (r, _) in rows.values_mut() {
+            r.members.resize(nm, MemberStat::default());
         }
         let rows: HashMap<RowKey, Row> = rows
             .into_iter()
@@ -483,6 +745,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     .map(|k| {
                         let at = Place {
                             frame: seed.frame,
+                            kernel: row.kernel,
                             sampled,
                             long_dso: opts.long_dso,
                         };
@@ -501,25 +764,44 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         }
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
         let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
+        // perf's overhead sort of a group: the leader's, then each other event's.
+        let by_members = |a: &Row, b: &Row| {
+            let (x, y) = (a.members.iter(), b.members.iter());
+            y.map(|m| m.self_).cmp(x.map(|m| m.self_))
+        };
         if opts.overhead && opts.children && opts.graph != GraphMode::None {
             // perf's children sort: the children column; equal ones put callers above
-            // callees (the longer callchain first in caller order,
-            // the shorter in callee order). perf skips that step without callchains
-            // shown (`-g none`: its use_callchain is off).
-            rows.sort_by(|a, b| {
-                weight(b)
-                    .cmp(&weight(a))
+            // callees (the longer callchain first in caller order, the shorter in callee
+            // order), but only between entries of one thread (the thread of the entry's
+            // first sample); then the self column and the keys. perf skips the depth step
+            // without callchains shown (`-g none`: its use_callchain is off). Not being
+            // transitive, that comparison gives perf's order only by inserting the
+            // entries as perf does: in the order of its entry tree, into a red-black tree.
+            // perf's entries come from its entry tree, through its collapse tree: each
+            // built by inserting the entries in turn with that (not transitive) comparison.
+            rows.sort_by_key(|r| r.seq);
+            for _ in 0..2 {
+                rows = crate::rb_order::rb_order(rows, |new, node| {
+                    entry_cmp(p, &opts.sort, node, new).is_lt()
+                });
+            }
+            rows = crate::rb_order::rb_order(rows, |a, b| {
+                weight(a)
+                    .cmp(&weight(b))
+                    .reverse()
                     .then_with(|| {
-                        // perf compares depths of one thread's rows only; a sort needs a
-                        // total order, so rows of different threads are compared too.
-                        if caller_first {
+                        if a.thread != b.thread {
+                            std::cmp::Ordering::Equal
+                        } else if caller_first {
                             b.max_depth.cmp(&a.max_depth)
                         } else {
                             a.max_depth.cmp(&b.max_depth)
                         }
                     })
                     .then_with(|| b.self_.cmp(&a.self_))
+                    .then_with(|| by_members(a, b))
                     .then_with(|| by_keys(a, b))
+                    .is_lt()
             });
         } else if opts.overhead {
             // perf's output sort: the overhead column, then the keys.
@@ -527,13 +809,16 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 weight(b)
                     .cmp(&weight(a))
                     .then_with(|| b.self_.cmp(&a.self_))
+                    .then_with(|| by_members(a, b))
                     .then_with(|| by_keys(a, b))
             });
         } else {
             rows.sort_by(by_keys);
         }
         let mut section = Section {
-            event: ev.name.clone(),
+            event: view.title,
+            members,
+            leads_group: view.leads,
             samples: count,
             total,
             rows,
@@ -682,8 +967,13 @@ struct Seed {
 }
 
 impl Row {
-    fn new(frame: Option<FrameId>) -> Row {
+    fn new(frame: Option<FrameId>, first: u32, thread: u32) -> Row {
         Row {
+            first,
+            thread,
+            seq: 0,
+            members: Vec::new(),
+            kernel: None,
             keys: Vec::new(),
             children: 0,
             self_: 0,
@@ -836,6 +1126,73 @@ impl<'p> Ids<'p> {
     }
 }
 
+/// perf's entry comparison (`hist_entry__cmp`, which orders its entry trees): whether an
+/// entry `new` goes left of `node` (Less) or right. Key by key: commands and objects by
+/// name (no object last); symbols by start address in their object, unnamed ones after
+/// the named by address, but a pair with an inlined function by name, descending (perf's
+/// `_sort__sym_cmp` compares those names the other way round); other keys as
+/// [`perf_key_order`].
+fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    struct Sym<'a> {
+        unnamed: bool,
+        inlined: bool,
+        name: &'a str,
+        at: u64,
+    }
+    let sym = |r: &Row| -> Sym<'_> {
+        let Some(f) = r.frame else {
+            return Sym {
+                unnamed: true,
+                inlined: false,
+                name: "",
+                at: 0,
+            };
+        };
+        let fr = &p.frames[f as usize];
+        let func = p.func_of(f);
+        if func.name == "[unknown]" {
+            let ip = if r.self_ > 0 {
+                fr.map_offset.unwrap_or(fr.addr)
+            } else {
+                fr.addr
+            };
+            return Sym {
+                unnamed: true,
+                inlined: false,
+                name: "",
+                at: ip,
+            };
+        }
+        let at = fr.map_offset.unwrap_or(fr.addr);
+        Sym {
+            unnamed: false,
+            inlined: fr.inlined,
+            name: func.name.strip_suffix(" (inlined)").unwrap_or(&func.name),
+            at: at.wrapping_sub(fr.sym_offset.unwrap_or(0)),
+        }
+    };
+    for (i, k) in sort.iter().enumerate() {
+        let o = match k {
+            SortKey::Sym => {
+                let (a, b) = (sym(node), sym(new));
+                match (a.unnamed, b.unnamed) {
+                    (true, true) => b.at.cmp(&a.at),
+                    (false, true) => Ordering::Greater,
+                    (true, false) => Ordering::Less,
+                    _ if a.inlined || b.inlined => a.name.cmp(b.name).then_with(|| b.at.cmp(&a.at)),
+                    _ => b.at.cmp(&a.at),
+                }
+            }
+            _ => perf_key_order(&[*k], &new.keys[i..=i], &node.keys[i..=i]),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
 /// Rows of equal weight in perf's order: key by key, each as perf's sort function compares
 /// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
 /// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
@@ -872,6 +1229,8 @@ pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> st
 /// A row's frame, and whether it was sampled (else only reached through callchains).
 struct Place {
     frame: Option<FrameId>,
+    /// The privilege level shown, when not the function's own.
+    kernel: Option<bool>,
     sampled: bool,
     /// DSOs by their path (`-v`), not their short name.
     long_dso: bool,
@@ -905,7 +1264,13 @@ fn format_key(
 ) -> String {
     let frame = at.frame;
     let func = frame.map(|f| p.func_of(f));
-    let mode = |kernel: bool| if kernel { "[k]" } else { "[.]" };
+    let mode = |kernel: bool| {
+        if at.kernel.unwrap_or(kernel) {
+            "[k]"
+        } else {
+            "[.]"
+        }
+    };
     match key {
         SortKey::Comm => comm.to_string(),
         SortKey::Pid => format!("{pid}:{comm}"),
@@ -1009,9 +1374,14 @@ fn frame_label(p: &Profile, f: FrameId) -> String {
 }
 
 /// Each function's object in perf's order of `struct dso` pointers, which follows the
-/// order objects were first met (the kernel first).
+/// order perf made them ([`Profile::dso_order`]); objects never mapped come after, the
+/// kernel's first.
 fn dso_ranks(p: &Profile) -> Vec<u64> {
     let mut seen: HashMap<&str, u64> = HashMap::default();
+    for d in &p.dso_order {
+        let n = seen.len() as u64;
+        seen.entry(d.as_str()).or_insert(n);
+    }
     let mut kernel_first: Vec<&crate::Func> = p.funcs.iter().filter(|f| f.kernel).collect();
     kernel_first.extend(p.funcs.iter().filter(|f| !f.kernel));
     for f in kernel_first {
@@ -1030,9 +1400,17 @@ fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
         Some(off) if !unnamed => fr.addr.wrapping_sub(off),
         _ => fr.addr,
     };
+    // No object (no mapping) is perf's NULL pointer: before every object.
+    let rank = if func.dso == "[unknown]" {
+        0
+    } else {
+        ranks[fr.func as usize] + 1
+    };
     callgraph::Entry {
         key: (fr.func, if unnamed { fr.addr } else { 0 }),
-        order: (ranks[fr.func as usize], start),
+        order: (rank, start),
+        ip: (rank, fr.addr),
+        named: !unnamed,
         label: frame_label(p, f),
         inlined: fr.inlined,
     }
@@ -1047,7 +1425,8 @@ fn call_graph(
     total: u64,
     ranks: &[u64],
 ) -> String {
-    if row.frame.is_none() {
+    // (A row only other events of its group have shows no graph, as perf's dummy entry.)
+    if row.frame.is_none() || row.contrib.is_empty() {
         return String::new();
     }
     let caller_first = opts.caller_order.unwrap_or(opts.children);
@@ -1056,15 +1435,14 @@ fn call_graph(
     // is the sample's own entry there.
     let kept = |stack, pos: u16| {
         let full: Vec<FrameId> = p.stack_frames(stack).collect(); // leaf first
-        let (chain, entry) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
-        let is_self = pos == SELF || (pos == 0 && chain.first() == entry.as_ref().or(full.first()));
-        (chain.to_vec(), is_self)
+        let (chain, _) = perf_chain(p, &full, opts, caller_first, ignore.as_ref());
+        (chain.to_vec(), pos == SELF)
     };
     let mut out = String::new();
     if opts.graph == GraphMode::Folded {
         let mut root = Node::default();
         for &(ai, pos) in &row.contrib {
-            let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
+            let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
             let (frames, is_self) = kept(stack, pos);
             let path: Vec<String> = if opts.children && !is_self {
                 frames[..=pos as usize]
@@ -1092,7 +1470,7 @@ fn call_graph(
     }
     let mut tree = callgraph::Tree::new();
     for &(ai, pos) in &row.contrib {
-        let ((_, stack, _, _, _), (period, _)) = agg[ai as usize];
+        let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
         let (frames, is_self) = kept(stack, pos);
         let pos = pos as usize;
         if opts.children && !is_self && caller_first {
@@ -1198,13 +1576,17 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str("#\n");
     let _ = writeln!(out, "# Total Lost Samples: {}\n#", p.lost);
     for (si, s) in sections.iter().enumerate() {
+        // A group's header counts every event's samples and period.
+        let samples = s.samples + s.members.iter().map(|m| m.samples).sum::<u64>();
+        let total = s.total + s.members.iter().map(|m| m.total).sum::<u64>();
+        let plural = if s.leads_group { "s" } else { "" };
         let _ = writeln!(
             out,
-            "# Samples: {} of event '{}'",
-            human(s.samples),
+            "# Samples: {} of event{plural} '{}'",
+            human(samples),
             s.event
         );
-        let _ = writeln!(out, "# Event count (approx.): {}\n#", s.total);
+        let _ = writeln!(out, "# Event count (approx.): {total}\n#");
         if opts.hierarchy {
             crate::hierarchy::render_section(s, opts, &mut out);
             if si + 1 < sections.len() {
@@ -1252,9 +1634,19 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 } else {
                     0
                 };
+                // (perf sizes an inlined function's column by its name alone and
+                // prints ` (inlined)` past it.)
+                let width = |key: &str| match k {
+                    SortKey::Sym => key
+                        .strip_suffix(" (inlined)")
+                        .unwrap_or(key)
+                        .chars()
+                        .count(),
+                    _ => key.chars().count(),
+                };
                 s.rows
                     .iter()
-                    .map(|r| r.keys[i].chars().count())
+                    .map(|r| width(&r.keys[i]))
                     .chain([k.header().len(), floor])
                     .max()
                     .unwrap_or(0)
@@ -1262,9 +1654,12 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             .collect();
         let mut line = String::from("#");
         let mut dots = String::from("#");
+        // A group's columns hold one value per event (8 or 12 characters each).
+        let events = 1 + s.members.len();
         for h in &headers {
-            let _ = write!(line, " {h:>8} ");
-            let _ = write!(dots, " {} ", ".".repeat(h.len().max(8)));
+            let w = h.len().max(8) * events;
+            let _ = write!(line, " {:>w$} ", h.trim_start());
+            let _ = write!(dots, " {} ", ".".repeat(w));
         }
         for (k, w) in opts.sort.iter().zip(&widths) {
             let _ = write!(line, " {:<w$} ", k.header());
@@ -1276,27 +1671,43 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         out.push_str("#\n");
         for (ri, r) in s.rows.iter().enumerate() {
             let mut l = String::new();
+            // One value per event of the group (` %6.2f%%` each), the leader's first.
+            let pcts = |l: &mut String, lead: u64, of: fn(&MemberStat) -> u64| {
+                let _ = write!(l, " {:>6.2}%", s.pct(lead));
+                for (m, t) in r.members.iter().zip(&s.members) {
+                    let _ = write!(l, " {:>6.2}%", section_pct(t.total, of(m)));
+                }
+            };
             if !opts.overhead {
                 l.push(' ');
             } else if opts.children {
-                let _ = write!(
-                    l,
-                    "  {:>7.2}%  {:>7.2}% ",
-                    s.pct(r.children),
-                    s.pct(r.self_)
-                );
+                l.push_str("  ");
+                pcts(&mut l, r.children, |m| m.children);
+                l.push_str("  ");
+                pcts(&mut l, r.self_, |m| m.self_);
+                l.push(' ');
             } else {
-                let _ = write!(l, "  {:>7.2}% ", s.pct(r.self_));
+                l.push_str("  ");
+                pcts(&mut l, r.self_, |m| m.self_);
+                l.push(' ');
             }
             if opts.cpu_util && opts.overhead {
                 let usr = r.self_ - r.sys;
                 let _ = write!(l, " {:>7.2}%  {:>7.2}% ", s.pct(r.sys), s.pct(usr));
             }
             if opts.show_samples {
-                let _ = write!(l, " {:>12} ", r.samples);
+                let _ = write!(l, " {:>12}", r.samples);
+                for m in &r.members {
+                    let _ = write!(l, " {:>11}", m.samples);
+                }
+                l.push(' ');
             }
             if opts.show_period {
-                let _ = write!(l, " {:>12} ", r.self_);
+                let _ = write!(l, " {:>12}", r.self_);
+                for m in &r.members {
+                    let _ = write!(l, " {:>11}", m.self_);
+                }
+                l.push(' ');
             }
             let mut before_last = 0;
             for ((k, w), key) in r.keys.iter().zip(&widths).zip(&opts.sort) {

@@ -549,7 +549,7 @@ impl<'p> ScriptWriter<'p> {
                 ev.text_into(raw, &p.trace_kernel, out);
             }
             if chain && wants_frames(fields) {
-                for f in p.stack_frames(s.stack).take(self.max_stack) {
+                for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
                     out.push_str("\n\t");
                     out.push_str(&frame_text(p, f, fields, true));
                 }
@@ -568,7 +568,7 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
-        for f in p.stack_frames(s.stack).take(self.max_stack) {
+        for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
             let line = self.chain_lines[f as usize]
                 .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
             out.push_str("\n\t");
@@ -579,6 +579,12 @@ impl<'p> ScriptWriter<'p> {
 }
 
 impl ScriptWriter<'_> {
+    /// How many callchain entries to print of `s` (`--max-stack`; none of a chain perf
+    /// discards, see [`Sample::chain_broken`]).
+    fn chain_len(&self, s: &Sample) -> usize {
+        if s.chain_broken { 0 } else { self.max_stack }
+    }
+
     /// The prefix perf prints before a sample's or a record's own text: comm, pid/tid,
     /// cpu, misc, tod and time, each followed by a space.
     #[allow(clippy::too_many_arguments)]
@@ -745,7 +751,7 @@ impl ScriptWriter<'_> {
         if fields.contains(&Field::Ip) {
             if chain {
                 out.push('\n');
-                for f in p.stack_frames(s.stack).take(self.max_stack) {
+                for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
                     out.push('\t');
                     out.push_str(&frame_text(p, f, fields, true));
                     out.push('\n');
@@ -1123,7 +1129,11 @@ fn sample_line(
     if wants_frames(fields) {
         if chain {
             out.push(' ');
-            for &f in &frames {
+            // (perf discards a broken chain: no frames.)
+            for &f in frames
+                .iter()
+                .take(if s.chain_broken { 0 } else { usize::MAX })
+            {
                 out.push_str("\n\t");
                 out.push_str(&frame_text(p, f, fields, true));
             }

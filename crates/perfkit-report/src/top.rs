@@ -310,9 +310,7 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
         {
             continue;
         }
-        let leaf = p
-            .stack_frames(s.stack)
-            .find(|&f| !p.frames[f as usize].inlined);
+        let leaf = p.sample_frame(s.stack);
         let func = leaf.map(|f| p.frames[f as usize].func);
         if let Some(d) = zoom_dso {
             let keep = func.is_some_and(|f| {

@@ -62,6 +62,7 @@ fn profile() -> Profile {
             period: 1000,
             stack: if i % 4 == 0 { warm } else { hot },
             raw: None,
+            chain_broken: false,
         });
     }
     p
