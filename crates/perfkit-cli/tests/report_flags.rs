@@ -179,7 +179,8 @@ fn rows(lines: &[String]) -> Vec<&String> {
 fn named(l: &str) -> bool {
     !l.contains("[unknown]")
         && !l.contains("] 0x")
-        && !l.ends_with("@plt")
+        && !l.split_whitespace().any(|w| w.ends_with("@plt"))
+        && !l.contains("] _init ")
         && !l.ends_with("] _init")
 }
 
