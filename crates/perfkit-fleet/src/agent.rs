@@ -137,7 +137,13 @@ pub struct Agent {
     rec: Recorder,
     opts: AgentOptions,
     lost_before: u64,
+    /// Names this agent's scratch files: the process id and the agent's number in the
+    /// process, so two agents of one process never share (or delete) each other's files.
+    tag: String,
 }
+
+/// Agents made so far in this process.
+static AGENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A recorded window waiting to be converted.
 struct Recorded {
@@ -174,10 +180,12 @@ impl Agent {
         let rec = Recorder::new(opened, opts.pages)?;
         rec.enable()?;
         std::fs::create_dir_all(&opts.scratch_dir)?;
+        let n = AGENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Agent {
             rec,
             opts,
             lost_before: 0,
+            tag: format!("{}-{n}", std::process::id()),
         })
     }
 
@@ -201,7 +209,7 @@ impl Agent {
         let symfs = self
             .opts
             .scratch_dir
-            .join(format!("perfkit-agent-{}-symfs", std::process::id()));
+            .join(format!("perfkit-agent-{}-symfs", self.tag));
         let mut symbols = Symbols {
             kernel: None,
             load: crate::symcache::kernel_only(&symfs)?,
@@ -253,11 +261,10 @@ impl Agent {
         let kernel = self.rec.kernel_maps();
         for n in 0u64.. {
             // Two converting and one recording at most: three names in turn.
-            let path = self.opts.scratch_dir.join(format!(
-                "perfkit-agent-{}-{}.data",
-                std::process::id(),
-                n % 4
-            ));
+            let path =
+                self.opts
+                    .scratch_dir
+                    .join(format!("perfkit-agent-{}-{}.data", self.tag, n % 4));
             let mut w =
                 PerfDataWriter::create(&path, self.rec.file_events(), WriteOptions::default())?;
             let pids = perfkit_engine::sideband::all_pids();
