@@ -171,17 +171,9 @@ fn bad_threads_values_fail_as_perfs() {
         ),
     ];
     for (spec, code, words) in cases {
-        let o = perfkit()
-            .args([
-                "record",
-                "-a",
-                "-o",
-                "/dev/null",
-                &format!("--threads={spec}"),
-            ])
-            .args(["--", "true"])
-            .output()
-            .unwrap();
+        let threads = format!("--threads={spec}");
+        let args = ["record", "-a", "-o", "/dev/null", &threads, "--", "true"];
+        let o = perfkit().args(args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(code), "{spec}: {err}");
         assert!(err.contains(words), "{spec}: {err}");
@@ -192,14 +184,7 @@ fn bad_threads_values_fail_as_perfs() {
         // perf says the same, with the same status.
         if have_perf() {
             let p = std::process::Command::new("perf")
-                .args([
-                    "record",
-                    "-a",
-                    "-o",
-                    "/dev/null",
-                    &format!("--threads={spec}"),
-                ])
-                .args(["--", "true"])
+                .args(args)
                 .output()
                 .unwrap();
             let perr = String::from_utf8_lossy(&p.stderr);
