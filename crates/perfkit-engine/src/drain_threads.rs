@@ -94,11 +94,7 @@ pub(crate) fn drain_ring(
     })
     .map_err(Error::Ring)?;
     for at in first.into_iter().chain(last) {
-        let h = &block[at..at + 8];
-        let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-        let misc = u16::from_ne_bytes([h[4], h[5]]);
-        let size = u16::from_ne_bytes([h[6], h[7]]) as usize;
-        if let Ok((_, p)) = parser.parse(type_, misc, &block[at + 8..at + size])
+        if let Ok((_, p)) = parser.parse_native(&block[at..])
             && let Some(t) = p.time()
         {
             counts.first_time = counts.first_time.min(t);

@@ -507,12 +507,7 @@ impl Recorder {
         let mut n = 0;
         for (i, s) in o.take_samples().iter().enumerate() {
             let rec = crate::offcpu::encode_sample(&ev.attr, id, s, after + 1 + i as u64);
-            let (Some(h), Some(body)) = (rec.get(..8), rec.get(8..)) else {
-                continue;
-            };
-            let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-            let misc = u16::from_ne_bytes([h[4], h[5]]);
-            if let Ok((i, p)) = self.parser.parse(type_, misc, body) {
+            if let Ok((i, p)) = self.parser.parse_native(&rec) {
                 f(i, &p);
                 n += 1;
             }
@@ -530,12 +525,7 @@ impl Recorder {
             return;
         };
         for rec in crate::sideband::preamble_records(&attr, id, pids) {
-            let (Some(h), Some(body)) = (rec.get(..8), rec.get(8..)) else {
-                continue;
-            };
-            let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-            let misc = u16::from_ne_bytes([h[4], h[5]]);
-            if let Ok((i, p)) = self.parser.parse(type_, misc, body) {
+            if let Ok((i, p)) = self.parser.parse_native(&rec) {
                 f(i, &p);
             }
         }

@@ -220,4 +220,32 @@ impl MultiParser {
         })?;
         Ok((index, p.parse(type_, misc, body)?))
     }
+
+    /// Like [`parse`](Self::parse) for a whole record as this machine's kernel writes it:
+    /// the 8-byte header (type, misc, size, in native byte order) then the body. Bytes
+    /// past the header's size are not read.
+    pub fn parse_native<'a>(&self, rec: &'a [u8]) -> Result<(usize, ParsedRecord<'a>), ParseError> {
+        let Some(h) = rec.get(..8) else {
+            return Err(ParseError::truncated(
+                None,
+                0,
+                "header",
+                8,
+                rec.len() as u64,
+            ));
+        };
+        let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+        let misc = u16::from_ne_bytes([h[4], h[5]]);
+        let size = usize::from(u16::from_ne_bytes([h[6], h[7]]));
+        let Some(body) = rec.get(8..size) else {
+            return Err(ParseError::truncated(
+                Some(type_),
+                0,
+                "record",
+                size as u64,
+                rec.len() as u64,
+            ));
+        };
+        self.parse(type_, misc, body)
+    }
 }
