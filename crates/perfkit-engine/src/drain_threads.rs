@@ -17,7 +17,12 @@
 //! before the previous round: perf reads the merged file with no out-of-order records.
 //! A drainer with nothing new says only that its pass ended, and only when the writer
 //! waits for it (the generation moved).
+//!
+//! **Backpressure.** The blocks waiting for the writer are held to a byte budget
+//! ([`Budget`]): a drainer that finds it spent leaves its records in the rings, where the
+//! kernel counts what no longer fits as lost, instead of growing perfkit's memory.
 
+use crate::drain_budget::Budget;
 use crate::{Error, Result};
 use perfkit::records::{Endian, MultiParser};
 use perfkit::sys;
@@ -135,6 +140,8 @@ pub(crate) struct Threads {
     /// Something was written since the last FINISHED_ROUND.
     unrounded: bool,
     watcher: Option<(Stopper, JoinHandle<()>)>,
+    /// The bytes sent and not yet written.
+    budget: Arc<Budget>,
 }
 
 impl std::fmt::Debug for Threads {
@@ -157,7 +164,13 @@ const PASS_TIMEOUT: Duration = Duration::from_millis(100);
 impl Threads {
     /// Start one thread per group, and a watcher that turns a use of the recorder's stop
     /// handle (`stop_poller`, holding only the stop eventfd) into a [`Msg::Stop`].
-    pub fn start(groups: Vec<Group>, parser: &MultiParser, stop_poller: Poller) -> Result<Threads> {
+    /// Blocks waiting for the writer are held to `budget` (plus one pass per drainer).
+    pub fn start(
+        groups: Vec<Group>,
+        parser: &MultiParser,
+        stop_poller: Poller,
+        budget: Arc<Budget>,
+    ) -> Result<Threads> {
         let (tx, rx) = channel();
         let generation = Arc::new(AtomicU64::new(0));
         let parser = Arc::new(parser.clone());
@@ -172,6 +185,7 @@ impl Threads {
             returns: Vec::new(),
             unrounded: false,
             watcher: None,
+            budget: budget.clone(),
         };
         for (i, g) in groups.into_iter().enumerate() {
             let mut poller = Poller::new().map_err(|e| Error::io("epoll", e))?;
@@ -191,6 +205,7 @@ impl Threads {
                 generation: generation.clone(),
                 tx: tx.clone(),
                 returned: ret_rx,
+                budget: budget.clone(),
             };
             let affinity = g.affinity;
             let h = std::thread::Builder::new()
@@ -255,7 +270,9 @@ impl Threads {
                 let i = p.drainer;
                 self.seen[i] = self.seen[i].max(p.generation);
                 self.unrounded |= !p.block.is_empty();
-                write(&p)?;
+                let written = write(&p);
+                self.budget.written(p.block.len());
+                written?;
                 self.give_back(i, p.block);
                 Ok(false)
             }
@@ -352,6 +369,7 @@ struct Drainer {
     generation: Arc<AtomicU64>,
     tx: Sender<Msg>,
     returned: Receiver<Vec<u8>>,
+    budget: Arc<Budget>,
 }
 
 impl Drainer {
@@ -381,6 +399,12 @@ impl Drainer {
                     return;
                 }
             };
+            // The writer is behind by the whole budget: leave the records in the rings
+            // (the kernel counts what does not fit as lost). The last pass after a stop
+            // always runs.
+            if !stopped && !self.budget.wait_room(PASS_TIMEOUT) {
+                continue;
+            }
             let mut block = self.returned.try_recv().unwrap_or_default();
             for r in &mut self.rings {
                 if let Err(e) = drain_ring(r, &mut block, &mut counts, &self.parser) {
@@ -389,6 +413,7 @@ impl Drainer {
                 }
             }
             if !block.is_empty() || g != sent_generation || stopped {
+                self.budget.add(block.len());
                 let pass = Pass {
                     drainer: self.index,
                     generation: g,

@@ -36,6 +36,7 @@
 
 pub mod control;
 pub mod daemon;
+mod drain_budget;
 mod drain_threads;
 mod error;
 pub mod offcpu;

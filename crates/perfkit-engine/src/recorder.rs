@@ -11,6 +11,7 @@
 //! read and written as `PERF_RECORD_LOST_SAMPLES`, so samples lost in a ring that was full
 //! when recording stopped are counted too.
 
+use crate::drain_budget::Budget;
 use crate::drain_threads::{Counts, Group, Pass, Threads, drain_ring};
 use crate::offcpu::OffCpu;
 use crate::open::Opened;
@@ -21,6 +22,7 @@ use perfkit::sys;
 use perfkit::{Poller, Ready, RingBuffer, RingSize, Stopper};
 use perfkit_data::{FileEvent, PerfDataWriter, synth};
 use std::os::fd::AsFd;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a recording wrote and lost.
@@ -113,6 +115,10 @@ pub struct Recorder {
     stop: Stopper,
     /// Records of one pass over the rings, written as one block.
     block: Vec<u8>,
+    /// Bytes the draining threads may queue for the writer.
+    queue_limit: usize,
+    /// The draining threads' queue, once started.
+    budget: Option<Arc<Budget>>,
 }
 
 /// Poller tokens of the off-CPU rings start here.
@@ -170,6 +176,8 @@ impl Recorder {
             threads: None,
             stop,
             block: Vec::new(),
+            queue_limit: crate::drain_budget::DEFAULT_QUEUE_LIMIT,
+            budget: None,
             ids,
             parser,
             poller,
@@ -367,8 +375,24 @@ impl Recorder {
             &mut self.poller,
             Poller::new().map_err(|e| Error::io("epoll", e))?,
         );
-        self.threads = Some(Threads::start(groups, &self.parser, poller)?);
+        let budget = Arc::new(Budget::new(self.queue_limit));
+        self.budget = Some(budget.clone());
+        self.threads = Some(Threads::start(groups, &self.parser, poller, budget)?);
         Ok(n)
+    }
+
+    /// Hold the records the draining threads copied and the writer has not written yet to
+    /// `bytes` (default 64 MiB), plus one pass per thread: when the writer falls behind,
+    /// records stay in the rings and the kernel counts what does not fit as lost, instead
+    /// of perfkit's memory growing. Set before [`start_threads`](Self::start_threads).
+    pub fn set_queue_limit(&mut self, bytes: usize) {
+        self.queue_limit = bytes;
+    }
+
+    /// The most bytes the draining threads had queued for the writer at once (0 without
+    /// draining threads).
+    pub fn queue_peak(&self) -> usize {
+        self.budget.as_ref().map_or(0, |b| b.peak())
     }
 
     /// The statistics so far.
