@@ -3,6 +3,7 @@
 //! The input is a small enum ([`Input`]) rather than a perf.data type, so the same builder
 //! serves perf.data files (ours and perf's) and live rings (`top`).
 
+use crate::chain_memo::{ChainKey, ChainMemo};
 use crate::{EventDesc, Frame, FrameId, Func, Profile, Sample, Switch, ThreadId};
 use perfkit_symbols::{Mapping, Options, ProcessMaps, Symbolizer, UnknownReason};
 use perfkit_sys as sys;
@@ -154,6 +155,8 @@ pub struct Builder {
     kernel_build_id: Option<Vec<u8>>,
     /// The objects in [`Profile::dso_order`].
     dsos_seen: std::collections::HashSet<String>,
+    /// The stack of each distinct frame-pointer callchain.
+    chains: ChainMemo,
 }
 
 impl Builder {
@@ -180,6 +183,7 @@ impl Builder {
             image_ids: HashMap::default(),
             main_exe: HashMap::default(),
             kernel_build_id: None,
+            chains: ChainMemo::default(),
         }
     }
 
@@ -382,7 +386,9 @@ impl Builder {
                     .map(|r| self.profile.raw.push(r));
                 let mut chain = std::mem::take(&mut self.chain);
                 chain.clear();
-                if let Some(u) = user.filter(|u| !u.stack.is_empty() && u.abi != 0) {
+                let mut cached = None;
+                let dwarf = user.filter(|u| !u.stack.is_empty() && u.abi != 0);
+                if let Some(u) = dwarf {
                     // dwarf mode: the kernel's part of the chain, then the user stack
                     // unwound from the registers and stack copy.
                     let mut in_kernel = kernel;
@@ -404,6 +410,11 @@ impl Builder {
                         let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
                         self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
                     }
+                } else if let Some(stack) = self
+                    .chains
+                    .get(&self.chain_key(pid, ip, kernel, callchain), callchain)
+                {
+                    cached = Some(stack);
                 } else if callchain.is_empty() {
                     self.push_frame(&mut chain, pid, ip, kernel);
                 } else {
@@ -432,7 +443,17 @@ impl Builder {
                         )
                 });
                 // Stored leaf first; the prefix tree is built from the root.
-                let stack = self.profile.stack_from_root(chain.iter().rev().copied());
+                let stack = match cached {
+                    Some(stack) => stack,
+                    None => {
+                        let stack = self.profile.stack_from_root(chain.iter().rev().copied());
+                        if dwarf.is_none() {
+                            let key = self.chain_key(pid, ip, kernel, callchain);
+                            self.chains.insert(key, callchain, stack);
+                        }
+                        stack
+                    }
+                };
                 self.chain = chain;
                 self.profile.samples.push(Sample {
                     time,
@@ -445,6 +466,18 @@ impl Builder {
                     chain_broken,
                 });
             }
+        }
+    }
+
+    /// What a frame-pointer sample's stack depends on besides its callchain (see
+    /// [`crate::chain_memo`]).
+    fn chain_key(&self, pid: i32, ip: u64, kernel: bool, callchain: &[u64]) -> ChainKey {
+        ChainKey {
+            pid,
+            user_generation: self.maps.get(&pid).map_or(0, ProcessMaps::generation),
+            kernel_generation: self.kernel_maps.generation(),
+            kernel,
+            ip: if callchain.is_empty() { ip } else { 0 },
         }
     }
 

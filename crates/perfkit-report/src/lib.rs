@@ -40,6 +40,7 @@
 pub mod annotate;
 pub mod build;
 mod callgraph;
+mod chain_memo;
 pub mod data_src;
 pub mod diff;
 pub mod dump;
