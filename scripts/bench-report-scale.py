@@ -44,7 +44,8 @@ os.makedirs(work, exist_ok=True)
 
 
 def run(cmd, env=None):
-    """(seconds, peak RSS in MB, sha256 of stdout) of one run; stdout hashed as it streams."""
+    """(seconds, peak RSS in MB, sha256 of stdout, CPU seconds) of one run; stdout hashed
+    as it streams."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     h = hashlib.sha256()
@@ -55,12 +56,13 @@ def run(cmd, env=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         print(f"  warning: {' '.join(cmd)} exited {p.returncode}")
-    return dt, ru.ru_maxrss / 1024, h.hexdigest()
+    return dt, ru.ru_maxrss / 1024, h.hexdigest(), ru.ru_utime + ru.ru_stime
 
 
 def best(cmd, env=None):
     runs = [run(cmd, env) for _ in range(RUNS)]
-    return min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
+    return (min(r[0] for r in runs), max(r[1] for r in runs), runs[0][2],
+            min(r[3] for r in runs))
 
 
 files = []
@@ -79,21 +81,27 @@ modes = [("report --no-children", ["report", "--stdio", "--no-children"]),
          ("report --children", ["report", "--stdio", "--children"]),
          ("script", ["script"])]
 print(f"cpus: {os.cpu_count()}, runs: {RUNS} (best time, max RSS)")
+# CPU time (user + system) beside wall time: on a machine loaded by other work the wall
+# time says more about the scheduler than about the programs.
 hdr = (f"{'what':<22}{'samples':>9}{'perfkit s':>10}{'1-thread s':>11}{'perf s':>8}"
-       f"{'ratio':>7}{'pk MB':>8}{'perf MB':>8}{'mem ratio':>10}  same bytes")
+       f"{'ratio':>7}{'pk cpu':>8}{'perf cpu':>9}{'cpu ratio':>10}"
+       f"{'pk MB':>8}{'perf MB':>8}{'mem ratio':>10}  same bytes")
 print(hdr)
 rss = {}
 for label, args in modes:
     for n, path in files:
         pk = best([PERFKIT] + args + ["-i", path])
         seq = best([PERFKIT] + args + ["-i", path], seq_env)
-        pf = (None, None, None) if SKIP_PERF else best([PERF] + args + ["-i", path])
+        pf = (None, None, None, None) if SKIP_PERF else best([PERF] + args + ["-i", path])
         rss[(label, n)] = pk[1]
         ratio = f"{pk[0] / pf[0]:.2f}" if pf[0] else "-"
         mem = f"{pk[1] / pf[1]:.2f}" if pf[1] else "-"
         pf_s = f"{pf[0]:.2f}" if pf[0] else "-"
         pf_mb = f"{pf[1]:.0f}" if pf[1] else "-"
+        pf_cpu = f"{pf[3]:.2f}" if pf[3] else "-"
+        cpu = f"{pk[3] / pf[3]:.2f}" if pf[3] else "-"
         print(f"{label:<22}{n:>9}{pk[0]:>10.2f}{seq[0]:>11.2f}{pf_s:>8}{ratio:>7}"
+              f"{pk[3]:>8.2f}{pf_cpu:>9}{cpu:>10}"
               f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  {'yes' if pk[2] == seq[2] else 'NO'}")
 for label, _ in modes:
     a, b = rss[(label, files[0][0])], rss[(label, files[1][0])]

@@ -1,7 +1,9 @@
-//! report, script and the exports read a file on two threads (perfkit_report::pipeline):
+//! report, script and the exports read a file on several threads (perfkit_report's
+//! pipeline: a reader and a builder; fan_out: a reader, decoding threads and a builder):
 //! their output must be byte for byte the single-threaded path's
-//! (`PERFKIT_REPORT_THREADS=1`), on generated files (many processes, threads, mappings,
-//! deep callchains, side-band between samples) and on real recordings.
+//! (`PERFKIT_REPORT_THREADS=1`) at every thread count, on generated files (many
+//! processes, threads, mappings, deep callchains, side-band between samples), on a file
+//! with a record that does not decode, and on real recordings.
 
 mod common;
 
@@ -43,13 +45,34 @@ fn output(args: &[&str], file: &Path, threads: &str) -> (Option<i32>, Vec<u8>) {
     (out.status.code(), out.stdout)
 }
 
-/// Compare every command's output on one thread and two; `must_succeed`: each must exit 0.
-/// Returns the number of lines compared.
+/// Thread counts compared with the single-threaded path: the two-thread pipeline, and
+/// one, two and six decoding threads (more threads than this machine's CPUs is fine).
+const THREADS: &[&str] = &["2", "3", "4", "8"];
+
+/// Compare every command's output on one thread and on each of [`THREADS`];
+/// `must_succeed`: each must exit 0. Returns the number of lines compared.
 fn same_bytes_both_ways(file: &Path, must_succeed: bool) -> usize {
     let mut lines = 0;
     for args in COMMANDS {
         let one = output(args, file, "1");
-        let two = output(args, file, "2");
+        for threads in THREADS {
+            lines += same_as_one(args, file, &one, threads, must_succeed);
+        }
+    }
+    lines
+}
+
+/// Compare `perfkit ARGS -i FILE` on `threads` threads with `one`, its single-threaded
+/// run; returns the lines compared.
+fn same_as_one(
+    args: &[&str],
+    file: &Path,
+    one: &(Option<i32>, Vec<u8>),
+    threads: &str,
+    must_succeed: bool,
+) -> usize {
+    let two = output(args, file, threads);
+    {
         if must_succeed {
             assert_eq!(
                 one.0,
@@ -59,22 +82,26 @@ fn same_bytes_both_ways(file: &Path, must_succeed: bool) -> usize {
                 file.display()
             );
         }
-        assert_eq!(one.0, two.0, "exit status of perfkit {}", args.join(" "));
-        let (one, two) = (one.1, two.1);
+        assert_eq!(
+            one.0,
+            two.0,
+            "exit status of perfkit {} on {threads} threads",
+            args.join(" ")
+        );
+        let (one, two) = (&one.1, &two.1);
         assert!(
             one == two,
-            "perfkit {} -i {}: the two-thread output differs from the single-threaded one \
-             (first difference at byte {})",
+            "perfkit {} -i {}: the output on {threads} threads differs from the \
+             single-threaded one (first difference at byte {})",
             args.join(" "),
             file.display(),
             one.iter()
-                .zip(&two)
+                .zip(two)
                 .position(|(a, b)| a != b)
                 .unwrap_or(one.len().min(two.len()))
         );
-        lines += one.iter().filter(|&&b| b == b'\n').count();
+        one.iter().filter(|&&b| b == b'\n').count()
     }
-    lines
 }
 
 #[test]
@@ -103,6 +130,50 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     );
     let lines = same_bytes_both_ways(&file, true);
     assert!(lines > 40_000, "only {lines} lines compared");
+}
+
+/// A sample in the middle whose callchain claims more entries than the record holds:
+/// the single-threaded path stops there (the first error), and the decoding threads,
+/// which meet it out of the reader's sight, must give the same output and status.
+#[test]
+fn a_record_that_does_not_decode_ends_the_report_as_on_one_thread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bad.data");
+    let mut a = generator::Args::new(30_000, file.clone());
+    a.processes = 3;
+    if let Err(e) = generator::run(a) {
+        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+        return;
+    }
+    // The generator's samples: ip, pid/tid, time, cpu/res, period, then the chain's nr.
+    let mut at = None;
+    let mut samples = 0;
+    perfkit_data::PerfData::open(&file)
+        .expect("open")
+        .walk(|off, type_, _, _| {
+            if type_ == perfkit::sys::PERF_RECORD_SAMPLE {
+                samples += 1;
+                if samples == 20_000 {
+                    at = Some(off + 8 + 40);
+                }
+            }
+            Ok(())
+        })
+        .expect("walk");
+    let at = at.expect("20000 samples");
+    let mut bytes = std::fs::read(&file).expect("read");
+    bytes[at..at + 8].copy_from_slice(&0xffffu64.to_ne_bytes());
+    std::fs::write(&file, bytes).expect("write");
+    let mut lines = 0;
+    for args in [&["report", "--stdio", "--no-children"][..], &["script"]] {
+        let one = output(args, &file, "1");
+        let shown = one.1.iter().filter(|&&b| b == b'\n').count();
+        assert!(shown > 10, "{shown} lines before the bad record");
+        for threads in THREADS {
+            lines += same_as_one(args, &file, &one, threads, false);
+        }
+    }
+    assert!(lines > 10_000, "only {lines} lines compared");
 }
 
 #[test]

@@ -74,6 +74,18 @@ pub enum Item<'a> {
         /// [`MAX_PAYLOAD`]).
         payload: &'a [u8],
     },
+    /// A kernel record as it is in the file, not decoded: only
+    /// [`PerfData::for_each_unparsed`] delivers these (decode it with [`parse_any`]).
+    Unparsed {
+        /// Where the record is in the file (of its COMPRESSED record, for one inside).
+        offset: u64,
+        /// `PERF_RECORD_*` type.
+        type_: u32,
+        /// Header misc.
+        misc: u16,
+        /// The body after the 8-byte header.
+        body: &'a [u8],
+    },
 }
 
 /// Largest payload (after AUXTRACE or HEADER_TRACING_DATA records) handed to a callback;
@@ -937,6 +949,26 @@ impl PerfData {
     /// data section done so far.
     pub fn for_each(
         &self,
+        f: impl FnMut(Item<'_>),
+        progress: impl FnMut(usize),
+    ) -> Result<(), ReadError> {
+        self.ordered(true, f, progress)
+    }
+
+    /// [`for_each`](Self::for_each) with kernel records left undecoded
+    /// ([`Item::Unparsed`]), in the same order: a reader that decodes them on other
+    /// threads. Records that fail to decode are delivered too (decoding is the caller's).
+    pub fn for_each_unparsed(
+        &self,
+        f: impl FnMut(Item<'_>),
+        progress: impl FnMut(usize),
+    ) -> Result<(), ReadError> {
+        self.ordered(false, f, progress)
+    }
+
+    fn ordered(
+        &self,
+        parse: bool,
         mut f: impl FnMut(Item<'_>),
         mut progress: impl FnMut(usize),
     ) -> Result<(), ReadError> {
@@ -944,6 +976,7 @@ impl PerfData {
         let e = self.endian;
         let mut feed = Feeder::new(self.input()?, self.data.start, self.data.end, e);
         let mut sink = Sink::new(&parser, e, self.attrs.iter().map(|a| &a.attr));
+        sink.parse = parse;
         let mut zstd = None::<zstd::stream::raw::Decoder<'static>>;
         let mut pending: Vec<u8> = Vec::new();
         let mut zbuf = Vec::new();
@@ -1041,6 +1074,8 @@ struct Sink<'p> {
     queue: Vec<Queued>,
     next_flush: u64,
     max_time: u64,
+    /// Decode kernel records (else deliver them as [`Item::Unparsed`]).
+    parse: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -1085,6 +1120,7 @@ impl<'p> Sink<'p> {
             queue: Vec::new(),
             next_flush: 0,
             max_time: 0,
+            parse: true,
         }
     }
 
@@ -1120,6 +1156,15 @@ impl<'p> Sink<'p> {
         body: &[u8],
         f: &mut dyn FnMut(Item<'_>),
     ) -> Result<(), ReadError> {
+        if !self.parse {
+            f(Item::Unparsed {
+                offset: off,
+                type_,
+                misc,
+                body,
+            });
+            return Ok(());
+        }
         let (attr, record) =
             parse_any(self.parser, type_, misc, body).map_err(|source| ReadError::Record {
                 offset: off,

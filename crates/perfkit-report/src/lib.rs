@@ -47,6 +47,7 @@ pub mod dump;
 pub mod elide;
 mod error;
 pub mod export;
+mod fan_out;
 pub mod header;
 pub mod header_info;
 pub mod hierarchy;

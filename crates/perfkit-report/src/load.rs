@@ -66,7 +66,7 @@ pub struct Diagnostics {
 /// member of a `{a,b}:S` group, or the event alone) becomes a sample of its own event,
 /// with the growth of that counter since its last read as the period; no growth, no
 /// sample.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct SampleRead {
     /// Event index of each counter id.
     attr_of: HashMap<u64, usize>,
@@ -160,6 +160,7 @@ pub(crate) enum Fed<'a> {
 /// counters read in samples, fixed periods, the build-id table) and nothing of the profile,
 /// so it can run on the reading thread while the builder runs on another
 /// ([`crate::pipeline`]).
+#[derive(Clone)]
 pub(crate) struct Decoder {
     reads: SampleRead,
     chain: Vec<u64>,
@@ -634,7 +635,22 @@ pub fn load_with_progress(
     file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
     let total = file.data_len();
-    let result = if crate::pipeline::enabled() {
+    let threads = crate::pipeline::threads();
+    let mut fanned = None;
+    if threads > 2 && crate::fan_out::possible(file) {
+        let Loader { builder, dec, .. } = &mut loader;
+        fanned = crate::fan_out::fan_out(file, dec, builder, threads - 2, |done| {
+            progress(done, total)
+        });
+        if fanned.is_none() {
+            // A record did not decode: start again on the path that stops at it as the
+            // single-threaded one does.
+            loader = Loader::for_file(file, opts);
+        }
+    }
+    let result = if let Some(result) = fanned {
+        result
+    } else if threads > 1 {
         let Loader { builder, dec, .. } = &mut loader;
         crate::pipeline::feed(file, dec, builder, |done| progress(done, total))
     } else {

@@ -8,7 +8,8 @@
 //! buffers, reused), a few batches in flight at most: the memory between the threads is a
 //! few MiB whatever the file's size.
 //!
-//! `PERFKIT_REPORT_THREADS=1` (or a machine with one CPU) keeps the single-threaded path.
+//! `PERFKIT_REPORT_THREADS=1` (or a machine with one CPU) keeps the single-threaded path;
+//! 3 or more add decoding threads ([`crate::fan_out`]).
 
 use crate::build::{Builder, Input, UserStack};
 use crate::load::{Decoder, Fed};
@@ -23,18 +24,24 @@ const BATCH: usize = 4096;
 /// Batches in flight between the threads.
 const IN_FLIGHT: usize = 4;
 
-/// Whether to load with a reading thread beside the building one: more than one CPU,
-/// and `PERFKIT_REPORT_THREADS` not `1`.
-pub fn enabled() -> bool {
+/// How many threads a load may use: `PERFKIT_REPORT_THREADS` when set to a number above
+/// 0, else the CPUs this process may run on. 1 is the single-threaded path, 2 this
+/// module's reader and builder, more adds decoding threads ([`crate::fan_out`]).
+pub fn threads() -> usize {
     match std::env::var("PERFKIT_REPORT_THREADS") {
-        Ok(v) if v.trim() == "1" => false,
-        Ok(v) if v.trim().parse::<usize>().is_ok_and(|n| n > 1) => true,
-        _ => std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+        Ok(v) if v.trim().parse::<usize>().is_ok_and(|n| n > 0) => v.trim().parse().unwrap_or(1),
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
 
+/// Whether to load with a reading thread beside the building one (more than one
+/// [`threads`]).
+pub fn enabled() -> bool {
+    threads() > 1
+}
+
 /// An [`Input`] (or mark) with its borrowed parts as ranges into its batch's buffers.
-enum Owned {
+pub(crate) enum Owned {
     Sample {
         event: u32,
         pid: i32,
@@ -89,15 +96,15 @@ enum Owned {
 /// Owned inputs, with the words (callchains, registers) and bytes (stacks, raw data) they
 /// point into; `done` is how far into the data section the reader was.
 #[derive(Default)]
-struct Batch {
+pub(crate) struct Batch {
     items: Vec<Owned>,
     words: Vec<u64>,
     bytes: Vec<u8>,
-    done: usize,
+    pub(crate) done: usize,
 }
 
 impl Batch {
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.items.clear();
         self.words.clear();
         self.bytes.clear();
@@ -115,7 +122,7 @@ impl Batch {
         start..self.bytes.len()
     }
 
-    fn push(&mut self, fed: Fed<'_>) {
+    pub(crate) fn push(&mut self, fed: Fed<'_>) {
         let item = match fed {
             Fed::Mark(m) => Owned::Mark(m),
             Fed::Input(i) => match i {
@@ -192,7 +199,7 @@ impl Batch {
     }
 
     /// Give every item to the builder, in order, as the decoder gave it.
-    fn replay(&mut self, b: &mut Builder) {
+    pub(crate) fn replay(&mut self, b: &mut Builder) {
         for item in self.items.drain(..) {
             let input = match item {
                 Owned::Mark(m) => {
