@@ -13,10 +13,14 @@ pub struct ListArgs {
     /// a glob or substring of event names (`'sched:*'`, `cache`, `faults`).
     #[arg(value_name = "FILTER")]
     pub filters: Vec<String>,
-    /// One JSON document: {"events": [{name, aliases, kind, description, pmu, unit, scale,
-    /// encoding, available: {status, reason}}], "notes": [...]}.
+    /// perf's JSON list (`perf list -j`, newer than perf 6.1): an array of {Unit,
+    /// EventName, EventAlias, ScaleUnit, EventType, BriefDescription} and metric objects.
     #[arg(long, short = 'j')]
     pub json: bool,
+    /// perfkit's own JSON document, with availability: {"events": [{name, aliases, kind,
+    /// description, pmu, unit, scale, encoding, available: {status, reason}}], "notes": [...]}.
+    #[arg(long)]
+    pub json_full: bool,
     /// Do not print descriptions.
     #[arg(long)]
     pub no_desc: bool,
@@ -54,10 +58,15 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
             None => Box::new(std::io::stdout().lock()),
         };
         let mut out = std::io::BufWriter::new(sink);
-        perfkit_events::metrics::Metrics::system()
-            .write_listing(what, args.raw_dump, args.details, &mut out)
-            .and_then(|()| out.flush())
-            .context("writing the list")?;
+        let metrics = perfkit_events::metrics::Metrics::system();
+        if args.json {
+            let none = list::Catalogue::default();
+            perfkit_events::list_json::write_perf_json(&none, &metrics, &mut out)
+        } else {
+            metrics.write_listing(what, args.raw_dump, args.details, &mut out)
+        }
+        .and_then(|()| out.flush())
+        .context("writing the list")?;
         return Ok(0);
     }
     let env = perfkit_engine::env();
@@ -71,7 +80,7 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
     let mut filters: Vec<&str> = Vec::new();
     for f in &args.filters {
         if let Some(what) = perfkit_events::metrics::Listing::of_filter(f) {
-            if !args.json {
+            if !args.json && !args.json_full {
                 let mut out = std::io::stdout().lock();
                 perfkit_events::metrics::Metrics::system()
                     .write_listing(what, args.raw_dump, args.details, &mut out)
@@ -88,6 +97,16 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
         }
     }
     if filters.is_empty() && args.filters.len() > filters.len() {
+        if args.json {
+            let mut out = std::io::stdout().lock();
+            let metrics = perfkit_events::metrics::Metrics::system();
+            perfkit_events::list_json::write_perf_json(
+                &list::Catalogue::default(),
+                &metrics,
+                &mut out,
+            )
+            .context("writing the list")?;
+        }
         return Ok(0);
     }
     let cat = list::catalogue_of(env, &filters, &opts);
@@ -101,6 +120,19 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
     if args.raw_dump {
         list::write_raw_dump(&cat, &mut out)
     } else if args.json {
+        // Metrics in the array too, as perf's, unless only other kinds were asked for.
+        let metrics = if args.filters.is_empty()
+            || args
+                .filters
+                .iter()
+                .any(|f| perfkit_events::metrics::Listing::of_filter(f).is_some())
+        {
+            perfkit_events::metrics::Metrics::system()
+        } else {
+            perfkit_events::metrics::Metrics::default()
+        };
+        perfkit_events::list_json::write_perf_json(&cat, &metrics, &mut out)
+    } else if args.json_full {
         list::write_json(&cat, &mut out)
     } else {
         list::write_text_with(&cat, !args.no_desc, args.details, &mut out)

@@ -1,13 +1,15 @@
 //! `perfkit probe`: user-space probes (uprobes) as `perf probe -x BINARY` defines them:
-//! add `FUNC`, `FUNC%return`, `FUNC:RLN` or `FILE:LINE` (`-a`, or bare arguments), show a
+//! add `FUNC[@FILE]`, `FUNC[@FILE]%return`, `FUNC[@FILE]:RLN` or `FILE:LINE` (`-a`, or bare
+//! arguments), with arguments fetched from DWARF (`VAR`, `VAR->FIELD`, `:TYPE`, `$retval`), show a
 //! function's probe-able lines (`-L FUNC`), delete (`-d`, globs as perf's), list (`-l`), and
 //! list a binary's functions (`--funcs`). Kernel probes are refused with the reason. The work
-//! is `perfkit_symbols::uprobe_events` and `perfkit_symbols::probe_lines`.
+//! is `perfkit_symbols::uprobe_events`, `probe_lines` and `probe_args`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use perfkit_symbols::probe_args::{ArgResolver, ArgSpec};
 use perfkit_symbols::probe_lines::DebugLines;
 use perfkit_symbols::uprobe_events::{
     UprobeDef, UprobeEvents, function_offset, functions, group_for,
@@ -116,44 +118,113 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
     Ok(status)
 }
 
+/// perf's failure lines for a probe that cannot be added, and its status.
+fn failed(lines: &[&str]) -> anyhow::Result<u8> {
+    for l in lines {
+        eprintln!("{l}");
+    }
+    eprintln!("  Error: Failed to add events.");
+    Ok(PROBE_FAILED)
+}
+
 fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
-    let (name, point) = match spec.split_once('=') {
+    // `[EVENT=]POINT [ARG...]`: the event name is in the first word only.
+    let mut words = spec.split_whitespace();
+    let head = words.next().unwrap_or("");
+    let arg_texts: Vec<&str> = words.collect();
+    let (name, point) = match head.split_once('=') {
         Some((n, p)) => (Some(n), p),
-        None => (None, spec),
+        None => (None, head),
     };
     let (func, is_return) = match point.strip_suffix("%return") {
         Some(f) => (f, true),
         None => (point, false),
     };
-    if func.contains(['@', ' ', ';', '+']) || func.is_empty() || is_return && func.contains(':') {
-        eprintln!(
-            "perfkit probe: '{spec}': FUNC, FUNC%return, FUNC:RLN and FILE:LINE are supported \
-             (no FUNC@FILE, offsets, lazy patterns or arguments yet)"
-        );
-        eprintln!("  Error: Failed to add events.");
-        return Ok(PROBE_FAILED);
+    if func.contains([';', '+']) || func.is_empty() || is_return && func.contains(':') {
+        return failed(&[&format!(
+            "perfkit probe: '{spec}': FUNC[@FILE], FUNC[@FILE]%return, FUNC[@FILE]:RLN and \
+             FILE:LINE are supported, with arguments (no offsets or lazy patterns yet)"
+        )]);
+    }
+    let mut specs = Vec::new();
+    for a in &arg_texts {
+        match ArgSpec::parse(a) {
+            Ok(s) => specs.push(s),
+            Err(why) => return failed(&[&why]),
+        }
     }
     let bin = std::fs::canonicalize(bin).with_context(|| format!("{}", bin.display()))?;
-    let Some(points) = probe_points(&bin, func)? else {
-        eprintln!("Probe point '{func}' not found.");
-        eprintln!("  Error: Failed to add events.");
-        return Ok(PROBE_FAILED);
+    let mut points = match probe_points(&bin, func)? {
+        Place::At(p) => p,
+        // perf says no more when FUNC@FILE names no function of that file.
+        Place::Missing if func.contains('@') => return failed(&[]),
+        Place::Missing => return failed(&[&format!("Probe point '{func}' not found.")]),
+        Place::Refused => return Ok(PROBE_FAILED),
     };
+    let mut fetch = vec![Vec::new(); points.offsets.len()];
+    if !specs.is_empty() {
+        let debug = DebugLines::open(&bin)?;
+        let resolver = ArgResolver::open(&bin)?;
+        for (i, off) in points.offsets.iter_mut().enumerate() {
+            let Some(mut addr) = debug.address_of_offset(*off) else {
+                return failed(&[&format!("Probe point '{func}' not found.")]);
+            };
+            // As perf: in code built without optimization the arguments are read after the
+            // prologue has stored them (the function's second line), not at its entry.
+            if points.entry && !is_return && !resolver.is_optimized(addr) {
+                if let Some(next) = debug.function_at(addr).and_then(|f| {
+                    f.lines
+                        .values()
+                        .flatten()
+                        .copied()
+                        .filter(|&a| a > addr)
+                        .min()
+                }) {
+                    if !args.quiet {
+                        eprintln!(
+                            "Target program is compiled without optimization. Skipping prologue."
+                        );
+                        eprintln!(
+                            "Probe on address {addr:#x} to force probing at the function entry."
+                        );
+                        eprintln!();
+                    }
+                    addr = next;
+                    *off = debug.file_offset(addr).unwrap_or(*off);
+                }
+            }
+            let mut warnings = Vec::new();
+            match resolver.fetch_args(addr, &specs, is_return, &mut warnings) {
+                Ok(f) => fetch[i] = f,
+                Err(e) => {
+                    let status = failed(&[&e.to_string()])?;
+                    // -EOPNOTSUPP, as perf, for a location it cannot fetch.
+                    let location = matches!(e, perfkit_symbols::probe_args::ArgError::Location);
+                    return Ok(if location { 161 } else { status });
+                }
+            }
+            for w in warnings.iter().filter(|_| !args.quiet) {
+                eprintln!("{w}");
+            }
+        }
+    }
     let events = uprobe_events()?;
     let existing = events.list()?;
     let group = group_for(&bin);
     let base = match name {
         Some(n) => n.to_owned(),
-        None if is_return => format!("{func}__return"),
+        None if is_return => format!("{}__return", points.event),
         None => points.event.clone(),
     };
-    let taken = |e: &str| existing.iter().any(|d| d.group == group && d.event == e);
+    // As perf: an event name is taken when any uprobe has it, whatever its group.
+    let taken = |e: &str| existing.iter().any(|d| d.event == e);
     let mut event = base.clone();
     if taken(&event) {
         if !args.force {
             eprintln!("Error: event \"{event}\" already exists.");
             eprintln!(" Hint: Remove existing event by 'perf probe -d'");
             eprintln!("       or force duplicates by 'perf probe -f'");
+            eprintln!("       or set 'force=yes' in BPF source.");
             eprintln!("  Error: Failed to add events.");
             return Ok(PROBE_EXISTS);
         }
@@ -162,24 +233,34 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             .find(|e| !taken(e))
             .unwrap_or(base);
     }
-    for &offset in &points.offsets {
+    for (&offset, args) in points.offsets.iter().zip(fetch) {
         events.add(&UprobeDef {
             group: group.clone(),
             event: event.clone(),
             path: bin.clone(),
             offset,
             is_return,
+            args,
         })?;
     }
     if !args.quiet {
-        let ret = if is_return { "%return" } else { "" };
+        let described = match points.described.split_once('@') {
+            Some((f, file)) if is_return => format!("{f}%return@{file}"),
+            _ if is_return => format!("{}%return", points.described),
+            _ => points.described.clone(),
+        };
+        let with = if arg_texts.is_empty() {
+            String::new()
+        } else {
+            let echoed: Vec<String> = specs.iter().map(ArgSpec::echo).collect();
+            format!(" with {}", echoed.join(" "))
+        };
         let plural = if points.offsets.len() > 1 { "s" } else { "" };
         eprintln!("Added new event{plural}:");
         for _ in &points.offsets {
             eprintln!(
-                "  {:<20} (on {}{ret} in {})",
+                "  {:<20} (on {described} in {}{with})",
                 format!("{group}:{event}"),
-                points.described,
                 bin.display()
             );
         }
@@ -257,21 +338,66 @@ struct Points {
     offsets: Vec<u64>,
     event: String,
     described: String,
+    /// At a function's entry (`FUNC`, `FUNC@FILE`), not at a line.
+    entry: bool,
 }
 
-/// The probe points of `FUNC`, `FUNC:RLN` or `FILE:LINE` (a file spec has a `.` before its
-/// `:`, as perf tells them apart) in `bin`; `None` when there is no such point.
-fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Option<Points>> {
-    let Some((left, line)) = point.split_once(':') else {
-        return match function_offset(bin, point) {
-            Ok(o) => Ok(Some(Points {
-                offsets: vec![o],
-                event: point.to_owned(),
-                described: point.to_owned(),
-            })),
-            Err(perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e.into()),
+/// What a probe place resolves to.
+enum Place {
+    At(Points),
+    /// No such function or line.
+    Missing,
+    /// Refused with perf's messages, printed.
+    Refused,
+}
+
+/// The probe points of `FUNC[@FILE]`, `FUNC[@FILE]:RLN` or `FILE:LINE` (a file spec has a
+/// `.` before its `:`, as perf tells them apart) in `bin`.
+fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
+    let (place, line) = match point.split_once(':') {
+        Some((p, l)) => (p, Some(l)),
+        None => (point, None),
+    };
+    let (func, file) = match place.split_once('@') {
+        Some((f, file)) => (f, Some(file)),
+        None => (place, None),
+    };
+    if func.is_empty() || file.is_some_and(str::is_empty) {
+        return Ok(Place::Missing);
+    }
+    let Some(line) = line else {
+        let Some(file) = file else {
+            return match function_offset(bin, point) {
+                Ok(o) => Ok(Place::At(Points {
+                    offsets: vec![o],
+                    event: point.to_owned(),
+                    described: point.to_owned(),
+                    entry: true,
+                })),
+                Err(perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => Ok(Place::Missing),
+                Err(e) => Err(e.into()),
+            };
         };
+        // FUNC@FILE: the function of that name defined in that source file.
+        let debug = DebugLines::open(bin)?;
+        let Some(f) = debug.function_in(func, Some(file)) else {
+            return Ok(Place::Missing);
+        };
+        let offsets: Vec<u64> = f
+            .ranges
+            .first()
+            .and_then(|r| debug.file_offset(r.0))
+            .into_iter()
+            .collect();
+        if offsets.is_empty() {
+            return Ok(Place::Missing);
+        }
+        return Ok(Place::At(Points {
+            offsets,
+            event: func.to_owned(),
+            described: point.to_owned(),
+            entry: true,
+        }));
     };
     let line: u32 = line.parse().map_err(|_| {
         exit_error(
@@ -279,52 +405,62 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Option<Points>> {
             anyhow::anyhow!("There is non-digit char in line number ('{point}')."),
         )
     })?;
-    if line == 0 && !left.contains('.') {
+    if line == 0 && (file.is_some() || !place.contains('.')) {
         // As perf: line 0 is no line, the function itself.
-        return probe_points(bin, left);
+        return probe_points(bin, place);
     }
     let debug = DebugLines::open(bin)?;
-    let (addrs, event, described) = if left.contains('.') {
-        let found = debug.file_line(left, line);
+    let (addrs, event, described) = if file.is_none() && place.contains('.') {
+        let found = debug.file_line(place, line);
         let Some((_, f)) = found.first() else {
-            return Ok(None);
+            return Ok(Place::Missing);
         };
         let addrs: Vec<u64> = found.iter().map(|x| x.0).collect();
         if let Some(other) = f.shared_line(line, &addrs) {
-            return Err(shared_line(format!("{}:{other}", f.file)));
+            return Ok(shared_line(format!("{}:{other}", f.file)));
         }
-        (addrs, f.name.clone(), format!("@{left}:{line}"))
+        (addrs, f.name.clone(), format!("@{place}:{line}"))
     } else {
-        let Some(f) = debug.function(left) else {
-            return Ok(None);
+        let Some(f) = debug.function_in(func, file) else {
+            return Ok(Place::Missing);
         };
-        let addrs = debug.relative_line(left, line).unwrap_or_default();
+        let addrs = f
+            .lines
+            .get(&(f.decl_line + line))
+            .cloned()
+            .unwrap_or_default();
         if let Some(other) = f.shared_line(f.decl_line + line, &addrs) {
-            return Err(shared_line(format!(
-                "{left}:{}",
+            return Ok(shared_line(format!(
+                "{func}:{}",
                 other.saturating_sub(f.decl_line)
             )));
         }
-        (addrs, format!("{left}_L{line}"), point.to_owned())
+        let at = file.map(|f| format!("@{f}")).unwrap_or_default();
+        (
+            addrs,
+            format!("{func}_L{line}"),
+            format!("{func}:{line}{at}"),
+        )
     };
     let offsets: Vec<u64> = addrs.iter().filter_map(|&a| debug.file_offset(a)).collect();
-    Ok((!offsets.is_empty()).then_some(Points {
+    if offsets.is_empty() {
+        return Ok(Place::Missing);
+    }
+    Ok(Place::At(Points {
         offsets,
         event,
         described,
+        entry: false,
     }))
 }
 
 /// perf's refusal of a line whose code begins another line (a function's first line is its
 /// declaration's).
-fn shared_line(instead: String) -> anyhow::Error {
+fn shared_line(instead: String) -> Place {
     eprintln!("This line is sharing the address with other lines.");
     eprintln!("Please try to probe at {instead} instead.");
     eprintln!("  Error: Failed to add events.");
-    exit_error(
-        PROBE_FAILED,
-        anyhow::anyhow!("the probe point shares its address"),
-    )
+    Place::Refused
 }
 
 /// `-L FUNC[@FILE][:RANGE]` or `-L FILE[:RANGE]`: perf's listing of those lines.
@@ -415,7 +551,13 @@ fn list(filter: &str) -> anyhow::Result<()> {
                 .map_or_else(|| format!("{:#x}", d.offset), |(n, _)| n);
             format!("{name}{ret}")
         });
-        println!("  {full:<20} (on {func} in {})", d.path.display());
+        let names: Vec<&str> = d.arg_names().collect();
+        let with = if names.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", names.join(" "))
+        };
+        println!("  {full:<20} (on {func} in {}{with})", d.path.display());
     }
     Ok(())
 }

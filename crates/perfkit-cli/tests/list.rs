@@ -51,7 +51,7 @@ fn every_kind_has_its_heading_and_software_events_open() {
 /// counts, one marked not supported is `<not supported>` in stat.
 #[test]
 fn availability_agrees_with_stat() {
-    let v = json(&["list", "--json", "hw"]);
+    let v = json(&["list", "--json-full", "hw"]);
     let evs = v["events"].as_array().unwrap();
     assert_eq!(evs.len(), 10);
     for e in evs {
@@ -72,7 +72,7 @@ fn availability_agrees_with_stat() {
 
 #[test]
 fn filters_by_kind_glob_and_substring() {
-    let sw = json(&["list", "--json", "sw"]);
+    let sw = json(&["list", "--json-full", "sw"]);
     let sw = sw["events"].as_array().unwrap();
     assert_eq!(sw.len(), 12);
     assert!(sw.iter().all(|e| e["kind"] == "software"));
@@ -82,7 +82,7 @@ fn filters_by_kind_glob_and_substring() {
     assert_eq!(cs["encoding"], "type=1,config=0x3");
 
     // Two filters: their union, once each.
-    let v = json(&["list", "--json", "--no-pfm", "faults", "cpu-clock"]);
+    let v = json(&["list", "--json-full", "--no-pfm", "faults", "cpu-clock"]);
     let names: Vec<&str> = v["events"]
         .as_array()
         .unwrap()

@@ -46,6 +46,7 @@ mod error;
 pub mod fixture;
 pub mod glob;
 pub mod list;
+pub mod list_json;
 pub mod metrics;
 pub mod names;
 mod parse;

@@ -107,6 +107,7 @@ pub mod kprobe;
 mod locate;
 mod maps;
 mod perfmap;
+pub mod probe_args;
 pub mod probe_lines;
 pub mod probe_range;
 mod symbolizer;

@@ -15,7 +15,7 @@ use object::{Object, ObjectSection, ObjectSegment};
 
 use crate::uprobe_events::ProbeError;
 
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+pub(crate) type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
 /// A function with its source lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,26 +72,7 @@ impl DebugLines {
     pub fn open(path: &Path) -> Result<DebugLines, ProbeError> {
         let data = std::fs::read(path).map_err(|e| binary_error(path, e.to_string()))?;
         let obj = object::File::parse(&*data).map_err(|e| binary_error(path, e.to_string()))?;
-        if obj.section_by_name(".debug_info").is_none() {
-            return Err(binary_error(
-                path,
-                "no debug information (.debug_info): build it with -g, or install its debug \
-                 package",
-            ));
-        }
-        let endian = if obj.is_little_endian() {
-            gimli::RunTimeEndian::Little
-        } else {
-            gimli::RunTimeEndian::Big
-        };
-        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-            let bytes: Arc<[u8]> = obj
-                .section_by_name(id.name())
-                .and_then(|s| s.uncompressed_data().ok())
-                .map_or_else(|| Arc::from(&[][..]), |d| Arc::from(&*d));
-            Ok(gimli::EndianArcSlice::new(bytes, endian))
-        };
-        let dwarf = gimli::Dwarf::load(load).map_err(|e| binary_error(path, e.to_string()))?;
+        let dwarf = load_dwarf(path, &obj)?;
         let funcs = read_funcs(&dwarf).map_err(|e| binary_error(path, format!("DWARF: {e}")))?;
         Ok(DebugLines {
             funcs,
@@ -110,6 +91,14 @@ impl DebugLines {
     /// The function named `name` (the first defined one).
     pub fn function(&self, name: &str) -> Option<&FuncLines> {
         self.funcs.iter().find(|f| f.name == name)
+    }
+
+    /// The function named `name` whose source file's path ends with `file` (`FUNC@FILE`),
+    /// or the first of that name when `file` is `None`.
+    pub fn function_in(&self, name: &str, file: Option<&str>) -> Option<&FuncLines> {
+        self.funcs
+            .iter()
+            .find(|f| f.name == name && file.is_none_or(|t| tail_matches(&f.file, t)))
     }
 
     /// The function whose ranges hold `addr`.
@@ -187,6 +176,33 @@ impl DebugLines {
     }
 }
 
+/// The DWARF sections of ELF file `obj` (read from `path`); an error when it has none.
+pub(crate) fn load_dwarf(
+    path: &Path,
+    obj: &object::File<'_>,
+) -> Result<gimli::Dwarf<Reader>, ProbeError> {
+    if obj.section_by_name(".debug_info").is_none() {
+        return Err(binary_error(
+            path,
+            "no debug information (.debug_info): build it with -g, or install its debug \
+             package",
+        ));
+    }
+    let endian = if obj.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+        let bytes: Arc<[u8]> = obj
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .map_or_else(|| Arc::from(&[][..]), |d| Arc::from(&*d));
+        Ok(gimli::EndianArcSlice::new(bytes, endian))
+    };
+    gimli::Dwarf::load(load).map_err(|e| binary_error(path, e.to_string()))
+}
+
 /// perf's `strtailcmp`: `full` ends with `tail` (compared from the end).
 pub(crate) fn tail_matches(full: &str, tail: &str) -> bool {
     full.ends_with(tail)
@@ -256,16 +272,17 @@ fn read_funcs(dwarf: &gimli::Dwarf<Reader>) -> Result<Vec<FuncLines>, gimli::Err
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
-        // Statement rows of this unit: (file index, line, address).
-        let mut rows: Vec<(u64, u32, u64)> = Vec::new();
+        // Rows of this unit: (file index, line, address, is_stmt).
+        let mut rows: Vec<(u64, u32, u64, bool)> = Vec::new();
         if let Some(program) = unit.line_program.clone() {
             let mut state = program.rows();
             while let Some((_, row)) = state.next_row()? {
-                if row.end_sequence() || !row.is_stmt() {
+                if row.end_sequence() {
                     continue;
                 }
                 if let Some(line) = row.line() {
-                    rows.push((row.file_index(), line.get() as u32, row.address()));
+                    let stmt = row.is_stmt();
+                    rows.push((row.file_index(), line.get() as u32, row.address(), stmt));
                 }
             }
         }
@@ -314,11 +331,14 @@ fn read_funcs(dwarf: &gimli::Dwarf<Reader>) -> Result<Vec<FuncLines>, gimli::Err
             let mut lines: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
             // The line each address maps back to (its last row).
             let mut back: BTreeMap<u64, u32> = BTreeMap::new();
+            // The same over every row, statements or not: what perf's shared-address check
+            // finds an address maps back to.
+            let mut back_any: BTreeMap<u64, u32> = BTreeMap::new();
             let mut listed = std::collections::BTreeSet::new();
             // As perf's `__die_walk_funclines`: the declaration line at the entry address.
             lines.entry(decl_line).or_default().push(entry);
             listed.insert(decl_line);
-            for &(fi, line, addr) in &rows {
+            for &(fi, line, addr, stmt) in &rows {
                 if !ranges.iter().any(|&(lo, hi)| addr >= lo && addr < hi) {
                     continue;
                 }
@@ -329,6 +349,9 @@ fn read_funcs(dwarf: &gimli::Dwarf<Reader>) -> Result<Vec<FuncLines>, gimli::Err
                         .as_deref()
                         == Some(file.as_str());
                 if same_file {
+                    back_any.insert(addr, line);
+                }
+                if same_file && stmt {
                     let v = lines.entry(line).or_default();
                     if !v.contains(&addr) {
                         v.push(addr);
@@ -341,6 +364,7 @@ fn read_funcs(dwarf: &gimli::Dwarf<Reader>) -> Result<Vec<FuncLines>, gimli::Err
                     listed.insert(line);
                 }
             }
+            let mut back = back_any;
             back.insert(entry, decl_line);
             for v in lines.values_mut() {
                 v.sort_unstable();

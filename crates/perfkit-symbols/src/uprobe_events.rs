@@ -124,19 +124,33 @@ pub struct UprobeDef {
     pub offset: u64,
     /// A return probe (`r:`), else an entry probe (`p:`).
     pub is_return: bool,
+    /// Fetch arguments, `NAME=FETCH[:TYPE]` (`a=%di:s32`, `arg1=$retval`).
+    pub args: Vec<String>,
 }
 
 impl UprobeDef {
-    /// The line `uprobe_events` takes: `p:GROUP/EVENT PATH:0xOFFSET`.
+    /// The line `uprobe_events` takes: `p:GROUP/EVENT PATH:0xOFFSET [ARG...]`.
     pub fn definition(&self) -> String {
-        format!(
+        let mut line = format!(
             "{}:{}/{} {}:{:#018x}",
             if self.is_return { 'r' } else { 'p' },
             self.group,
             self.event,
             self.path.display(),
             self.offset
-        )
+        );
+        for a in &self.args {
+            line.push(' ');
+            line.push_str(a);
+        }
+        line
+    }
+
+    /// The names of its arguments (`a`, `arg1`), as `perf probe -l` shows them.
+    pub fn arg_names(&self) -> impl Iterator<Item = &str> {
+        self.args
+            .iter()
+            .map(|a| a.split_once('=').map_or(a.as_str(), |x| x.0))
     }
 
     /// Parse one line of `uprobe_events`.
@@ -144,7 +158,8 @@ impl UprobeDef {
         let (head, target) = line.trim().split_once(' ')?;
         let (kind, name) = head.split_once(':')?;
         let (group, event) = name.split_once('/')?;
-        let (path, off) = target.split_whitespace().next()?.rsplit_once(':')?;
+        let mut words = target.split_whitespace();
+        let (path, off) = words.next()?.rsplit_once(':')?;
         let off = off.split('(').next()?;
         Some(UprobeDef {
             group: group.to_owned(),
@@ -152,6 +167,7 @@ impl UprobeDef {
             path: path.into(),
             offset: u64::from_str_radix(off.trim_start_matches("0x"), 16).ok()?,
             is_return: kind.starts_with('r'),
+            args: words.map(str::to_owned).collect(),
         })
     }
 }
@@ -230,13 +246,16 @@ mod tests {
             path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
             offset: 0x128870,
             is_return: true,
+            args: vec!["arg1=$retval".into()],
         };
         let line = d.definition();
         assert_eq!(
             line,
-            "r:probe_libc/inet_pton__return /usr/lib/x86_64-linux-gnu/libc.so.6:0x0000000000128870"
+            "r:probe_libc/inet_pton__return /usr/lib/x86_64-linux-gnu/libc.so.6:0x0000000000128870 \
+             arg1=$retval"
         );
-        assert_eq!(UprobeDef::parse(&line), Some(d));
+        assert_eq!(UprobeDef::parse(&line), Some(d.clone()));
+        assert_eq!(d.arg_names().collect::<Vec<_>>(), ["arg1"]);
     }
 
     #[test]
