@@ -294,6 +294,32 @@ pub struct ScriptArgs {
     pub quiet: bool,
 }
 
+/// Whether the report will show callers first, decided before the file is read (so
+/// assuming it has callchains) as below: perf's unwinder then walks DWARF chains root
+/// first, which some inline frame names depend on.
+fn unwind_caller_first(args: &ReportArgs, input: &Path) -> Result<bool> {
+    let order = match &args.call_graph {
+        Some(g) => parse_graph(g)?.2,
+        None => None,
+    };
+    let order = if args.inverted { Some(true) } else { order };
+    let children = !args.no_children;
+    let order = order.or((args.hierarchy && children).then_some(true));
+    let pipe = std::fs::File::open(input)
+        .and_then(|mut f| {
+            let mut h = [0u8; 16];
+            std::io::Read::read_exact(&mut f, &mut h)?;
+            Ok(u64::from_le_bytes(h[8..16].try_into().unwrap_or_default()) == 16)
+        })
+        .unwrap_or(true);
+    let order = if pipe && !args.children && !args.no_children {
+        order.or(Some(true))
+    } else {
+        order
+    };
+    Ok(order.unwrap_or(children && (args.children || !pipe) && !args.hierarchy))
+}
+
 fn parse_graph(s: &str) -> Result<(GraphMode, Option<f64>, Option<bool>)> {
     let mut parts = s.split(',');
     let mode = match parts.next().unwrap_or("graph") {
@@ -594,6 +620,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.symfs = args.symfs.clone();
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
+    load.caller_order = unwind_caller_first(&args, &input)?;
     let mut threads = None;
     let cgroup = sort.contains(&SortKey::Cgroup);
     let (profile, diag) = if let Some(paths) = &pprof {

@@ -140,6 +140,9 @@ pub struct Builder {
     /// DWARF-unwound user frames by (pid, address, maps generation, leaf): the functions
     /// perf's unwinder lists there, innermost first.
     dwarf_frames: HashMap<(i32, u64, u64, bool), Vec<FrameId>>,
+    /// Look a DWARF-unwound chain's frames up root first, as perf's unwinder does when
+    /// it shows callers first ([`Builder::unwind_caller_first`]).
+    unwind_caller_first: bool,
     unknown: HashMap<UnknownReason, u64>,
     chain: Vec<u32>,
     /// Kernel frames whose symbols are looked up in `finish`, when kallsyms (loaded on
@@ -175,6 +178,7 @@ impl Builder {
             memo: HashMap::default(),
             inlined_at: HashMap::default(),
             dwarf_frames: HashMap::default(),
+            unwind_caller_first: false,
             unknown: HashMap::default(),
             chain: Vec::new(),
             pending_kernel: Vec::new(),
@@ -406,7 +410,17 @@ impl Builder {
                     }
                     // As perf's unwinders: a caller's frame is looked up at its return
                     // address - 1 (inside the call), which is also the address printed.
-                    for (i, addr) in self.unwind(pid, &u).into_iter().enumerate() {
+                    let unwound = self.unwind(pid, &u);
+                    if self.unwind_caller_first {
+                        // Root first: the frames' names can depend on the order they
+                        // are first looked up in (perfkit-symbols' a2l_names).
+                        let mut scratch = Vec::new();
+                        for (i, &addr) in unwound.iter().enumerate().rev() {
+                            let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
+                            self.push_dwarf_frame(&mut scratch, pid, addr, i == 0);
+                        }
+                    }
+                    for (i, addr) in unwound.into_iter().enumerate() {
                         let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
                         self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
                     }
@@ -731,6 +745,14 @@ impl Builder {
             }));
         }
         Some((out, outer_matches))
+    }
+
+    /// Look each DWARF-unwound chain up root first, as perf's unwinder does when its
+    /// callchain order is callers first (`report -g caller`, and `report`'s children mode
+    /// by default): perf's inline frame names depend on the order addresses are first
+    /// looked up in.
+    pub fn unwind_caller_first(&mut self, on: bool) {
+        self.unwind_caller_first = on;
     }
 
     /// The size of the user stack copy the recording asked for (the largest of its events).

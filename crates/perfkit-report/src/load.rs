@@ -27,6 +27,10 @@ pub struct LoadOptions {
     pub no_demangle: bool,
     /// perf's `--symfs DIR`: look the recorded binaries up under this root.
     pub symfs: Option<PathBuf>,
+    /// The report will show callers first (`-g caller`, or the children column by
+    /// default): perf's unwinder then looks DWARF-unwound chains up root first, which
+    /// changes some inline frame names ([`Builder::unwind_caller_first`]).
+    pub caller_order: bool,
 }
 
 impl LoadOptions {
@@ -180,7 +184,9 @@ impl Loader {
     /// A loader for records of these events (attrs, with the ids their samples carry and
     /// their names), decoding tracepoint samples with `trace`'s formats.
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
-        Loader::with_symbols(events, trace, opts.symbols())
+        let mut me = Loader::with_symbols(events, trace, opts.symbols());
+        me.builder.unwind_caller_first(opts.caller_order);
+        me
     }
 
     fn with_symbols(events: &[EventAttr], trace: TraceInfo, symbols: Options) -> Loader {
@@ -282,6 +288,7 @@ impl Loader {
             None => Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols),
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
+        me.builder.unwind_caller_first(opts.caller_order);
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);

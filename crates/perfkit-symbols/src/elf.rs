@@ -321,10 +321,13 @@ impl SymbolTable {
     }
 }
 
-/// perf compares the lengths of aliases' names as it prints them, demangled: among the
-/// aliases at one address that rank best but for the name's length, move the one with the
-/// longest demangled name first (the first in symbol-table order on a tie, as perf keeps
-/// it: LLVM's identical-code-folded destructors). Only shared addresses are demangled.
+/// perf compares aliases' names as it prints them, demangled (its symbols are demangled
+/// before `choose_best_symbol` sees them): among the aliases at one address that rank best
+/// but for the name, move first the one whose demangled name has the fewest leading
+/// underscores (`_ZNK4llvm10ModulePass...` has none, demangled, beside
+/// `LLVMIsMultithreaded`), then the longest one (the first in symbol-table order on a tie,
+/// as perf keeps it: LLVM's identical-code-folded destructors). Only shared addresses are
+/// demangled.
 fn prefer_longer_demangled(raw: &mut [(u64, u64, Rank, u32, u32, u64)], names: &[u8]) {
     let mut i = 0;
     while i < raw.len() {
@@ -334,19 +337,21 @@ fn prefer_longer_demangled(raw: &mut [(u64, u64, Rank, u32, u32, u64)], names: &
             j += 1;
         }
         let best = raw[i].2;
-        let same = |r: &Rank| {
-            r.0 == best.0 && r.1 == best.1 && r.2 == best.2 && r.3 == best.3 && r.4 == best.4
-        };
+        let same = |r: &Rank| r.0 == best.0 && r.1 == best.1 && r.2 == best.2 && r.3 == best.3;
         let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
         if tied > 1 {
-            let len = |e: &(u64, u64, Rank, u32, u32, u64)| {
+            let key = |e: &(u64, u64, Rank, u32, u32, u64)| {
                 let raw_name = &names[e.3 as usize..(e.3 + e.4) as usize];
-                demangle(&String::from_utf8_lossy(raw_name)).len()
+                let name = demangle(&String::from_utf8_lossy(raw_name)).into_owned();
+                let leading = name.bytes().take_while(|&c| c == b'_').count();
+                // Symbol-table order among the tied: the smaller name offset came first.
+                (
+                    std::cmp::Reverse(leading),
+                    name.len(),
+                    std::cmp::Reverse(e.3),
+                )
             };
-            // Symbol-table order among the tied: the smaller name offset came first.
-            let pick = (i..i + tied)
-                .max_by_key(|&k| (len(&raw[k]), std::cmp::Reverse(raw[k].3)))
-                .unwrap_or(i);
+            let pick = (i..i + tied).max_by_key(|&k| key(&raw[k])).unwrap_or(i);
             raw.swap(i, pick);
         }
         i = j;

@@ -110,6 +110,8 @@ pub(crate) struct Dso {
     memo: FxMap<u64, Resolved>,
     /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
     chain_memo: FxMap<u64, Resolved>,
+    /// binutils' naming state for those chains, as perf's `addr2line` child keeps it.
+    a2l_names: crate::a2l_names::A2lNames,
 }
 
 type BuildIdSlot = (Option<Vec<u8>>, usize);
@@ -281,6 +283,7 @@ impl Symbolizer {
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
+            a2l_names: Default::default(),
         }))
     }
 
@@ -573,23 +576,43 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
             if opts.inline || whole_chain {
                 if let Ok(mut frames) = ctx.find_frames(vaddr).skip_all_loads() {
                     let mut chain = Vec::new();
+                    let mut names = Vec::new();
                     while let Ok(Some(f)) = frames.next() {
-                        let function =
-                            f.function
-                                .as_ref()
-                                .and_then(|n| n.raw_name().ok())
-                                .map(|n| {
-                                    if opts.demangle {
-                                        Arc::from(crate::demangle::demangle(&n))
-                                    } else {
-                                        Arc::from(n.as_ref())
-                                    }
-                                });
+                        let raw: Option<Arc<str>> = f
+                            .function
+                            .as_ref()
+                            .and_then(|n| n.raw_name().ok())
+                            .map(|n| Arc::from(n.as_ref()));
+                        let function = raw.as_ref().map(|n| {
+                            if opts.demangle {
+                                Arc::from(crate::demangle::demangle(n))
+                            } else {
+                                n.clone()
+                            }
+                        });
                         let line = f.location.as_ref().and_then(srcline_of);
+                        if whole_chain {
+                            names.push(crate::a2l_names::ChainName {
+                                die: f.dw_die_offset.map(|o| o.0),
+                                raw,
+                                name: function.clone(),
+                            });
+                        }
                         chain.push(InlinedFrame {
                             function,
                             srcline: line,
                         });
+                    }
+                    if whole_chain {
+                        dso.a2l_names.rename(
+                            ctx,
+                            vaddr,
+                            &mut names,
+                            symbol.as_ref().map(|s| (&s.name, s.start)),
+                        );
+                        for (c, n) in chain.iter_mut().zip(names) {
+                            c.function = n.name;
+                        }
                     }
                     srcline = chain.first().and_then(|f| f.srcline.clone());
                     if whole_chain {
