@@ -42,6 +42,12 @@ pub struct ReportArgs {
     /// it is a pipe, else perf.data).
     #[arg(short = 'i', long = "input")]
     pub input: Option<PathBuf>,
+    /// Unnamed code in files without symbols: `address` (perf's one row per address) or
+    /// `function` (the addresses of one function, as the file's `.eh_frame` bounds it, as
+    /// one row named `lib.so+0xSTART`). Default: `address` in the text report, `function`
+    /// in --format exports.
+    #[arg(long = "unnamed", value_parser = ["address", "function"])]
+    pub unnamed: Option<String>,
     /// Read a file that belongs to another user (perf refuses it without -f).
     #[arg(short = 'f', long = "force")]
     pub force: bool,
@@ -200,6 +206,11 @@ pub struct ScriptArgs {
     /// The profile to read.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     pub input: PathBuf,
+    /// Unnamed code in files without symbols: `address` (perf's, the default) or
+    /// `function` (named after the function's start, `lib.so+0xSTART`, where the file's
+    /// `.eh_frame` bounds it).
+    #[arg(long = "unnamed", value_parser = ["address", "function"])]
+    pub unnamed: Option<String>,
     /// Fields to print (perf's names: comm,tid,pid,time,cpu,event,trace,ip,sym,dso,addr,
     /// symoff,srcline,period,iregs,uregs,data_src,weight,phys_addr,misc,tod,
     /// data_page_size,code_page_size,ins_lat,flags, ...); `+field` / `-field` add to or
@@ -653,6 +664,15 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     } else {
         load_profile(&input, &load, args.quiet)?
     };
+    let mut profile = profile;
+    let by_function = match args.unnamed.as_deref() {
+        Some(u) => u == "function",
+        // One box per address shreds a flame graph: the exports group by function.
+        None => args.format.is_some(),
+    };
+    if by_function {
+        perfkit_report::unnamed_functions::group_by_function(&mut profile);
+    }
     let time = time_ranges(args.only.time.as_deref(), &profile)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
@@ -931,6 +951,10 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         let (p, d) = load_file(&file, &args.input, &load, args.quiet)?;
         (p, d, script_events::Extras::default())
     };
+    let mut profile = profile;
+    if args.unnamed.as_deref() == Some("function") {
+        perfkit_report::unnamed_functions::group_by_function(&mut profile);
+    }
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }

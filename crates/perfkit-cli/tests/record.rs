@@ -149,6 +149,78 @@ fn files_open_in_perf_with_the_same_samples() {
     }
 }
 
+/// perf unwinds perfkit's `--call-graph dwarf` recordings as it unwinds its own: the
+/// samples of the workload's 8-to-40-frame recursion reach the thread's entry
+/// (`deep_main`), and perf's unwinder never reads outside the memory the file describes
+/// ("access_mem ... not inside range" in `perf report -v`, thousands of times when the
+/// read-only segments and `[stack]` were not recorded).
+#[test]
+fn perf_unwinds_dwarf_recordings() {
+    let w = need!();
+    let w = w.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, err) = record(
+        dir.path(),
+        "dwarf",
+        &["--call-graph", "dwarf"],
+        &[w, "deep", "1", "300"],
+    );
+    let script = perf_ok(&["script", "-F", "ip,sym"], &file);
+    let samples: Vec<&str> = script
+        .split("\n\n")
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    assert_eq!(
+        samples.len(),
+        reported_samples(&err),
+        "perf script sees every sample"
+    );
+    let unwound = samples.iter().filter(|s| s.contains(" deep_main")).count();
+    // A sample in the kernel or in clock_gettime's vDSO still unwinds to the thread's
+    // entry; only a stack deeper than the 8 KiB copy may stop short.
+    assert!(
+        unwound * 10 >= samples.len() * 9,
+        "{unwound} of {} samples unwound to deep_main:\n{}",
+        samples.len(),
+        samples
+            .iter()
+            .take(5)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+    // Caller-first graphs: the path from the thread's start to the first recursion.
+    let report = perf_ok(
+        &["report", "--stdio", "--no-children", "-g", "caller"],
+        &file,
+    );
+    let leaf = report
+        .split("\n\n")
+        .find(|b| b.contains("[.] leaf"))
+        .unwrap_or_else(|| panic!("no leaf row:\n{report}"));
+    for caller in ["start_thread", "deep_main", "fa"] {
+        assert!(
+            leaf.lines()
+                .any(|l| l.trim_start_matches([' ', '|', '-']).trim() == caller),
+            "perf report shows {caller} above leaf:\n{leaf}"
+        );
+    }
+    let o = std::process::Command::new("perf")
+        .args(["report", "-v", "--stdio", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let misses = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains("not inside range"))
+        .count();
+    assert!(
+        misses * 100 <= samples.len(),
+        "{misses} unwinder reads outside the recorded memory ({} samples)",
+        samples.len()
+    );
+}
+
 #[test]
 fn pipe_output_is_read_by_perf() {
     let w = need!();

@@ -131,6 +131,10 @@ impl Source {
     }
 }
 
+/// The start of the warning about a header never finished (data size 0), as perf words it;
+/// [`PerfData::open`] names the file in it.
+const UNFINISHED: &str = "WARNING: The file's data size field is 0 which is unexpected";
+
 /// A perf.data file: header, attrs and features read; records read when walked.
 pub struct PerfData {
     source: Source,
@@ -491,7 +495,21 @@ impl PerfData {
             .metadata()
             .map_err(|e| ReadError::io(0, "cannot stat the file", e))?
             .len();
-        PerfData::from_source(Source::File(file, len))
+        let mut me = PerfData::from_source(Source::File(file, len))?;
+        // perf names the file in its warning about an unfinished header.
+        for w in &mut me.warnings {
+            if w.starts_with(UNFINISHED) {
+                *w = w.replacen(
+                    UNFINISHED,
+                    &format!(
+                        "WARNING: The {} file's data size field is 0 which is unexpected",
+                        path.display()
+                    ),
+                    1,
+                );
+            }
+        }
+        Ok(me)
     }
 
     /// Parse the header, attrs and features of a file held in memory.
@@ -675,11 +693,11 @@ impl PerfData {
             // A writer that died before its first header update (killed, disk full): the
             // data runs to the end of the file, and whatever the bitmap says, no feature
             // index was written after it (reading one would take sample bytes for it).
-            self.warnings.push(
-                "the data size field is 0: the recording was not finished (was `perf record` \
-                 killed?); reading the records to the end of the file, without its features"
-                    .into(),
-            );
+            // perf's words, then what is done about it.
+            self.warnings.push(format!(
+                "{UNFINISHED}. Was the 'perf record' command properly terminated? Reading \
+                 the records to the end of the file, without its features"
+            ));
             data_len = total - data_off;
             bits.clear();
         }

@@ -194,7 +194,7 @@ fn unfinished_file_without_data_size_is_read_to_its_end() {
     b[72..104].fill(0);
     let (d, seen) = read(b);
     assert!(
-        d.warnings.iter().any(|w| w.contains("not finished")),
+        d.warnings.iter().any(|w| w.contains("properly terminated")),
         "{:?}",
         d.warnings
     );

@@ -93,7 +93,7 @@ fn an_unfinished_header_reads_the_records_there_and_says_so() {
     let d = PerfData::from_bytes(killed).expect("readable");
     assert_eq!(samples(&d), samples(&PerfData::from_bytes(done).unwrap()));
     assert!(
-        d.warnings.iter().any(|w| w.contains("not finished")),
+        d.warnings.iter().any(|w| w.contains("properly terminated")),
         "{:?}",
         d.warnings
     );

@@ -208,6 +208,10 @@ pub fn tracking_attr(spec: &mut EventSpec, opts: &SamplingOptions) {
     for flag in [f::MMAP, f::MMAP2, f::COMM, f::COMM_EXEC, f::TASK] {
         a.set(flag, true);
     }
+    // Every mapping, for DWARF unwinding (see `sampling_attr`).
+    if matches!(opts.call_graph, CallGraph::Dwarf(_)) {
+        a.set(f::MMAP_DATA, true);
+    }
     if let Some(c) = opts.clockid {
         a.set(f::USE_CLOCKID, true);
         a.clockid = c;
@@ -444,6 +448,8 @@ fn sampling_attr(
             a.sample_stack_user = size;
             // The kernel's user part of the chain is useless without frame pointers.
             a.set(f::EXCLUDE_CALLCHAIN_USER, true);
+            // perf's layout of a DWARF sample: it also samples the data address.
+            a.sample_type |= sys::PERF_SAMPLE_ADDR | sys::PERF_SAMPLE_DATA_SRC;
         }
     }
     a.read_format = sys::PERF_FORMAT_ID | sys::PERF_FORMAT_LOST;
@@ -457,6 +463,13 @@ fn sampling_attr(
     a.set(f::DISABLED, spec.leader);
     a.set(f::SAMPLE_ID_ALL, true);
     if first {
+        // Unwinding reads the stack, the `.eh_frame` of read-only segments and data the
+        // unwinder follows, so a DWARF recording describes every mapping (`[stack]`,
+        // `r--p` segments), not just the executable ones: without them perf's unwinder
+        // finds no memory behind a frame and stops at the leaf.
+        if matches!(call_graph, CallGraph::Dwarf(_)) {
+            a.set(f::MMAP_DATA, true);
+        }
         a.set(f::MMAP, true);
         a.set(f::MMAP2, true);
         a.set(f::COMM, true);

@@ -71,6 +71,7 @@ pub mod thread_values;
 pub mod timespec;
 pub mod top;
 pub mod trace_info;
+pub mod unnamed_functions;
 
 pub use error::LoadError;
 pub use image::{Image, ImageId, Mark, MarkKind};

@@ -326,6 +326,19 @@ impl Profile {
         id
     }
 
+    /// Give an interned frame another function (a later naming pass, such as
+    /// [`crate::unnamed_functions`]); the frame keeps its id.
+    pub fn set_frame_func(&mut self, frame: FrameId, func: FuncId) {
+        let Some(f) = self.frames.get_mut(frame as usize) else {
+            return;
+        };
+        if self.frame_ids.get(f) == Some(&frame) {
+            self.frame_ids.remove(f);
+        }
+        f.func = func;
+        self.frame_ids.entry(f.clone()).or_insert(frame);
+    }
+
     /// Intern a frame.
     pub fn frame(&mut self, f: Frame) -> FrameId {
         if let Some(&id) = self.frame_ids.get(&f) {
