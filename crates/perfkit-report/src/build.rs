@@ -154,6 +154,8 @@ pub struct Builder {
     kernel_build_id: Option<Vec<u8>>,
     /// The objects in [`Profile::dso_order`].
     dsos_seen: std::collections::HashSet<String>,
+    /// Like samples folded as they come ([`Builder::aggregate`]).
+    folder: Option<crate::fold::Folder>,
 }
 
 impl Builder {
@@ -180,7 +182,15 @@ impl Builder {
             image_ids: HashMap::default(),
             main_exe: HashMap::default(),
             kernel_build_id: None,
+            folder: None,
         }
+    }
+
+    /// Fold like samples into one as they come (see [`crate::fold`]): for reports, whose
+    /// memory then grows with the distinct stacks and threads, not with the samples.
+    pub fn aggregate(&mut self, how: crate::fold::Aggregation) {
+        self.profile.folded = true;
+        self.folder = Some(crate::fold::Folder::new(how));
     }
 
     /// The recording kernel's build id (the file header's), carried on the kernel's image.
@@ -261,7 +271,7 @@ impl Builder {
 
     /// How many samples the profile holds so far.
     pub fn samples_len(&self) -> usize {
-        self.profile.samples.len()
+        self.profile.samples.len() + self.folder.as_ref().map_or(0, |f| f.pending())
     }
 
     /// Feed one record (in time order).
@@ -345,7 +355,10 @@ impl Builder {
                 out,
             } => {
                 let thread = self.thread(pid, tid, time);
-                self.profile.switches.push(Switch { thread, time, out });
+                // (A folded profile's reports have no timeline to mark them on.)
+                if self.folder.is_none() {
+                    self.profile.switches.push(Switch { thread, time, out });
+                }
             }
             Input::Lost { count } => self.profile.lost_records += count,
             Input::Throttle { time, on } => self.profile.marks.push(crate::Mark {
@@ -434,7 +447,7 @@ impl Builder {
                 // Stored leaf first; the prefix tree is built from the root.
                 let stack = self.profile.stack_from_root(chain.iter().rev().copied());
                 self.chain = chain;
-                self.profile.samples.push(Sample {
+                let sample = Sample {
                     time,
                     thread,
                     cpu,
@@ -443,7 +456,12 @@ impl Builder {
                     stack,
                     raw,
                     chain_broken,
-                });
+                    count: 1,
+                };
+                match &mut self.folder {
+                    Some(f) => f.push(&mut self.profile, sample),
+                    None => self.profile.samples.push(sample),
+                }
             }
         }
     }
@@ -765,6 +783,9 @@ impl Builder {
     /// Forget the samples (not the threads, maps and symbols): `top -z`.
     pub fn clear_samples(&mut self) {
         self.profile.samples.clear();
+        if let Some(f) = &mut self.folder {
+            f.clear();
+        }
     }
 
     /// Age the samples as perf top does between refreshes: samples of one thread, stack,
@@ -807,6 +828,9 @@ impl Builder {
 
     /// The profile, and the symbolizer for the next one.
     pub fn finish_keeping_symbolizer(mut self) -> (Profile, Symbolizer) {
+        if let Some(f) = &mut self.folder {
+            f.flush(&mut self.profile);
+        }
         self.resolve_kernel_frames();
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self

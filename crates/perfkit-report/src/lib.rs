@@ -46,6 +46,7 @@ pub mod dump;
 pub mod elide;
 mod error;
 pub mod export;
+pub mod fold;
 pub mod header;
 pub mod header_info;
 pub mod hierarchy;

@@ -27,6 +27,9 @@ pub struct LoadOptions {
     pub no_demangle: bool,
     /// perf's `--symfs DIR`: look the recorded binaries up under this root.
     pub symfs: Option<PathBuf>,
+    /// Fold like samples as they are read ([`crate::fold`]): what `report` needs, in memory
+    /// that does not grow with the samples.
+    pub aggregate: Option<crate::fold::Aggregation>,
 }
 
 impl LoadOptions {
@@ -179,7 +182,11 @@ impl Loader {
     /// A loader for records of these events (attrs, with the ids their samples carry and
     /// their names), decoding tracepoint samples with `trace`'s formats.
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
-        Loader::with_symbols(events, trace, opts.symbols())
+        let mut me = Loader::with_symbols(events, trace, opts.symbols());
+        if let Some(how) = opts.aggregate {
+            me.builder.aggregate(how);
+        }
+        me
     }
 
     fn with_symbols(events: &[EventAttr], trace: TraceInfo, symbols: Options) -> Loader {
@@ -281,6 +288,9 @@ impl Loader {
             None => Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols),
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
+        if let Some(how) = opts.aggregate {
+            me.builder.aggregate(how);
+        }
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
