@@ -632,6 +632,17 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
     load.caller_order = unwind_caller_first(&args, &input)?;
+    // A report adds samples up: fold like ones as they are read, so memory follows the
+    // distinct stacks, not the file (--time and the timeline exports need each sample's
+    // time; the folded stacks and the flamegraph only sums).
+    let sums_only = args
+        .format
+        .as_deref()
+        .is_none_or(|f| matches!(f, "folded" | "flamegraph" | "svg"));
+    if sums_only && args.only.time.is_none() {
+        let by_cpu = sort.contains(&SortKey::Cpu) || !cpus.is_empty();
+        load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
+    }
     let mut threads = None;
     let cgroup = sort.contains(&SortKey::Cgroup);
     let (profile, diag) = if let Some(paths) = &pprof {

@@ -160,6 +160,8 @@ pub struct Builder {
     dsos_seen: std::collections::HashSet<String>,
     /// The stack of each distinct frame-pointer callchain.
     chains: ChainMemo,
+    /// Like samples folded as they come ([`Builder::aggregate`]).
+    folder: Option<crate::fold::Folder>,
 }
 
 impl Builder {
@@ -188,7 +190,15 @@ impl Builder {
             main_exe: HashMap::default(),
             kernel_build_id: None,
             chains: ChainMemo::default(),
+            folder: None,
         }
+    }
+
+    /// Fold like samples into one as they come (see [`crate::fold`]): for reports, whose
+    /// memory then grows with the distinct stacks and threads, not with the samples.
+    pub fn aggregate(&mut self, how: crate::fold::Aggregation) {
+        self.profile.folded = true;
+        self.folder = Some(crate::fold::Folder::new(how));
     }
 
     /// The recording kernel's build id (the file header's), carried on the kernel's image.
@@ -269,7 +279,7 @@ impl Builder {
 
     /// How many samples the profile holds so far.
     pub fn samples_len(&self) -> usize {
-        self.profile.samples.len()
+        self.profile.samples.len() + self.folder.as_ref().map_or(0, |f| f.pending())
     }
 
     /// Feed one record (in time order).
@@ -353,7 +363,10 @@ impl Builder {
                 out,
             } => {
                 let thread = self.thread(pid, tid, time);
-                self.profile.switches.push(Switch { thread, time, out });
+                // (A folded profile's reports have no timeline to mark them on.)
+                if self.folder.is_none() {
+                    self.profile.switches.push(Switch { thread, time, out });
+                }
             }
             Input::Lost { count } => self.profile.lost_records += count,
             Input::Throttle { time, on } => self.profile.marks.push(crate::Mark {
@@ -469,7 +482,7 @@ impl Builder {
                     }
                 };
                 self.chain = chain;
-                self.profile.samples.push(Sample {
+                let sample = Sample {
                     time,
                     thread,
                     cpu,
@@ -478,7 +491,12 @@ impl Builder {
                     stack,
                     raw,
                     chain_broken,
-                });
+                    count: 1,
+                };
+                match &mut self.folder {
+                    Some(f) => f.push(&mut self.profile, sample),
+                    None => self.profile.samples.push(sample),
+                }
             }
         }
     }
@@ -820,6 +838,9 @@ impl Builder {
     /// Forget the samples (not the threads, maps and symbols): `top -z`.
     pub fn clear_samples(&mut self) {
         self.profile.samples.clear();
+        if let Some(f) = &mut self.folder {
+            f.clear();
+        }
     }
 
     /// Age the samples as perf top does between refreshes: samples of one thread, stack,
@@ -862,6 +883,9 @@ impl Builder {
 
     /// The profile, and the symbolizer for the next one.
     pub fn finish_keeping_symbolizer(mut self) -> (Profile, Symbolizer) {
+        if let Some(f) = &mut self.folder {
+            f.flush(&mut self.profile);
+        }
         self.resolve_kernel_frames();
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self

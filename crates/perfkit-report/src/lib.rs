@@ -48,6 +48,7 @@ pub mod elide;
 mod error;
 pub mod export;
 mod fan_out;
+pub mod fold;
 pub mod header;
 pub mod header_info;
 pub mod hierarchy;

@@ -31,6 +31,9 @@ pub struct LoadOptions {
     /// default): perf's unwinder then looks DWARF-unwound chains up root first, which
     /// changes some inline frame names ([`Builder::unwind_caller_first`]).
     pub caller_order: bool,
+    /// Fold like samples as they are read ([`crate::fold`]): what `report` needs, in memory
+    /// that does not grow with the samples.
+    pub aggregate: Option<crate::fold::Aggregation>,
 }
 
 impl LoadOptions {
@@ -186,6 +189,9 @@ impl Loader {
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
         let mut me = Loader::with_symbols(events, trace, opts.symbols());
         me.builder.unwind_caller_first(opts.caller_order);
+        if let Some(how) = opts.aggregate {
+            me.builder.aggregate(how);
+        }
         me
     }
 
@@ -289,6 +295,9 @@ impl Loader {
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
         me.builder.unwind_caller_first(opts.caller_order);
+        if let Some(how) = opts.aggregate {
+            me.builder.aggregate(how);
+        }
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);

@@ -106,6 +106,9 @@ pub struct Sample {
     /// a corrupt chain, a guest context): perf discards the whole chain where it walks it
     /// from the leaf (script, report's callee order) and skips the marker from the root.
     pub chain_broken: bool,
+    /// How many samples this one stands for: 1, or in a folded profile
+    /// ([`Profile::folded`]) the number of like samples whose periods `period` sums.
+    pub count: u32,
 }
 
 /// A context switch, for timeline markers.
@@ -265,8 +268,12 @@ pub struct Profile {
     pub frames: Vec<Frame>,
     /// Stack prefix tree.
     pub stacks: Vec<StackNode>,
-    /// Samples in time order.
+    /// Samples in time order; in a folded profile ([`Profile::folded`]) one per group of
+    /// like samples, in the order of each group's first sample.
     pub samples: Vec<Sample>,
+    /// Whether like samples were folded into one as they were read
+    /// ([`crate::fold::Aggregation`]): each sample's time is then its group's first.
+    pub folded: bool,
     /// RAW data of tracepoint samples ([`Sample::raw`]).
     pub raw: RawStore,
     /// Context switches.
@@ -432,11 +439,11 @@ impl Profile {
     /// The command the profile is mostly of: the name of the process with the most
     /// samples (its main thread's name), or `None` without samples.
     pub fn main_command(&self) -> Option<&str> {
-        let mut per_pid: HashMap<i32, usize> = HashMap::default();
+        let mut per_pid: HashMap<i32, u64> = HashMap::default();
         for s in &self.samples {
             *per_pid
                 .entry(self.threads[s.thread as usize].pid)
-                .or_default() += 1;
+                .or_default() += u64::from(s.count);
         }
         let (&pid, _) = per_pid.iter().max_by_key(|&(pid, n)| (*n, -*pid))?;
         let t = self
@@ -522,6 +529,7 @@ pub(crate) mod testing {
                 stack,
                 raw: None,
                 chain_broken: false,
+                count: 1,
             });
         }
         p.switches.push(Switch {

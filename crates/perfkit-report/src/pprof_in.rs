@@ -337,6 +337,7 @@ impl Merge {
                     stack,
                     raw: None,
                     chain_broken: false,
+                    count: 1,
                 });
             }
         }

@@ -499,8 +499,9 @@ fn event_rows<'p>(
         if !opts.filter.keep_place(s) {
             continue;
         }
+        let n = u64::from(s.count);
         all_total += s.period;
-        all_count += 1;
+        all_count += n;
         if !opts.filter.keep(p, s) {
             continue;
         }
@@ -525,9 +526,9 @@ fn event_rows<'p>(
         });
         let e = &mut agg[i].1;
         e.0 += s.period;
-        e.1 += 1;
+        e.1 += n;
         total += s.period;
-        count += 1;
+        count += n;
     }
     let (total, count) = if opts.relative {
         (total, count)

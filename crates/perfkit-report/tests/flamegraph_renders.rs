@@ -63,6 +63,7 @@ fn profile() -> Profile {
             stack: if i % 4 == 0 { warm } else { hot },
             raw: None,
             chain_broken: false,
+            count: 1,
         });
     }
     p

@@ -139,21 +139,46 @@ pub fn build_id_hex(id: &[u8]) -> String {
 struct SymEntry {
     start: u64,
     size: u64,
-    name_off: u32,
+    /// Where the name is ([`name_bytes`]).
+    name_off: u64,
     name_len: u32,
 }
 
-/// A function symbol table sorted by address, names in one arena, demangled on first use.
+/// A [`SymEntry::name_off`] with this bit is an offset into [`SymbolTable::own_names`];
+/// without it, an offset into the table's (mapped) file.
+const OWN_NAME: u64 = 1 << 63;
+
+/// The bytes of a name at `off` (see [`OWN_NAME`]) in `file` or `own`.
+fn name_bytes<'a>(file: &'a [u8], own: &'a [u8], off: u64, len: u32) -> &'a [u8] {
+    let (bytes, off) = if off & OWN_NAME != 0 {
+        (own, off & !OWN_NAME)
+    } else {
+        (file, off)
+    };
+    usize::try_from(off)
+        .ok()
+        .and_then(|o| bytes.get(o..o.checked_add(len as usize)?))
+        .unwrap_or_default()
+}
+
+/// A function symbol table sorted by address, demangled on first use. The names stay in
+/// the mapped file: a huge library's string table is read where its names are looked up,
+/// not copied (only the `name@plt` stubs' names, made here, are kept in `own_names`).
 pub(crate) struct SymbolTable {
     entries: Vec<SymEntry>,
-    names: Vec<u8>,
-    demangled: Vec<Option<Arc<str>>>,
+    file: Arc<crate::filemap::FileBytes>,
+    own_names: Vec<u8>,
+    demangled: HashMap<u32, Arc<str>>,
     demangle: bool,
 }
 
 /// How an alias ranks (smaller is better): untyped, unsized, weak, not global, leading
 /// underscores, and the name's length (longer is better).
 type Rank = (bool, bool, bool, bool, u8, std::cmp::Reverse<usize>);
+
+/// A symbol read from a table: (start, size, rank, name offset ([`name_bytes`]), name
+/// length, end of its section, its position in the table).
+type RawSym = (u64, u64, Rank, u64, u32, u64, u32);
 
 /// PLT stubs rank after every symbol at their address.
 const PLT_RANK: Rank = (true, true, true, true, u8::MAX, std::cmp::Reverse(0));
@@ -187,9 +212,10 @@ impl SymbolTable {
                 exec.then(|| (sec.address(), sec.address() + sec.size()))
             })
         };
-        // (start, size, rank, name_off, name_len, section_end)
-        let mut raw: Vec<(u64, u64, Rank, u32, u32, u64)> = Vec::new();
+        let mut raw: Vec<RawSym> = Vec::new();
         let mut names = Vec::new();
+        let base = file.bytes.bytes().as_ptr() as usize;
+        let file_len = file.bytes.bytes().len();
         let syms: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if dynamic {
             Box::new(obj.dynamic_symbols())
         } else {
@@ -229,11 +255,27 @@ impl SymbolTable {
                 leading,
                 std::cmp::Reverse(name.len()),
             );
-            let (Ok(off), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len())) else {
-                break;
+            let Ok(len) = u32::try_from(name.len()) else {
+                continue;
             };
-            names.extend_from_slice(name);
-            raw.push((s.address(), s.size(), rank, off, len, sec_end));
+            // The name where it is in the mapped file (a copy only if it is not there).
+            let off = match (name.as_ptr() as usize).checked_sub(base) {
+                Some(o) if o + name.len() <= file_len => o as u64,
+                _ => {
+                    let o = names.len() as u64 | OWN_NAME;
+                    names.extend_from_slice(name);
+                    o
+                }
+            };
+            raw.push((
+                s.address(),
+                s.size(),
+                rank,
+                off,
+                len,
+                sec_end,
+                raw.len() as u32,
+            ));
         }
         // perf's `name@plt` symbols for the PLT stubs, which no symbol table covers: only
         // when the table gave symbols, functions or data objects (perf's dso__load
@@ -245,13 +287,21 @@ impl SymbolTable {
             plt_symbols(runtime_obj.as_ref().unwrap_or(&obj))
         };
         for (start, size, name) in plt {
-            let (Ok(off), Ok(len)) = (u32::try_from(names.len()), u32::try_from(name.len() + 4))
-            else {
-                break;
+            let Ok(len) = u32::try_from(name.len() + 4) else {
+                continue;
             };
+            let off = names.len() as u64 | OWN_NAME;
             names.extend_from_slice(name);
             names.extend_from_slice(b"@plt");
-            raw.push((start, size, PLT_RANK, off, len, start + size));
+            raw.push((
+                start,
+                size,
+                PLT_RANK,
+                off,
+                len,
+                start + size,
+                raw.len() as u32,
+            ));
         }
         if raw.is_empty() {
             return None;
@@ -259,12 +309,12 @@ impl SymbolTable {
         // At one address keep the best (the rank orders aliases as perf does).
         raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
         if demangle {
-            prefer_longer_demangled(&mut raw, &names);
+            prefer_longer_demangled(&mut raw, file.bytes.bytes(), &names);
         }
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
         for i in 0..raw.len() {
-            let (start, mut size, _, name_off, name_len, sec_end) = raw[i];
+            let (start, mut size, _, name_off, name_len, sec_end, _) = raw[i];
             if size == 0 {
                 // perf's symbols__fixup_end: a zero-sized symbol runs to the next one (or to
                 // the end of its section).
@@ -278,11 +328,12 @@ impl SymbolTable {
                 name_len,
             });
         }
-        let n = entries.len();
+        names.shrink_to_fit();
         Some(SymbolTable {
             entries,
-            names,
-            demangled: vec![None; n],
+            file: file.bytes.clone(),
+            own_names: names,
+            demangled: HashMap::new(),
             demangle,
         })
     }
@@ -305,18 +356,22 @@ impl SymbolTable {
 
     /// The (demangled) name of symbol `i`.
     pub fn name(&mut self, i: usize) -> Arc<str> {
-        if let Some(n) = &self.demangled[i] {
+        if let Some(n) = self.demangled.get(&(i as u32)) {
             return n.clone();
         }
         let e = self.entries[i];
-        let start = e.name_off as usize;
-        let raw = String::from_utf8_lossy(&self.names[start..start + e.name_len as usize]);
+        let raw = String::from_utf8_lossy(name_bytes(
+            self.file.bytes(),
+            &self.own_names,
+            e.name_off,
+            e.name_len,
+        ));
         let name: Arc<str> = if self.demangle {
             Arc::from(demangle(&raw))
         } else {
             Arc::from(raw)
         };
-        self.demangled[i] = Some(name.clone());
+        self.demangled.insert(i as u32, name.clone());
         name
     }
 }
@@ -328,7 +383,7 @@ impl SymbolTable {
 /// `LLVMIsMultithreaded`), then the longest one (the first in symbol-table order on a tie,
 /// as perf keeps it: LLVM's identical-code-folded destructors). Only shared addresses are
 /// demangled.
-fn prefer_longer_demangled(raw: &mut [(u64, u64, Rank, u32, u32, u64)], names: &[u8]) {
+fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8]) {
     let mut i = 0;
     while i < raw.len() {
         let start = raw[i].0;
@@ -340,15 +395,15 @@ fn prefer_longer_demangled(raw: &mut [(u64, u64, Rank, u32, u32, u64)], names: &
         let same = |r: &Rank| r.0 == best.0 && r.1 == best.1 && r.2 == best.2 && r.3 == best.3;
         let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
         if tied > 1 {
-            let key = |e: &(u64, u64, Rank, u32, u32, u64)| {
-                let raw_name = &names[e.3 as usize..(e.3 + e.4) as usize];
-                let name = demangle(&String::from_utf8_lossy(raw_name)).into_owned();
+            let key = |e: &RawSym| {
+                let name = demangle(&String::from_utf8_lossy(name_bytes(file, own, e.3, e.4)))
+                    .into_owned();
                 let leading = name.bytes().take_while(|&c| c == b'_').count();
-                // Symbol-table order among the tied: the smaller name offset came first.
+                // Symbol-table order among the tied: the smaller sequence number came first.
                 (
                     std::cmp::Reverse(leading),
                     name.len(),
-                    std::cmp::Reverse(e.3),
+                    std::cmp::Reverse(e.6),
                 )
             };
             let pick = (i..i + tied).max_by_key(|&k| key(&raw[k])).unwrap_or(i);
@@ -505,13 +560,20 @@ mod tests {
         let rank: Rank = (false, false, false, true, 1, std::cmp::Reverse(0));
         for (i, n) in names.iter().enumerate() {
             let start = if i < 2 { 0x100 } else { 0x200 };
-            raw.push((start, 8, rank, arena.len() as u32, n.len() as u32, 0x300));
+            raw.push((
+                start,
+                8,
+                rank,
+                arena.len() as u64,
+                n.len() as u32,
+                0x300,
+                i as u32,
+            ));
             arena.extend_from_slice(n);
         }
-        let name = |e: &(u64, u64, Rank, u32, u32, u64)| {
-            String::from_utf8_lossy(&arena[e.3 as usize..(e.3 + e.4) as usize]).into_owned()
-        };
-        prefer_longer_demangled(&mut raw, &arena);
+        let name =
+            |e: &RawSym| String::from_utf8_lossy(name_bytes(&arena, &[], e.3, e.4)).into_owned();
+        prefer_longer_demangled(&mut raw, &arena, &[]);
         assert_eq!(name(&raw[0]), "_ZN12_GLOBAL__N_14AaaaD2Ev");
         assert_eq!(name(&raw[2]), "_ZN2yy3fooEv");
     }

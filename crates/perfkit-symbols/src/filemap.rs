@@ -51,6 +51,19 @@ impl FileBytes {
         })
     }
 
+    /// Let the pages read so far leave this process's memory: they stay in the page cache
+    /// and are read again where touched. After a huge library's symbol table was scanned
+    /// whole, only the pages of the names looked up from then on count in the RSS.
+    pub fn release_pages(&self) {
+        if let Storage::Map(m) = &self.storage {
+            // SAFETY: the mapping is read-only and never written, so MADV_DONTNEED only
+            // drops its page-table entries: a later read faults the same file bytes in
+            // again, and every slice into the mapping keeps its contents. A failure leaves
+            // the pages where they are.
+            let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
     /// The whole file.
     pub fn bytes(&self) -> &[u8] {
         match &self.storage {

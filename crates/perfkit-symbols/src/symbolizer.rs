@@ -276,6 +276,11 @@ impl Symbolizer {
         } else {
             None
         };
+        // The tables were read whole; from now on only what lookups touch stays resident.
+        binary.bytes.release_pages();
+        if let Some(d) = &debug {
+            d.bytes.release_pages();
+        }
         Ok(Box::new(Dso {
             binary,
             debug,

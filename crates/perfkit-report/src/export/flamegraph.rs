@@ -72,7 +72,7 @@ pub fn default_title(p: &Profile) -> String {
             .map_or("samples", |e| e.name.as_str())
             .to_string()
     };
-    let n = p.samples.len();
+    let n: u64 = p.samples.iter().map(|s| u64::from(s.count)).sum();
     let unit = if n == 1 { "sample" } else { "samples" };
     match p.main_command() {
         Some(cmd) => format!("{event}: {n} {unit} of {cmd}"),

@@ -62,7 +62,11 @@ impl Weights {
 
     /// The weight of one sample.
     pub fn weight(&self, s: &Sample) -> u64 {
-        if self.in_nanos(s.event) { s.period } else { 1 }
+        if self.in_nanos(s.event) {
+            s.period
+        } else {
+            u64::from(s.count)
+        }
     }
 
     /// Whether samples of several events are mixed: exports then keep them apart (a root

@@ -1,0 +1,168 @@
+//! Folding samples as they are read, for reports that need sums, not each sample.
+//!
+//! A report adds up samples of one thread, thread name, stack and event (and CPU, when it
+//! sorts or filters by CPU): it never looks at a sample's own time. The builder, asked to
+//! ([`Aggregation`]), keeps one [`Sample`] per such group, with the periods summed and
+//! the samples counted ([`Sample::count`]), instead of one per sample: the profile then
+//! grows with what a report can show (distinct stacks and threads), not with the file.
+//!
+//! The groups stay in the order of their first samples, the order a report meets its rows
+//! in (perf's insertion order, which decides its ties), and a group's [`Sample::time`] is
+//! its first sample's. The thread name a sample counts for is the one it had at its time,
+//! and a `COMM` record can carry the same timestamp as samples read before it: samples
+//! wait until the time moves on before they are folded, so every name at their time is
+//! known by then. Tracepoint samples (with RAW data) are kept one by one; context switches,
+//! which only timelines show, are not kept.
+
+use crate::{Profile, Sample, StackId, ThreadId};
+use rustc_hash::FxHashMap as HashMap;
+
+/// What a folded profile keeps apart (see the [module](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Aggregation {
+    /// Keep samples of different CPUs apart (`--sort cpu`, `--cpu`); otherwise a folded
+    /// sample has no CPU.
+    pub cpu: bool,
+}
+
+impl Aggregation {
+    /// Fold samples, keeping CPUs apart or not.
+    pub fn new(cpu: bool) -> Aggregation {
+        Aggregation { cpu }
+    }
+}
+
+/// (thread, index of its name at the sample's time, CPU, event, stack, chain broken).
+type GroupKey = (ThreadId, u32, Option<u32>, u32, Option<StackId>, bool);
+
+/// The folding state of a builder.
+#[derive(Debug, Default)]
+pub(crate) struct Folder {
+    how: Aggregation,
+    /// Samples of the latest timestamp, not folded yet.
+    pending: Vec<Sample>,
+    /// Each group's sample in [`Profile::samples`].
+    groups: HashMap<GroupKey, u32>,
+}
+
+impl Folder {
+    pub fn new(how: Aggregation) -> Folder {
+        Folder {
+            how,
+            ..Folder::default()
+        }
+    }
+
+    /// Take a sample (records come in time order).
+    pub fn push(&mut self, p: &mut Profile, s: Sample) {
+        if self.pending.first().is_some_and(|f| f.time != s.time) {
+            self.flush(p);
+        }
+        self.pending.push(s);
+    }
+
+    /// Samples not folded yet.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Forget the samples not folded yet and every group.
+    pub fn clear(&mut self) {
+        self.pending.clear();
+        self.groups.clear();
+    }
+
+    /// Fold the samples waiting.
+    pub fn flush(&mut self, p: &mut Profile) {
+        for mut s in self.pending.drain(..) {
+            if s.raw.is_some() {
+                p.samples.push(s);
+                continue;
+            }
+            if !self.how.cpu {
+                s.cpu = None;
+            }
+            let name = p.threads[s.thread as usize]
+                .names
+                .iter()
+                .rposition(|(t, _)| *t <= s.time)
+                .map_or(u32::MAX, |i| i as u32);
+            let key = (s.thread, name, s.cpu, s.event, s.stack, s.chain_broken);
+            let next = p.samples.len() as u32;
+            let i = *self.groups.entry(key).or_insert(next);
+            match p.samples.get_mut(i as usize) {
+                Some(g) if i != next && g.count < u32::MAX => {
+                    g.period += s.period;
+                    g.count += 1;
+                }
+                _ => {
+                    // A new group (or a full one's successor).
+                    self.groups.insert(key, next);
+                    p.samples.push(s);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::testing::sample_profile;
+
+    #[test]
+    fn like_samples_fold_in_first_seen_order_and_keep_their_sums() {
+        let src = sample_profile();
+        let mut p = src.clone();
+        p.samples.clear();
+        let mut f = Folder::new(Aggregation::new(false));
+        for s in &src.samples {
+            f.push(&mut p, *s);
+        }
+        f.flush(&mut p);
+        // Three stacks, each on one thread: three groups, in the order of first samples.
+        assert_eq!(p.samples.len(), 3);
+        let stacks: Vec<_> = p.samples.iter().map(|s| s.stack).collect();
+        assert_eq!(
+            stacks,
+            [
+                src.samples[0].stack,
+                src.samples[7].stack,
+                src.samples[9].stack
+            ]
+        );
+        assert_eq!(
+            p.samples.iter().map(|s| u64::from(s.count)).sum::<u64>(),
+            100
+        );
+        assert_eq!(
+            p.samples.iter().map(|s| s.period).sum::<u64>(),
+            src.samples.iter().map(|s| s.period).sum::<u64>()
+        );
+        assert_eq!(
+            p.samples[0].time, src.samples[0].time,
+            "the first sample's time"
+        );
+        assert!(p.samples.iter().all(|s| s.cpu.is_none()));
+    }
+
+    #[test]
+    fn a_name_taken_at_a_samples_time_counts_for_samples_read_before_it() {
+        let src = sample_profile();
+        let mut p = src.clone();
+        p.samples.clear();
+        let mut f = Folder::new(Aggregation::new(true));
+        let t = src.samples[0].thread;
+        let at = src.samples[1].time;
+        f.push(&mut p, src.samples[0]);
+        f.push(&mut p, src.samples[1]);
+        // The COMM comes after the sample of its own timestamp.
+        p.threads[t as usize].names.push((at, "renamed".into()));
+        f.push(&mut p, src.samples[2]);
+        f.flush(&mut p);
+        assert_eq!(p.samples.len(), 3, "{:?}", p.samples);
+        assert_eq!(p.samples[1].time, at);
+        assert!(p.samples.iter().all(|s| s.count == 1));
+    }
+}
