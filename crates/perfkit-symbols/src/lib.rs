@@ -97,6 +97,7 @@
 
 pub mod buildid_cache;
 mod code;
+mod data_symbols;
 mod demangle;
 mod elf;
 mod error;

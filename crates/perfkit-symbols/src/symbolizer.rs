@@ -5,6 +5,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::data_symbols::DataSymbols;
 use crate::elf::{DwarfReader, ElfFile, SymbolTable, build_id_matches, dwarf_context};
 use crate::filemap::FileBytes;
 use crate::kallsyms::Kallsyms;
@@ -106,6 +107,11 @@ pub(crate) struct Dso {
     pub(crate) binary: ElfFile,
     pub(crate) debug: Option<ElfFile>,
     pub(crate) symbols: Option<SymbolTable>,
+    /// Where `symbols` came from (the debug file's table, the dynamic one), so that the
+    /// data objects come from the same table.
+    symbols_from: (bool, bool),
+    /// The data objects, built on the first data address ([`Symbolizer::symbolize_data`]).
+    data_symbols: Option<Option<DataSymbols>>,
     pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
     /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
@@ -265,11 +271,14 @@ impl Symbolizer {
             None
         };
         let demangle = self.opts.demangle;
+        let mut symbols_from = (false, false);
         let symbols = if binary.has_symtab {
             SymbolTable::build(&binary, false, &binary, demangle)
         } else if let Some(d) = debug.as_ref().filter(|d| d.has_symtab) {
+            symbols_from.0 = true;
             SymbolTable::build(d, false, &binary, demangle)
         } else if binary.has_dynsym {
+            symbols_from.1 = true;
             SymbolTable::build(&binary, true, &binary, demangle)
         } else {
             None
@@ -278,6 +287,8 @@ impl Symbolizer {
             binary,
             debug,
             symbols,
+            symbols_from,
+            data_symbols: None,
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
@@ -287,6 +298,44 @@ impl Symbolizer {
     /// Symbolize `addr` inside the file mapping `m` (the mapping must contain `addr`).
     pub fn symbolize_in_mapping(&mut self, m: &Mapping, addr: u64) -> Frame {
         self.in_mapping(m, addr, false)
+    }
+
+    /// Symbolize the data address `addr` inside the file mapping `m` as perf names the
+    /// `addr` of a page fault: the function covering it, else the data object (a global
+    /// or static in `.data`, `.bss`, `.rodata`) of the same symbol table.
+    pub fn symbolize_data_in_mapping(&mut self, m: &Mapping, addr: u64) -> Frame {
+        let mut f = self.in_mapping(m, addr, false);
+        if f.symbol.is_some() {
+            return f;
+        }
+        let i = self.slot_for(m);
+        let demangle = self.opts.demangle;
+        let Ok(dso) = &mut self.slots[i].dso else {
+            return f;
+        };
+        let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
+            return f;
+        };
+        let dso = &mut **dso;
+        let table = dso.data_symbols.get_or_insert_with(|| {
+            let (from_debug, dynamic) = dso.symbols_from;
+            let file = if from_debug {
+                dso.debug.as_ref()
+            } else {
+                Some(&dso.binary)
+            };
+            file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
+        });
+        if let Some((name, start, size)) = table.as_ref().and_then(|t| t.find(vaddr)) {
+            f.symbol = Some(Symbol {
+                name,
+                start,
+                size,
+                offset: vaddr - start,
+            });
+            f.unknown_reason = None;
+        }
+        f
     }
 
     /// Symbolize `addr` as perf does the frames its DWARF unwinder finds: for a file with
