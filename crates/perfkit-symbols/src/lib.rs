@@ -114,6 +114,7 @@ mod symbolizer;
 mod types;
 pub mod unwind;
 pub mod uprobe_events;
+pub mod vmlinux;
 
 pub use code::{FunctionCode, Machine};
 pub use demangle::demangle;

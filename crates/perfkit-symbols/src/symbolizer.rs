@@ -67,6 +67,9 @@ pub struct Options {
     /// perf's `--symfs DIR`: binaries and debug files are looked up under this root (the
     /// build-id cache is not).
     pub symfs: Option<PathBuf>,
+    /// perf's `-k/--vmlinux FILE`: the core kernel's symbols from this ELF file instead
+    /// of [`Options::kallsyms`] (the caller checks its build id against the recording's).
+    pub vmlinux: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -83,6 +86,7 @@ impl Default for Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             perf_map_dir: PathBuf::from("/tmp"),
             symfs: None,
+            vmlinux: None,
         }
     }
 }
@@ -396,7 +400,11 @@ impl Symbolizer {
     pub fn prefetch_kernel(&mut self) {
         if matches!(self.kernel, KernelState::NotLoaded) && self.kernel_prefetch.is_none() {
             let path = self.opts.kallsyms.clone();
-            self.kernel_prefetch = Some(std::thread::spawn(move || Kallsyms::from_file(&path)));
+            let vmlinux = self.opts.vmlinux.clone();
+            self.kernel_prefetch = Some(std::thread::spawn(move || match vmlinux {
+                Some(v) => crate::vmlinux::symbols(&v),
+                None => Kallsyms::from_file(&path),
+            }));
         }
     }
 
@@ -406,7 +414,10 @@ impl Symbolizer {
         }
         let loaded = match self.kernel_prefetch.take().map(|h| h.join()) {
             Some(Ok(result)) => result,
-            _ => Kallsyms::from_file(&self.opts.kallsyms),
+            _ => match &self.opts.vmlinux {
+                Some(v) => crate::vmlinux::symbols(v),
+                None => Kallsyms::from_file(&self.opts.kallsyms),
+            },
         };
         self.kernel = match loaded {
             Ok(k) if k.hidden() => {
