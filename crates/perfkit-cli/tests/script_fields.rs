@@ -785,4 +785,6 @@ fn data_addresses_name_their_objects_as_perf() {
     assert!(named >= 200, "{named} faults named small_data:\n{out}");
     same(&file, &["-F", "addr,sym,dso"]);
     same(&file, &["-F", "ip,addr,sym"]);
+    // The ip as the first field: one space before it, as perf.
+    same(&file, &["-F", "ip,sym,dso"]);
 }
