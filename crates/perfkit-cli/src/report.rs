@@ -133,6 +133,10 @@ pub struct ReportArgs {
     /// Kernel symbols from this file instead of /proc/kallsyms.
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
+    /// Kernel symbols from this vmlinux ELF file (used when its build id is the recorded
+    /// kernel's, as perf).
+    #[arg(short = 'k', long = "vmlinux", value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -296,6 +300,10 @@ pub struct ScriptArgs {
     /// Kernel symbols from this file instead of /proc/kallsyms.
     #[arg(long)]
     pub kallsyms: Option<PathBuf>,
+    /// Kernel symbols from this vmlinux ELF file (used when its build id is the recorded
+    /// kernel's, as perf).
+    #[arg(short = 'k', long = "vmlinux", value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
     /// Show the functions inlined at each callchain address (DWARF; slower), innermost
     /// first, as `name (inlined)`.
     #[arg(long)]
@@ -643,6 +651,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         let by_cpu = sort.contains(&SortKey::Cpu) || !cpus.is_empty();
         load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
     }
+    load.vmlinux = vmlinux_arg(args.vmlinux.as_ref())?;
     let mut threads = None;
     let cgroup = sort.contains(&SortKey::Cgroup);
     let (profile, diag) = if let Some(paths) = &pprof {
@@ -908,6 +917,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     load.srcline = asked.contains(&Field::Srcline) || asked.contains(&Field::Other("srccode"));
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
+    load.vmlinux = vmlinux_arg(args.vmlinux.as_ref())?;
     let file = if args.header {
         let file = open_rewindable(&args.input)?;
         print!("{}", header_text(&file, &args.input, true, false));
@@ -1117,4 +1127,15 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
 pub(crate) fn cpu_list(list: &str) -> Result<Vec<u32>> {
     let any: Vec<u32> = (0..=u32::from(u16::MAX)).collect();
     Ok(perfkit::cpus::parse_list(list, &any)?)
+}
+
+/// `-k/--vmlinux FILE`: refused as perf refuses it when the file is not there.
+fn vmlinux_arg(path: Option<&PathBuf>) -> Result<Option<PathBuf>> {
+    match path {
+        Some(p) if !p.is_file() => bail!(
+            "Invalid file: {} (-k/--vmlinux wants the kernel's vmlinux ELF file)",
+            p.display()
+        ),
+        p => Ok(p.cloned()),
+    }
 }

@@ -732,3 +732,59 @@ fn source_code_lines_match_perf() {
     assert!(out.contains("        s += i * i;"), "{out}");
     same(&file, &["-F", "ip,srccode"]);
 }
+
+/// `-F addr,sym`: the faulting address of a page-fault sample named as perf names it, a
+/// global or static of the program (`small_data+0x...`), a label, a zero-sized object run
+/// to the next symbol, or the function before a data region; compared line by line with
+/// perf on perf's recording of a C program with globals in `.data` and `.bss`.
+#[test]
+fn data_addresses_name_their_objects_as_perf() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("globals.c");
+    std::fs::write(
+        &src,
+        "char big_bss[1 << 22];\n\
+         int small_data[4096 * 64] = {1};\n\
+         static char static_bss[1 << 20];\n\
+         int main(void) {\n\
+             for (int i = 0; i < (1 << 22); i += 4096) big_bss[i] = 1;\n\
+             for (int i = 0; i < 4096 * 64; i += 1024) small_data[i] = 2;\n\
+             for (int i = 0; i < (1 << 20); i += 4096) static_bss[i] = 3;\n\
+             return big_bss[5] + static_bss[7];\n\
+         }\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("globals");
+    let built = Command::new("cc")
+        .args(["-O0", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        return skip("no working C compiler (cc)");
+    }
+    let file = dir.path().join("faults.data");
+    record(
+        &file,
+        &[
+            "-e",
+            "page-faults",
+            "-c",
+            "1",
+            "-d",
+            "--",
+            bin.to_str().unwrap(),
+        ],
+    );
+    let out = same(&file, &["-F", "comm,tid,ip,addr,sym,symoff,dso"]);
+    // Every page of small_data faulted once; each names the array.
+    let named = out.lines().filter(|l| l.contains(" small_data+0x")).count();
+    assert!(named >= 200, "{named} faults named small_data:\n{out}");
+    same(&file, &["-F", "addr,sym,dso"]);
+    same(&file, &["-F", "ip,addr,sym"]);
+    // The ip as the first field: one space before it, as perf.
+    same(&file, &["-F", "ip,sym,dso"]);
+}

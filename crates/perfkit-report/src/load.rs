@@ -34,6 +34,10 @@ pub struct LoadOptions {
     /// Fold like samples as they are read ([`crate::fold`]): what `report` needs, in memory
     /// that does not grow with the samples.
     pub aggregate: Option<crate::fold::Aggregation>,
+    /// perf's `-k/--vmlinux FILE`: the core kernel's symbols from this ELF file, taken
+    /// (as perf takes it) only when its build id is the recorded kernel's or the
+    /// recording has none; otherwise kernel addresses stay unnamed.
+    pub vmlinux: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -277,7 +281,21 @@ impl Loader {
         let mut other_kernel = None;
         let cached =
             kernel_id.and_then(|want| perfkit_symbols::cached_kallsyms(want, &symbols.kallsyms));
-        if opts.kallsyms.is_none() {
+        let mut vmlinux_mismatch = None;
+        if let Some(v) = &opts.vmlinux {
+            let have = perfkit_symbols::vmlinux::build_id(v).ok().flatten();
+            match (kernel_id, have) {
+                (Some(want), have)
+                    if have
+                        .as_deref()
+                        .is_none_or(|h| !crate::origin::same_build_id(want, h)) =>
+                {
+                    symbols.kallsyms = PathBuf::new();
+                    vmlinux_mismatch = Some(v.clone());
+                }
+                _ => symbols.vmlinux = Some(v.clone()),
+            }
+        } else if opts.kallsyms.is_none() {
             if let Some(copy) = cached {
                 // As perf: the build-id cache's copy of this kernel's symbols, when it is
                 // the running kernel at the same address.
@@ -301,6 +319,13 @@ impl Loader {
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
+        if let Some(v) = vmlinux_mismatch {
+            me.diag.warnings.push(format!(
+                "{}: its build id is not the recorded kernel's: kernel addresses are left \
+                 unnamed, as perf leaves them (give the recorded kernel's vmlinux)",
+                v.display()
+            ));
+        }
         if let Some(why) = other_kernel {
             me.diag.warnings.push(format!(
                 "the recording's kernel is not the running one ({why}): kernel addresses are \

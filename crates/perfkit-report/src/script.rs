@@ -1125,7 +1125,10 @@ fn sample_line(
     out: &mut String,
 ) {
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
+    let head_start = out.len();
     sample_head(p, s, fields, chain, event_width(p), time, out);
+    // perf puts one space before the ip; the fields before it end with another.
+    let gap = if out.len() == head_start { " " } else { "  " };
     if wants_frames(fields) {
         if chain {
             out.push(' ');
@@ -1139,7 +1142,7 @@ fn sample_line(
             }
             out.push('\n');
         } else if let Some(f) = p.sample_frame(s.stack).or(frames.first().copied()) {
-            let _ = write!(out, "  {}", frame_text(p, f, fields, false));
+            let _ = write!(out, "{gap}{}", frame_text(p, f, fields, false));
         }
     }
     out.push('\n');

@@ -517,7 +517,7 @@ impl Collector {
         };
         let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
-            d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr));
+            d.addr_symbol = Some(self.addr_symbol(s.pid.unwrap_or(-1), d.addr, true));
         }
         if self.want.branch_offsets {
             let pid = s.pid.unwrap_or(-1);
@@ -540,7 +540,10 @@ impl Collector {
         if self.want.branch_names {
             let pid = s.pid.unwrap_or(-1);
             for b in &mut d.branches {
-                b.names = Some((self.addr_symbol(pid, b.from), self.addr_symbol(pid, b.to)));
+                b.names = Some((
+                    self.addr_symbol(pid, b.from, false),
+                    self.addr_symbol(pid, b.to, false),
+                ));
             }
         }
         if self.want.insn
@@ -607,7 +610,9 @@ impl Collector {
         }
     }
 
-    fn addr_symbol(&mut self, pid: i32, addr: u64) -> AddrSymbol {
+    /// `addr` named as perf names it; a `data` address (a page fault's) may also name a
+    /// data object.
+    fn addr_symbol(&mut self, pid: i32, addr: u64, data: bool) -> AddrSymbol {
         let empty = ProcessMaps::new();
         let maps = self.maps.get(&pid).unwrap_or(&empty);
         let Some(sym) = self.symbolizer.as_mut() else {
@@ -638,7 +643,11 @@ impl Collector {
                 dso: m.path.clone(),
             },
             Some(m) => {
-                let f = sym.symbolize_in_mapping(m, addr);
+                let f = if data {
+                    sym.symbolize_data_in_mapping(m, addr)
+                } else {
+                    sym.symbolize_in_mapping(m, addr)
+                };
                 AddrSymbol {
                     name: f
                         .symbol

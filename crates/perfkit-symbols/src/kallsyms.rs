@@ -263,6 +263,15 @@ impl Kallsyms {
         Ok(p.finish())
     }
 
+    /// A table of these symbols (sorted by address, sized), from another source than
+    /// kallsyms text (a vmlinux).
+    pub(crate) fn from_symbols(symbols: Vec<KernelSymbol>) -> Kallsyms {
+        Kallsyms {
+            symbols,
+            hidden: false,
+        }
+    }
+
     /// Are the addresses hidden (all zero)?
     pub fn hidden(&self) -> bool {
         self.hidden

@@ -98,6 +98,7 @@
 mod a2l_names;
 pub mod buildid_cache;
 mod code;
+mod data_symbols;
 mod demangle;
 mod elf;
 mod error;
@@ -116,6 +117,7 @@ mod symbolizer;
 mod types;
 pub mod unwind;
 pub mod uprobe_events;
+pub mod vmlinux;
 
 pub use code::{FunctionCode, Machine};
 pub use demangle::demangle;

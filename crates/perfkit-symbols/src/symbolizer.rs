@@ -5,6 +5,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::data_symbols::DataSymbols;
 use crate::elf::{DwarfReader, ElfFile, SymbolTable, build_id_matches, dwarf_context};
 use crate::filemap::FileBytes;
 use crate::kallsyms::Kallsyms;
@@ -66,6 +67,9 @@ pub struct Options {
     /// perf's `--symfs DIR`: binaries and debug files are looked up under this root (the
     /// build-id cache is not).
     pub symfs: Option<PathBuf>,
+    /// perf's `-k/--vmlinux FILE`: the core kernel's symbols from this ELF file instead
+    /// of [`Options::kallsyms`] (the caller checks its build id against the recording's).
+    pub vmlinux: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -82,6 +86,7 @@ impl Default for Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             perf_map_dir: PathBuf::from("/tmp"),
             symfs: None,
+            vmlinux: None,
         }
     }
 }
@@ -106,6 +111,11 @@ pub(crate) struct Dso {
     pub(crate) binary: ElfFile,
     pub(crate) debug: Option<ElfFile>,
     pub(crate) symbols: Option<SymbolTable>,
+    /// Where `symbols` came from (the debug file's table, the dynamic one), so that the
+    /// data objects come from the same table.
+    symbols_from: (bool, bool),
+    /// The data objects, built on the first data address ([`Symbolizer::symbolize_data`]).
+    data_symbols: Option<Option<DataSymbols>>,
     pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
     /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
@@ -267,11 +277,14 @@ impl Symbolizer {
             None
         };
         let demangle = self.opts.demangle;
+        let mut symbols_from = (false, false);
         let symbols = if binary.has_symtab {
             SymbolTable::build(&binary, false, &binary, demangle)
         } else if let Some(d) = debug.as_ref().filter(|d| d.has_symtab) {
+            symbols_from.0 = true;
             SymbolTable::build(d, false, &binary, demangle)
         } else if binary.has_dynsym {
+            symbols_from.1 = true;
             SymbolTable::build(&binary, true, &binary, demangle)
         } else {
             None
@@ -285,6 +298,8 @@ impl Symbolizer {
             binary,
             debug,
             symbols,
+            symbols_from,
+            data_symbols: None,
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
@@ -295,6 +310,44 @@ impl Symbolizer {
     /// Symbolize `addr` inside the file mapping `m` (the mapping must contain `addr`).
     pub fn symbolize_in_mapping(&mut self, m: &Mapping, addr: u64) -> Frame {
         self.in_mapping(m, addr, false)
+    }
+
+    /// Symbolize the data address `addr` inside the file mapping `m` as perf names the
+    /// `addr` of a page fault: the function covering it, else the data object (a global
+    /// or static in `.data`, `.bss`, `.rodata`) of the same symbol table.
+    pub fn symbolize_data_in_mapping(&mut self, m: &Mapping, addr: u64) -> Frame {
+        let mut f = self.in_mapping(m, addr, false);
+        if f.symbol.is_some() {
+            return f;
+        }
+        let i = self.slot_for(m);
+        let demangle = self.opts.demangle;
+        let Ok(dso) = &mut self.slots[i].dso else {
+            return f;
+        };
+        let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
+            return f;
+        };
+        let dso = &mut **dso;
+        let table = dso.data_symbols.get_or_insert_with(|| {
+            let (from_debug, dynamic) = dso.symbols_from;
+            let file = if from_debug {
+                dso.debug.as_ref()
+            } else {
+                Some(&dso.binary)
+            };
+            file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
+        });
+        if let Some((name, start, size)) = table.as_ref().and_then(|t| t.find(vaddr)) {
+            f.symbol = Some(Symbol {
+                name,
+                start,
+                size,
+                offset: vaddr - start,
+            });
+            f.unknown_reason = None;
+        }
+        f
     }
 
     /// Symbolize `addr` as perf does the frames its DWARF unwinder finds: for a file with
@@ -355,7 +408,11 @@ impl Symbolizer {
     pub fn prefetch_kernel(&mut self) {
         if matches!(self.kernel, KernelState::NotLoaded) && self.kernel_prefetch.is_none() {
             let path = self.opts.kallsyms.clone();
-            self.kernel_prefetch = Some(std::thread::spawn(move || Kallsyms::from_file(&path)));
+            let vmlinux = self.opts.vmlinux.clone();
+            self.kernel_prefetch = Some(std::thread::spawn(move || match vmlinux {
+                Some(v) => crate::vmlinux::symbols(&v),
+                None => Kallsyms::from_file(&path),
+            }));
         }
     }
 
@@ -365,7 +422,10 @@ impl Symbolizer {
         }
         let loaded = match self.kernel_prefetch.take().map(|h| h.join()) {
             Some(Ok(result)) => result,
-            _ => Kallsyms::from_file(&self.opts.kallsyms),
+            _ => match &self.opts.vmlinux {
+                Some(v) => crate::vmlinux::symbols(v),
+                None => Kallsyms::from_file(&self.opts.kallsyms),
+            },
         };
         self.kernel = match loaded {
             Ok(k) if k.hidden() => {

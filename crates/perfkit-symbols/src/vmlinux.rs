@@ -1,0 +1,103 @@
+//! Kernel symbols from a vmlinux ELF file (`perf script/report -k FILE`): the function
+//! symbols and text labels of its symbol table, sized as perf sizes them (`st_size`, a
+//! zero-sized one running to the next symbol), used in place of kallsyms for the core
+//! kernel.
+//!
+//! perf takes the file only when its build id is the recorded kernel's (when the
+//! recording has one); otherwise kernel addresses stay unnamed. [`build_id`] gives the
+//! caller what it needs to make that check.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+
+use crate::elf::ElfFile;
+use crate::error::Error;
+use crate::kallsyms::{Kallsyms, KernelSymbol};
+
+fn open(path: &Path) -> Result<ElfFile, Error> {
+    if let Err(source) = std::fs::metadata(path) {
+        return Err(Error::Io {
+            path: path.to_owned(),
+            source,
+        });
+    }
+    ElfFile::open(path).ok_or_else(|| Error::Io {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not an ELF file"),
+    })
+}
+
+/// The build id of the vmlinux at `path` (`None` when it has none).
+pub fn build_id(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    Ok(open(path)?.build_id)
+}
+
+/// The function symbols of the vmlinux at `path`, as kernel symbols.
+pub fn symbols(path: &Path) -> Result<Kallsyms, Error> {
+    let file = open(path)?;
+    let obj = object::File::parse(file.bytes.bytes()).map_err(|e| Error::Io {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+    })?;
+    // (start, size, rank, name) in symbol-table order; the rank is perf's
+    // choose_best_symbol (sized, not weak, global, fewer leading underscores, longer).
+    type Rank = (bool, bool, bool, usize, std::cmp::Reverse<usize>);
+    let mut raw: Vec<(u64, u64, Rank, &str)> = Vec::new();
+    for s in obj.symbols() {
+        let SymbolSection::Section(idx) = s.section() else {
+            continue;
+        };
+        let Ok(name) = s.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        let text_section = || {
+            obj.section_by_index(idx)
+                .ok()
+                .and_then(|sec| sec.name().ok().map(|n| n.contains("text")))
+                .unwrap_or(false)
+        };
+        match s.kind() {
+            SymbolKind::Text => {}
+            SymbolKind::Unknown if text_section() => {}
+            _ => continue,
+        }
+        let rank = (
+            false,
+            s.is_weak(),
+            !s.is_global() || s.is_weak(),
+            name.bytes().take_while(|&c| c == b'_').count(),
+            std::cmp::Reverse(name.len()),
+        );
+        raw.push((s.address(), s.size(), rank, name));
+    }
+    raw.sort_by_key(|e| e.0);
+    // perf's symbols__fixup_end, then symbols__fixup_duplicate.
+    for i in 0..raw.len() {
+        if raw[i].1 == 0 {
+            let start = raw[i].0;
+            raw[i].1 = match raw.get(i + 1) {
+                Some(next) => next.0 - start,
+                None => ((start + 0xfff) & !0xfff) + 0x1000 - start,
+            };
+        }
+        raw[i].2.0 = raw[i].1 == 0;
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < raw.len() {
+        let j = i + raw[i..].iter().take_while(|e| e.0 == raw[i].0).count();
+        let best = (i..j).min_by_key(|&k| &raw[k].2).unwrap_or(i);
+        let (start, size, _, name) = raw[best];
+        out.push(KernelSymbol {
+            start,
+            size,
+            name: Arc::from(name),
+            module: None,
+        });
+        i = j;
+    }
+    Ok(Kallsyms::from_symbols(out))
+}
