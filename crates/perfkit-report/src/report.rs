@@ -664,7 +664,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     } else {
         &[]
     };
-    let mut ids = Ids::new(p, patterns);
+    let mut ids = Ids::new(p, patterns, opts.long_dso);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
     let by_trace = opts.sort.contains(&SortKey::Trace);
@@ -999,25 +999,35 @@ struct Ids<'p> {
     srclines: HashMap<(&'p str, u32), u64>,
     parent_match: Vec<Option<bool>>,
     patterns: Option<regex::Regex>,
+    /// Symbols as perf's `sort__sym_cmp` tells them apart: (object, start, size).
+    syms: HashMap<(u64, u64, u64), u64>,
     /// Trace texts (`--sort trace`), interned: index 0 is `N/A`.
     texts: Vec<String>,
     text_ids: HashMap<String, u32>,
 }
 
 impl<'p> Ids<'p> {
-    fn new(p: &'p Profile, patterns: &'p [String]) -> Ids<'p> {
-        let mut dsos: HashMap<&str, u64> = HashMap::default();
+    /// `long_dso`: objects are told apart by path (perf's `-v`); otherwise, as perf's
+    /// `sort__dso_cmp`, by short name, so two objects of one file name make one row.
+    fn new(p: &'p Profile, patterns: &'p [String], long_dso: bool) -> Ids<'p> {
+        let mut dsos: HashMap<std::borrow::Cow<'p, str>, u64> = HashMap::default();
         let dso_of_func = p
             .funcs
             .iter()
             .map(|f| {
                 let n = dsos.len() as u64;
-                *dsos.entry(f.dso.as_str()).or_insert(n)
+                let name = if long_dso {
+                    std::borrow::Cow::Borrowed(f.dso.as_str())
+                } else {
+                    perfkit_symbols::dso_short_name(&f.dso)
+                };
+                *dsos.entry(name).or_insert(n)
             })
             .collect();
         Ids {
             comms: HashMap::default(),
             dso_of_func,
+            syms: HashMap::default(),
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
             texts: vec!["N/A".into()],
@@ -1067,6 +1077,20 @@ impl<'p> Ids<'p> {
         }
     }
 
+    /// The `sym` key of named function `f`: perf compares symbols by object (its short
+    /// name, as the `dso` key) and then start and end, so same-named statics at two
+    /// addresses are two rows, and one library's symbol in two copies of it is one.
+    fn sym_id(&mut self, p: &Profile, f: FuncId) -> u64 {
+        let Some(start) = p.func_start(f) else {
+            return u64::from(f);
+        };
+        let size = p.sym_sizes.get(&f).copied().unwrap_or(0);
+        let key = (self.dso_of_func[f as usize], start, size);
+        let n = self.syms.len() as u64;
+        // (Apart from function ids and unnamed addresses.)
+        *self.syms.entry(key).or_insert((1 << 62) | n)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn key(
         &mut self,
@@ -1093,7 +1117,7 @@ impl<'p> Ids<'p> {
                     (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
                         (1 << 63) | p.frames[fr as usize].addr
                     }
-                    (_, Some(f)) => u64::from(f),
+                    (_, Some(f)) => self.sym_id(p, f),
                     _ => u64::MAX,
                 },
                 SortKey::Symoff => frame.map_or(u64::MAX, u64::from),
