@@ -129,7 +129,7 @@ pub fn run(args: AnnotateArgs) -> Result<u8> {
         pids: args.only.pid.clone(),
         tids: args.only.tid.clone(),
         cpus,
-        time: time_ranges(args.only.time.as_deref(), &profile)?,
+        time: time_ranges(args.only.time.as_deref(), &profile, false)?,
         ..Filter::default()
     };
     let opts = annotate::Options {

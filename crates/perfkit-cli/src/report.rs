@@ -693,7 +693,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     if by_function {
         perfkit_report::unnamed_functions::group_by_function(&mut profile);
     }
-    let time = time_ranges(args.only.time.as_deref(), &profile)?;
+    let time = time_ranges(args.only.time.as_deref(), &profile, false)?;
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
@@ -802,6 +802,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         overhead,
         show_period,
         filter,
+        time_slices: args.only.time.clone(),
         ..ReportOptions::default()
     };
     if let Some(re) = &args.parent {
@@ -882,14 +883,19 @@ fn header_text(
     )
 }
 
-/// The `--time` ranges of `spec` in `profile` (none: every sample).
-pub(crate) fn time_ranges(spec: Option<&str>, profile: &Profile) -> Result<Vec<(u64, u64)>> {
+/// The `--time` ranges of `spec` in `profile` (none: every sample); with `reltime` (script's
+/// `--reltime`) they count from the first sample, as perf's.
+pub(crate) fn time_ranges(
+    spec: Option<&str>,
+    profile: &Profile,
+    reltime: bool,
+) -> Result<Vec<(u64, u64)>> {
     let Some(spec) = spec else {
         return Ok(Vec::new());
     };
-    let first = profile.samples.iter().map(|s| s.time).min().unwrap_or(0);
-    let last = profile.samples.iter().map(|s| s.time).max().unwrap_or(0);
-    perfkit_report::timespec::parse(spec, first, last).context("--time")
+    let times = profile.samples.iter().map(|s| s.time).filter(|&t| t != 0);
+    let span = times.clone().min().zip(times.max());
+    perfkit_report::timespec::parse(spec, span, reltime).context("--time")
 }
 
 /// Run `perfkit script`.
@@ -1009,7 +1015,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             Some(list) => cpu_list(list).context("--cpu")?,
             None => Vec::new(),
         },
-        time: time_ranges(args.only.time.as_deref(), &profile)?,
+        time: time_ranges(args.only.time.as_deref(), &profile, args.reltime)?,
         ..Filter::default()
     };
     let time_fmt = script::TimeFormat {

@@ -123,5 +123,5 @@ fn filters_and_time_formats_match_perf_script() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid time string"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Invalid time string"));
 }

@@ -621,11 +621,18 @@ impl Builder {
             *self.unknown.entry(r).or_default() += 1;
         }
         let dso: Arc<str> = sym.dso.clone();
-        let func = self.profile.func(Func {
+        let func = Func {
             name: sym.name().to_string(),
             dso: dso.to_string(),
             kernel,
-        });
+        };
+        let func = match &sym.symbol {
+            // Where the symbol starts in its file (the same in every process).
+            Some(s) => self
+                .profile
+                .func_at(func, map_offset.unwrap_or(addr).wrapping_sub(s.offset)),
+            None => self.profile.func(func),
+        };
         if let Some(s) = &sym.symbol {
             self.profile.sym_sizes.insert(func, s.size);
         }
@@ -814,11 +821,15 @@ impl Builder {
             {
                 *self.unknown.entry(r).or_default() += 1;
             }
-            let func = self.profile.func(Func {
+            let func = Func {
                 name: sym.name().to_string(),
                 dso: sym.dso.to_string(),
                 kernel: true,
-            });
+            };
+            let func = match &sym.symbol {
+                Some(s) => self.profile.func_at(func, addr.wrapping_sub(s.offset)),
+                None => self.profile.func(func),
+            };
             if let Some(s) = &sym.symbol {
                 self.profile.sym_sizes.insert(func, s.size);
             }

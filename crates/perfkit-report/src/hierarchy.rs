@@ -114,7 +114,7 @@ pub(crate) fn render_section(s: &Section, opts: &ReportOptions, out: &mut String
                 .unwrap_or(0)
         })
         .collect();
-    let names: Vec<&str> = keys.iter().map(|k| k.header()).collect();
+    let names: Vec<&str> = keys.iter().map(|k| k.header().trim_start()).collect();
     let joined = names.join(" / ");
     let key_width = widths
         .iter()
@@ -190,7 +190,10 @@ impl Ctx<'_> {
         if matches!(key, SortKey::Sym | SortKey::Symoff) {
             out.push_str(&e.key);
         } else {
-            let _ = write!(out, "{:1$}", e.key, self.widths[depth]);
+            // perf pads the value to the column and then trims its left (`pid`'s
+            // right-aligned thread id).
+            let padded = format!("{:1$}", e.key, self.widths[depth]);
+            out.push_str(padded.trim_start());
         }
         out.push('\n');
         if let Some(ri) = e.row {

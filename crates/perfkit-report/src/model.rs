@@ -316,6 +316,10 @@ pub struct Profile {
     /// the sample counts for, as perf's report row.
     pub leaf_symbols: HashMap<FrameId, FrameId>,
     func_ids: HashMap<Func, FuncId>,
+    /// The symbol start each function of [`Profile::func_at`] stands for, and the
+    /// functions of the same name and object at other starts.
+    func_starts: HashMap<FuncId, u64>,
+    func_at_ids: HashMap<(FuncId, u64), FuncId>,
     frame_ids: HashMap<Frame, FrameId>,
     stack_ids: HashMap<StackNode, StackId>,
     thread_ids: HashMap<(i32, i32), ThreadId>,
@@ -344,6 +348,31 @@ impl Profile {
         }
         f.func = func;
         self.frame_ids.entry(f.clone()).or_insert(frame);
+    }
+
+    /// Intern the function of a symbol starting at `start` (an offset in its object): two
+    /// symbols of one name and object at different starts (static functions of two source
+    /// files) are two functions, as in perf, whose rows and call-graph nodes compare
+    /// symbols by object and start address (`sort__sym_cmp`, `match_chain`).
+    pub fn func_at(&mut self, f: Func, start: u64) -> FuncId {
+        let plain = self.func(f);
+        let first = *self.func_starts.entry(plain).or_insert(start);
+        if first == start {
+            return plain;
+        }
+        if let Some(&id) = self.func_at_ids.get(&(plain, start)) {
+            return id;
+        }
+        let id = self.funcs.len() as FuncId;
+        self.funcs.push(self.funcs[plain as usize].clone());
+        self.func_at_ids.insert((plain, start), id);
+        self.func_starts.insert(id, start);
+        id
+    }
+
+    /// Where the symbol of a function made by [`Profile::func_at`] starts in its object.
+    pub fn func_start(&self, f: FuncId) -> Option<u64> {
+        self.func_starts.get(&f).copied()
     }
 
     /// Intern a frame.

@@ -93,7 +93,7 @@ impl SortKey {
     pub(crate) fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
-            SortKey::Pid => "Pid:Command",
+            SortKey::Pid => "    Pid:Command",
             SortKey::Tid => "Tid:Command",
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
@@ -145,6 +145,8 @@ pub struct ReportOptions {
     pub show_samples: bool,
     /// Filters.
     pub filter: Filter,
+    /// The `--time` argument as given, which perf repeats in each section's header.
+    pub time_slices: Option<String>,
     /// Pattern of the `parent` sort key (perf's default `^sys_|^do_page_fault`).
     pub parent_pattern: Vec<String>,
     /// Overhead column(s) (perf's `-F` without `overhead` leaves them out, and then rows
@@ -192,6 +194,7 @@ impl Default for ReportOptions {
             percent_limit: 0.0,
             show_samples: false,
             filter: Filter::default(),
+            time_slices: None,
             parent_pattern: vec!["^sys_".into(), "^do_page_fault".into()],
             overhead: true,
             show_period: false,
@@ -247,7 +250,7 @@ impl Filter {
     /// filters, which only hide entries).
     pub fn keep_place(&self, s: &Sample) -> bool {
         (self.cpus.is_empty() || s.cpu.is_some_and(|c| self.cpus.contains(&c)))
-            && (self.time.is_empty() || self.time.iter().any(|&(a, b)| a <= s.time && s.time <= b))
+            && crate::timespec::keeps(&self.time, s.time)
     }
 
     /// Whether sample `s` passes every filter.
@@ -265,7 +268,7 @@ impl Filter {
         if !self.cpus.is_empty() && !s.cpu.is_some_and(|c| self.cpus.contains(&c)) {
             return false;
         }
-        if !self.time.is_empty() && !self.time.iter().any(|&(a, b)| a <= s.time && s.time <= b) {
+        if !crate::timespec::keeps(&self.time, s.time) {
             return false;
         }
         if !self.dsos.is_empty() || !self.symbols.is_empty() {
@@ -662,7 +665,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     } else {
         &[]
     };
-    let mut ids = Ids::new(p, patterns);
+    let mut ids = Ids::new(p, patterns, opts.long_dso);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
     let by_trace = opts.sort.contains(&SortKey::Trace);
@@ -753,7 +756,9 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                         if *k == SortKey::Trace {
                             return ids.texts[seed.trace as usize].clone();
                         }
-                        format_key(p, *k, at, comm, t.pid, t.tid, seed.cpu, parent)
+                        // (perf's `pid` key names the thread as it is named last.)
+                        let comm = if *k == SortKey::Pid { t.name() } else { comm };
+                        format_key(p, *k, at, comm, t.tid, seed.cpu, parent)
                     })
                     .collect();
                 (k, row)
@@ -995,25 +1000,35 @@ struct Ids<'p> {
     srclines: HashMap<(&'p str, u32), u64>,
     parent_match: Vec<Option<bool>>,
     patterns: Option<regex::Regex>,
+    /// Symbols as perf's `sort__sym_cmp` tells them apart: (object, start, size).
+    syms: HashMap<(u64, u64, u64), u64>,
     /// Trace texts (`--sort trace`), interned: index 0 is `N/A`.
     texts: Vec<String>,
     text_ids: HashMap<String, u32>,
 }
 
 impl<'p> Ids<'p> {
-    fn new(p: &'p Profile, patterns: &'p [String]) -> Ids<'p> {
-        let mut dsos: HashMap<&str, u64> = HashMap::default();
+    /// `long_dso`: objects are told apart by path (perf's `-v`); otherwise, as perf's
+    /// `sort__dso_cmp`, by short name, so two objects of one file name make one row.
+    fn new(p: &'p Profile, patterns: &'p [String], long_dso: bool) -> Ids<'p> {
+        let mut dsos: HashMap<std::borrow::Cow<'p, str>, u64> = HashMap::default();
         let dso_of_func = p
             .funcs
             .iter()
             .map(|f| {
                 let n = dsos.len() as u64;
-                *dsos.entry(f.dso.as_str()).or_insert(n)
+                let name = if long_dso {
+                    std::borrow::Cow::Borrowed(f.dso.as_str())
+                } else {
+                    perfkit_symbols::dso_short_name(&f.dso)
+                };
+                *dsos.entry(name).or_insert(n)
             })
             .collect();
         Ids {
             comms: HashMap::default(),
             dso_of_func,
+            syms: HashMap::default(),
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
             texts: vec!["N/A".into()],
@@ -1063,6 +1078,20 @@ impl<'p> Ids<'p> {
         }
     }
 
+    /// The `sym` key of named function `f`: perf compares symbols by object (its short
+    /// name, as the `dso` key) and then start and end, so same-named statics at two
+    /// addresses are two rows, and one library's symbol in two copies of it is one.
+    fn sym_id(&mut self, p: &Profile, f: FuncId) -> u64 {
+        let Some(start) = p.func_start(f) else {
+            return u64::from(f);
+        };
+        let size = p.sym_sizes.get(&f).copied().unwrap_or(0);
+        let key = (self.dso_of_func[f as usize], start, size);
+        let n = self.syms.len() as u64;
+        // (Apart from function ids and unnamed addresses.)
+        *self.syms.entry(key).or_insert((1 << 62) | n)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn key(
         &mut self,
@@ -1080,7 +1109,8 @@ impl<'p> Ids<'p> {
         for (slot, k) in key.iter_mut().zip(sort) {
             *slot = match k {
                 SortKey::Comm => comm,
-                SortKey::Pid => t.pid as u32 as u64,
+                // perf's `pid` key is the thread.
+                SortKey::Pid => t.tid as u32 as u64,
                 SortKey::Tid => t.tid as u32 as u64,
                 SortKey::Dso => func.map_or(u64::MAX, |f| self.dso_of_func[f as usize]),
                 SortKey::Sym => match (frame, func) {
@@ -1088,7 +1118,7 @@ impl<'p> Ids<'p> {
                     (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
                         (1 << 63) | p.frames[fr as usize].addr
                     }
-                    (_, Some(f)) => u64::from(f),
+                    (_, Some(f)) => self.sym_id(p, f),
                     _ => u64::MAX,
                 },
                 SortKey::Symoff => frame.map_or(u64::MAX, u64::from),
@@ -1258,7 +1288,6 @@ fn format_key(
     key: SortKey,
     at: Place,
     comm: &str,
-    pid: i32,
     tid: i32,
     cpu: Option<u32>,
     parent: Option<&str>,
@@ -1274,7 +1303,8 @@ fn format_key(
     };
     match key {
         SortKey::Comm => comm.to_string(),
-        SortKey::Pid => format!("{pid}:{comm}"),
+        // perf's `pid` key: the thread, its id in 7 columns and its current name.
+        SortKey::Pid => format!("{tid:>7}:{comm}"),
         SortKey::Tid => format!("{tid}:{comm}"),
         SortKey::Dso => func.map_or("[unknown]".into(), |f| {
             if at.long_dso {
@@ -1567,8 +1597,9 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
     out.push_str(
         "# To display the perf.data header info, please use --header/--header-only options.\n#\n",
     );
-    if p.samples.is_empty() {
-        // perf prints nothing more for a file without samples.
+    if !p.samples.iter().any(|s| opts.filter.keep_place(s)) {
+        // perf prints nothing more for a file without samples (or none in the CPUs and
+        // times asked for).
         return out;
     }
     for n in &opts.notes {
@@ -1583,9 +1614,12 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         let plural = if s.leads_group { "s" } else { "" };
         let _ = writeln!(
             out,
-            "# Samples: {} of event{plural} '{}'",
+            "# Samples: {} of event{plural} '{}'{}",
             human(samples),
-            s.event
+            s.event,
+            opts.time_slices
+                .as_ref()
+                .map_or(String::new(), |t| format!(" (time slices: {t})"))
         );
         let _ = writeln!(out, "# Event count (approx.): {total}\n#");
         if opts.hierarchy {
@@ -1615,25 +1649,27 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
         }
         // perf widens the object column to 16 when a row's symbol is unresolved
         // (`hists__set_unres_dso_col_len`).
-        let unresolved = opts
-            .sort
-            .iter()
-            .position(|k| *k == SortKey::Sym)
-            .is_some_and(|i| {
-                s.rows.iter().any(|r| {
-                    let n = r.keys[i].get(4..).unwrap_or("");
-                    n.starts_with("0x") || n == "0000000000000000" || n == "[unknown]"
-                })
-            });
+        // Without a symbol column, the symbol is that of the row's first sample.
+        let unresolved = match opts.sort.iter().position(|k| *k == SortKey::Sym) {
+            Some(i) => s.rows.iter().any(|r| {
+                let n = r.keys[i].get(4..).unwrap_or("");
+                n.starts_with("0x") || n == "0000000000000000" || n == "[unknown]"
+            }),
+            None => s
+                .rows
+                .iter()
+                .any(|r| r.frame.is_none_or(|f| p.func_of(f).name == "[unknown]")),
+        };
         let widths: Vec<usize> = opts
             .sort
             .iter()
             .enumerate()
             .map(|(i, k)| {
-                let floor = if *k == SortKey::Dso && unresolved {
-                    16
-                } else {
-                    0
+                // (and the symbol column to 22: `[.] 0x` and 16 digits).
+                let floor = match k {
+                    SortKey::Dso if unresolved => 16,
+                    SortKey::Sym if unresolved => 22,
+                    _ => 0,
                 };
                 // (perf sizes an inlined function's column by its name alone and
                 // prints ` (inlined)` past it.)

@@ -348,7 +348,8 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
                     None => KeyId::Dso(u32::MAX),
                 },
                 SortKey::Comm => KeyId::Comm(comm_id()),
-                SortKey::Pid => KeyId::Pid(t.pid, comm_id()),
+                // perf's `pid` key is the thread, named as it is named last.
+                SortKey::Pid => KeyId::Pid(t.tid, 0),
                 SortKey::Tid => KeyId::Tid(t.tid, comm_id()),
                 _ => KeyId::Cpu(s.cpu),
             });
@@ -395,7 +396,7 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
             .iter()
             .map(|k| match k {
                 SortKey::Comm => comm.to_string(),
-                SortKey::Pid => format!("{}:{comm}", t.pid),
+                SortKey::Pid => format!("{:>7}:{}", t.tid, t.name()),
                 SortKey::Tid => format!("{}:{comm}", t.tid),
                 SortKey::Dso => func.map_or("[unknown]".into(), |f| {
                     perfkit_symbols::dso_short_name(&f.dso).into_owned()
