@@ -9,6 +9,12 @@
 //! `.debug_line` (one sequence over `.text`) and the `.debug_info`/`.debug_abbrev` of one
 //! compilation unit covering it, so source lines (`--sort srcline`, `addr2line`) resolve.
 //!
+//! With the JIT's unwinding info (`JIT_CODE_UNWINDING_INFO`) the file gets `.eh_frame` at
+//! the code's end rounded up to 8 and `.eh_frame_hdr` right after it, file offset and
+//! address alike, inside the `PT_LOAD` segment, as perf's genelf places them: the JIT wrote
+//! their pointers relative to that layout (pc- and data-relative), so the bytes are copied
+//! as they are and DWARF unwinders (perf's, gdb's, readelf) find the code's FDEs.
+//!
 //! Written here, not with a general ELF writer: the layout is fixed and small (header,
 //! one segment, five to eight sections), and perf's readers only need these parts.
 
@@ -191,6 +197,32 @@ pub fn image(name: &str, code: &[u8], machine: u16) -> Vec<u8> {
 /// [`image`] with the function's line table (`.debug_line` and one DWARF unit when
 /// `rows` is not empty).
 pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow]) -> Vec<u8> {
+    image_full(name, code, machine, rows, None)
+}
+
+/// The JIT's unwinding tables of one function, as `JIT_CODE_UNWINDING_INFO` carries them.
+#[derive(Clone, Copy, Debug)]
+pub struct Unwind<'a> {
+    /// `.eh_frame`, placed at the code's end rounded up to 8.
+    pub eh_frame: &'a [u8],
+    /// `.eh_frame_hdr`, placed right after `.eh_frame`.
+    pub eh_frame_hdr: &'a [u8],
+}
+
+/// Where `.eh_frame` of a function of `code_size` bytes goes (file offset and address):
+/// the code's end rounded up to 8, as perf's genelf and the JITs that write the tables.
+pub const fn eh_frame_offset(code_size: u64) -> u64 {
+    (TEXT_OFFSET + code_size).next_multiple_of(8)
+}
+
+/// [`image_with_lines`] with the JIT's unwinding tables (`.eh_frame`, `.eh_frame_hdr`).
+pub fn image_full(
+    name: &str,
+    code: &[u8],
+    machine: u16,
+    rows: &[LineRow],
+    unwind: Option<Unwind<'_>>,
+) -> Vec<u8> {
     let machine = if machine == 0 {
         native_machine()
     } else {
@@ -198,6 +230,17 @@ pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow])
     };
     let mut v = vec![0u8; TEXT_OFFSET as usize];
     v.extend_from_slice(code);
+    // .eh_frame and .eh_frame_hdr where the JIT's relative pointers expect them.
+    let mut unwind_at = Vec::new();
+    if let Some(u) = unwind {
+        pad_to(&mut v, 8);
+        debug_assert_eq!(v.len() as u64, eh_frame_offset(code.len() as u64));
+        for (n, bytes) in [(".eh_frame", u.eh_frame), (".eh_frame_hdr", u.eh_frame_hdr)] {
+            unwind_at.push((n, v.len() as u64, bytes.len() as u64));
+            v.extend_from_slice(bytes);
+        }
+    }
+    // The loaded part: the code and its unwinding tables.
     let text_end = v.len() as u64;
     // .note.gnu.build-id
     pad_to(&mut v, 4);
@@ -237,7 +280,11 @@ pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow])
     }
     // .shstrtab
     let mut names = String::from("\0.text\0.note.gnu.build-id\0.symtab\0.strtab\0.shstrtab\0");
-    for (n, _) in &dwarf {
+    for n in dwarf
+        .iter()
+        .map(|d| d.0)
+        .chain(unwind_at.iter().map(|u| u.0))
+    {
         names.push_str(n);
         names.push('\0');
     }
@@ -331,6 +378,20 @@ pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow])
             link: 0,
             info: 0,
             align: 1,
+            entsize: 0,
+        });
+    }
+    for &(n, at, size) in &unwind_at {
+        sections.push(Shdr {
+            name: off(n),
+            type_: 1,
+            flags: 2, // SHF_ALLOC
+            addr: at,
+            offset: at,
+            size,
+            link: 0,
+            info: 0,
+            align: if n == ".eh_frame" { 8 } else { 4 },
             entsize: 0,
         });
     }

@@ -95,7 +95,19 @@ pub enum JitRecord<'a> {
     },
     /// `JIT_CODE_CLOSE`: the JIT closed the file.
     Close,
-    /// `JIT_CODE_UNWINDING_INFO` or a record this reader does not know.
+    /// `JIT_CODE_UNWINDING_INFO`: the `.eh_frame` and `.eh_frame_hdr` of the next load's
+    /// code, laid out as the JIT expects them in its ELF file: `.eh_frame` right after the
+    /// code (rounded up to 8), `.eh_frame_hdr` right after `.eh_frame`.
+    UnwindingInfo {
+        /// Bytes the unwinding data occupies after the code in memory (perf's MMAP2 covers
+        /// the code rounded up to 8 plus this).
+        mapped_size: u64,
+        /// The `.eh_frame` bytes.
+        eh_frame: &'a [u8],
+        /// The `.eh_frame_hdr` bytes.
+        eh_frame_hdr: &'a [u8],
+    },
+    /// A record this reader does not know.
     Other {
         /// Record id.
         id: u32,
@@ -263,6 +275,30 @@ impl<'a> Jitdump<'a> {
                 JitRecord::DebugInfo { code_addr, entries }
             }
             3 => JitRecord::Close,
+            4 => {
+                // unwinding_size, eh_frame_hdr_size, mapped_size, then eh_frame and
+                // eh_frame_hdr (unwinding_size bytes in all; the record may be padded).
+                let size = u64_at(b, p)? as usize;
+                let hdr_size = u64_at(b, p + 8)? as usize;
+                let data = b
+                    .get(p + 24..p + 24 + size)
+                    .filter(|_| p + 24 + size <= end && hdr_size <= size)
+                    .ok_or_else(|| {
+                        err(
+                            p,
+                            format!(
+                                "unwinding info of {size} bytes (header {hdr_size}) does not \
+                                 fit its record"
+                            ),
+                        )
+                    })?;
+                let (eh_frame, eh_frame_hdr) = data.split_at(size - hdr_size);
+                JitRecord::UnwindingInfo {
+                    mapped_size: u64_at(b, p + 16)?,
+                    eh_frame,
+                    eh_frame_hdr,
+                }
+            }
             id => JitRecord::Other { id },
         };
         Ok((rec, end))
