@@ -334,3 +334,102 @@ fn jit_needs_a_monotonic_recording_as_perf_says() {
         assert!(perf_err.contains("perf record -k 1"), "{perf_err}");
     }
 }
+
+/// The call chains of `perf script -F ip,sym`: per sample, its symbols, leaf first.
+fn chains(script: &str) -> Vec<Vec<String>> {
+    script
+        .split("\n\n")
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn dwarf_unwinding_goes_through_jitted_code_with_its_eh_frame() {
+    if !cfg!(target_arch = "x86_64") {
+        return skip("the test's generated code is x86-64");
+    }
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = build(dir.path()) else {
+        return skip("no C compiler");
+    };
+    for recorder in ["perf", "perfkit"] {
+        let data = dir.path().join(format!("{recorder}.data"));
+        let mut cmd = if recorder == "perf" {
+            assert_cmd::Command::new("perf")
+        } else {
+            perfkit()
+        };
+        run_ok(
+            cmd.current_dir(dir.path())
+                .args(["record", "-q", "-k", "1", "--call-graph", "dwarf", "-o"])
+                .arg(&data)
+                .arg(&bin)
+                .arg(dir.path()),
+        );
+        let inject = |tool: &str| -> PathBuf {
+            let out = dir.path().join(format!("{recorder}.{tool}-jit.data"));
+            let mut cmd = if tool == "perf" {
+                assert_cmd::Command::new("perf")
+            } else {
+                perfkit()
+            };
+            run_ok(
+                cmd.args(["inject", "--jit", "-i"])
+                    .arg(&data)
+                    .arg("-o")
+                    .arg(&out),
+            );
+            out
+        };
+        // Each injection is read before the next rewrites the ELF files.
+        let theirs = perf_ok(&["script", "-F", "ip,sym"], &inject("perf"));
+        let ours_data = inject("perfkit");
+        let ours = perf_ok(&["script", "-F", "ip,sym"], &ours_data);
+        assert_eq!(
+            ours, theirs,
+            "{recorder}'s recording: perf script call chains"
+        );
+        // The hot loop has an FDE: perf's DWARF unwinder steps out of it into main. The
+        // cold loop has none, so its chains stop at it.
+        let chains = chains(&ours);
+        let hot: Vec<_> = chains
+            .iter()
+            .filter(|c| c[0] == "jitted_hot_loop")
+            .collect();
+        let through = hot.iter().filter(|c| c.get(1).is_some_and(|s| s == "main"));
+        assert!(
+            !hot.is_empty() && 2 * through.count() >= hot.len(),
+            "{recorder}'s recording: {ours}"
+        );
+        assert!(
+            chains
+                .iter()
+                .filter(|c| c[0] == "jitted_cold_loop")
+                .all(|c| c.len() == 1),
+            "{recorder}'s recording: {ours}"
+        );
+        // perfkit's report unwinds it too.
+        let report = stdout_ok(
+            perfkit()
+                .args(["report", "--stdio", "--no-children", "-i"])
+                .arg(&ours_data),
+        );
+        let tree: Vec<&str> = report
+            .lines()
+            .skip_while(|l| !l.contains("[.] jitted_hot_loop"))
+            .take(4)
+            .collect();
+        assert!(
+            tree.iter().any(|l| l.trim() == "main"),
+            "{recorder}'s recording: {report}"
+        );
+    }
+}
