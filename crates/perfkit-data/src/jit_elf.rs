@@ -492,4 +492,80 @@ mod tests {
         assert_eq!(at(TEXT_OFFSET + 4), ("app.js".to_string(), 10));
         assert_eq!(at(TEXT_OFFSET + 20), ("app.js".to_string(), 12));
     }
+
+    /// `.eh_frame` (a CIE, an FDE over `code_size` bytes of code, a terminator) and
+    /// `.eh_frame_hdr` as a JIT writes them, relative to perf's layout.
+    fn jit_tables(code_size: u64) -> (Vec<u8>, Vec<u8>) {
+        let mut eh = vec![
+            20, 0, 0, 0, 0, 0, 0, 0, 1, b'z', b'R', 0, 1, 0x78, 16, 1, 0x1b,
+        ];
+        eh.extend_from_slice(&[0x0c, 7, 8, 0x90, 1, 0, 0]);
+        let gap = (eh_frame_offset(code_size) - TEXT_OFFSET) as i32;
+        eh.extend_from_slice(&[20, 0, 0, 0, 28, 0, 0, 0]);
+        eh.extend_from_slice(&(-(gap + 32)).to_le_bytes());
+        eh.extend_from_slice(&(code_size as i32).to_le_bytes());
+        eh.extend_from_slice(&[0; 8 + 4]);
+        let n = eh.len() as i32;
+        let mut hdr = vec![1, 0x1b, 0x03, 0x3b];
+        for x in [-(n + 4), 1, -(gap + n), 24 - n] {
+            hdr.extend_from_slice(&x.to_le_bytes());
+        }
+        (eh, hdr)
+    }
+
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn unwinding_tables_sit_after_the_code_and_their_fde_covers_it() {
+        use gimli::UnwindSection;
+        use object::{Object, ObjectSection, ObjectSegment};
+        let code = [0x90u8; 10];
+        let (eh, hdr) = jit_tables(code.len() as u64);
+        let unwind = Unwind {
+            eh_frame: &eh,
+            eh_frame_hdr: &hdr,
+        };
+        let img = image_full("f", &code, 0, &[], Some(unwind));
+        let obj = object::File::parse(&*img).unwrap();
+        let sec = |n: &str| obj.section_by_name(n).unwrap();
+        let (ehs, hdrs) = (sec(".eh_frame"), sec(".eh_frame_hdr"));
+        assert_eq!(ehs.address(), 0x90);
+        assert_eq!(ehs.file_range(), Some((0x90, eh.len() as u64)));
+        assert_eq!(hdrs.address(), 0x90 + eh.len() as u64);
+        assert_eq!(hdrs.data().unwrap(), &hdr[..]);
+        // The loaded segment covers both tables.
+        let seg = obj.segments().next().unwrap();
+        assert_eq!(
+            seg.address() + seg.size(),
+            hdrs.address() + hdr.len() as u64
+        );
+        // Through the header's binary search table, as unwinders look it up.
+        let le = gimli::LittleEndian;
+        let bases = gimli::BaseAddresses::default()
+            .set_eh_frame(ehs.address())
+            .set_eh_frame_hdr(hdrs.address())
+            .set_text(TEXT_OFFSET);
+        let parsed = gimli::EhFrameHdr::new(hdrs.data().unwrap(), le)
+            .parse(&bases, 8)
+            .unwrap();
+        let frame = gimli::EhFrame::new(ehs.data().unwrap(), le);
+        let fde = parsed
+            .table()
+            .unwrap()
+            .fde_for_address(
+                &frame,
+                &bases,
+                TEXT_OFFSET + 5,
+                gimli::EhFrame::cie_from_offset,
+            )
+            .unwrap();
+        assert_eq!(
+            (fde.initial_address(), fde.len()),
+            (TEXT_OFFSET, code.len() as u64)
+        );
+        assert!(
+            frame
+                .fde_for_address(&bases, TEXT_OFFSET + 10, gimli::EhFrame::cie_from_offset)
+                .is_err()
+        );
+    }
 }

@@ -384,4 +384,35 @@ pub(crate) mod tests {
         assert!(!is_jitdump_name("/tmp/x/jit-77.dump", 78));
         assert!(!is_jitdump_name("/tmp/x/jit-77.so", 77));
     }
+
+    #[test]
+    fn unwinding_info_is_split_into_eh_frame_and_its_header() {
+        let mut v = sample("f", 0x7000, &[0xc3]);
+        v.truncate(v.len() - 40); // drop the unknown and the truncated records
+        let unwinding = |v: &mut Vec<u8>, size: u64, hdr: u64| {
+            v.extend_from_slice(&4u32.to_ne_bytes());
+            v.extend_from_slice(&(16 + 24 + 8u32).to_ne_bytes());
+            v.extend_from_slice(&0u64.to_ne_bytes());
+            for x in [size, hdr, 8] {
+                v.extend_from_slice(&x.to_ne_bytes());
+            }
+            v.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        };
+        unwinding(&mut v, 8, 3);
+        unwinding(&mut v, 9, 3);
+        let d = Jitdump::parse(&v).unwrap();
+        let recs: Vec<_> = d.records().collect();
+        assert_eq!(
+            recs[1],
+            Ok(JitRecord::UnwindingInfo {
+                mapped_size: 8,
+                eh_frame: &[1, 2, 3, 4, 5],
+                eh_frame_hdr: &[6, 7, 8],
+            })
+        );
+        assert!(
+            recs[2].as_ref().unwrap_err().what.contains("does not fit"),
+            "{recs:?}"
+        );
+    }
 }
