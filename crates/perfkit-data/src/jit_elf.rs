@@ -9,6 +9,12 @@
 //! `.debug_line` (one sequence over `.text`) and the `.debug_info`/`.debug_abbrev` of one
 //! compilation unit covering it, so source lines (`--sort srcline`, `addr2line`) resolve.
 //!
+//! With the JIT's unwinding info (`JIT_CODE_UNWINDING_INFO`) the file gets `.eh_frame` at
+//! the code's end rounded up to 8 and `.eh_frame_hdr` right after it, file offset and
+//! address alike, inside the `PT_LOAD` segment, as perf's genelf places them: the JIT wrote
+//! their pointers relative to that layout (pc- and data-relative), so the bytes are copied
+//! as they are and DWARF unwinders (perf's, gdb's, readelf) find the code's FDEs.
+//!
 //! Written here, not with a general ELF writer: the layout is fixed and small (header,
 //! one segment, five to eight sections), and perf's readers only need these parts.
 
@@ -191,6 +197,32 @@ pub fn image(name: &str, code: &[u8], machine: u16) -> Vec<u8> {
 /// [`image`] with the function's line table (`.debug_line` and one DWARF unit when
 /// `rows` is not empty).
 pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow]) -> Vec<u8> {
+    image_full(name, code, machine, rows, None)
+}
+
+/// The JIT's unwinding tables of one function, as `JIT_CODE_UNWINDING_INFO` carries them.
+#[derive(Clone, Copy, Debug)]
+pub struct Unwind<'a> {
+    /// `.eh_frame`, placed at the code's end rounded up to 8.
+    pub eh_frame: &'a [u8],
+    /// `.eh_frame_hdr`, placed right after `.eh_frame`.
+    pub eh_frame_hdr: &'a [u8],
+}
+
+/// Where `.eh_frame` of a function of `code_size` bytes goes (file offset and address):
+/// the code's end rounded up to 8, as perf's genelf and the JITs that write the tables.
+pub const fn eh_frame_offset(code_size: u64) -> u64 {
+    (TEXT_OFFSET + code_size).next_multiple_of(8)
+}
+
+/// [`image_with_lines`] with the JIT's unwinding tables (`.eh_frame`, `.eh_frame_hdr`).
+pub fn image_full(
+    name: &str,
+    code: &[u8],
+    machine: u16,
+    rows: &[LineRow],
+    unwind: Option<Unwind<'_>>,
+) -> Vec<u8> {
     let machine = if machine == 0 {
         native_machine()
     } else {
@@ -198,6 +230,17 @@ pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow])
     };
     let mut v = vec![0u8; TEXT_OFFSET as usize];
     v.extend_from_slice(code);
+    // .eh_frame and .eh_frame_hdr where the JIT's relative pointers expect them.
+    let mut unwind_at = Vec::new();
+    if let Some(u) = unwind {
+        pad_to(&mut v, 8);
+        debug_assert_eq!(v.len() as u64, eh_frame_offset(code.len() as u64));
+        for (n, bytes) in [(".eh_frame", u.eh_frame), (".eh_frame_hdr", u.eh_frame_hdr)] {
+            unwind_at.push((n, v.len() as u64, bytes.len() as u64));
+            v.extend_from_slice(bytes);
+        }
+    }
+    // The loaded part: the code and its unwinding tables.
     let text_end = v.len() as u64;
     // .note.gnu.build-id
     pad_to(&mut v, 4);
@@ -237,7 +280,11 @@ pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow])
     }
     // .shstrtab
     let mut names = String::from("\0.text\0.note.gnu.build-id\0.symtab\0.strtab\0.shstrtab\0");
-    for (n, _) in &dwarf {
+    for n in dwarf
+        .iter()
+        .map(|d| d.0)
+        .chain(unwind_at.iter().map(|u| u.0))
+    {
         names.push_str(n);
         names.push('\0');
     }
@@ -331,6 +378,20 @@ pub fn image_with_lines(name: &str, code: &[u8], machine: u16, rows: &[LineRow])
             link: 0,
             info: 0,
             align: 1,
+            entsize: 0,
+        });
+    }
+    for &(n, at, size) in &unwind_at {
+        sections.push(Shdr {
+            name: off(n),
+            type_: 1,
+            flags: 2, // SHF_ALLOC
+            addr: at,
+            offset: at,
+            size,
+            link: 0,
+            info: 0,
+            align: if n == ".eh_frame" { 8 } else { 4 },
             entsize: 0,
         });
     }
@@ -430,5 +491,81 @@ mod tests {
         };
         assert_eq!(at(TEXT_OFFSET + 4), ("app.js".to_string(), 10));
         assert_eq!(at(TEXT_OFFSET + 20), ("app.js".to_string(), 12));
+    }
+
+    /// `.eh_frame` (a CIE, an FDE over `code_size` bytes of code, a terminator) and
+    /// `.eh_frame_hdr` as a JIT writes them, relative to perf's layout.
+    fn jit_tables(code_size: u64) -> (Vec<u8>, Vec<u8>) {
+        let mut eh = vec![
+            20, 0, 0, 0, 0, 0, 0, 0, 1, b'z', b'R', 0, 1, 0x78, 16, 1, 0x1b,
+        ];
+        eh.extend_from_slice(&[0x0c, 7, 8, 0x90, 1, 0, 0]);
+        let gap = (eh_frame_offset(code_size) - TEXT_OFFSET) as i32;
+        eh.extend_from_slice(&[20, 0, 0, 0, 28, 0, 0, 0]);
+        eh.extend_from_slice(&(-(gap + 32)).to_le_bytes());
+        eh.extend_from_slice(&(code_size as i32).to_le_bytes());
+        eh.extend_from_slice(&[0; 8 + 4]);
+        let n = eh.len() as i32;
+        let mut hdr = vec![1, 0x1b, 0x03, 0x3b];
+        for x in [-(n + 4), 1, -(gap + n), 24 - n] {
+            hdr.extend_from_slice(&x.to_le_bytes());
+        }
+        (eh, hdr)
+    }
+
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn unwinding_tables_sit_after_the_code_and_their_fde_covers_it() {
+        use gimli::UnwindSection;
+        use object::{Object, ObjectSection, ObjectSegment};
+        let code = [0x90u8; 10];
+        let (eh, hdr) = jit_tables(code.len() as u64);
+        let unwind = Unwind {
+            eh_frame: &eh,
+            eh_frame_hdr: &hdr,
+        };
+        let img = image_full("f", &code, 0, &[], Some(unwind));
+        let obj = object::File::parse(&*img).unwrap();
+        let sec = |n: &str| obj.section_by_name(n).unwrap();
+        let (ehs, hdrs) = (sec(".eh_frame"), sec(".eh_frame_hdr"));
+        assert_eq!(ehs.address(), 0x90);
+        assert_eq!(ehs.file_range(), Some((0x90, eh.len() as u64)));
+        assert_eq!(hdrs.address(), 0x90 + eh.len() as u64);
+        assert_eq!(hdrs.data().unwrap(), &hdr[..]);
+        // The loaded segment covers both tables.
+        let seg = obj.segments().next().unwrap();
+        assert_eq!(
+            seg.address() + seg.size(),
+            hdrs.address() + hdr.len() as u64
+        );
+        // Through the header's binary search table, as unwinders look it up.
+        let le = gimli::LittleEndian;
+        let bases = gimli::BaseAddresses::default()
+            .set_eh_frame(ehs.address())
+            .set_eh_frame_hdr(hdrs.address())
+            .set_text(TEXT_OFFSET);
+        let parsed = gimli::EhFrameHdr::new(hdrs.data().unwrap(), le)
+            .parse(&bases, 8)
+            .unwrap();
+        let frame = gimli::EhFrame::new(ehs.data().unwrap(), le);
+        let fde = parsed
+            .table()
+            .unwrap()
+            .fde_for_address(
+                &frame,
+                &bases,
+                TEXT_OFFSET + 5,
+                gimli::EhFrame::cie_from_offset,
+            )
+            .unwrap();
+        assert_eq!(
+            (fde.initial_address(), fde.len()),
+            (TEXT_OFFSET, code.len() as u64)
+        );
+        assert!(
+            frame
+                .fde_for_address(&bases, TEXT_OFFSET + 10, gimli::EhFrame::cie_from_offset)
+                .is_err()
+        );
     }
 }

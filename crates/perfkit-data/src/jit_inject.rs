@@ -5,6 +5,9 @@
 //! address. After a dump was read, the anonymous mappings of its process (`//anon`,
 //! `[anon:`, `/memfd:`) are dropped, as perf drops them: the jitted code lives there.
 //!
+//! `JIT_CODE_UNWINDING_INFO` puts `.eh_frame`/`.eh_frame_hdr` in the next load's file (and
+//! its MMAP2 covers them, as perf's), so DWARF unwinding goes through jitted code.
+//!
 //! The JIT's timestamps are CLOCK_MONOTONIC, so the recording must use that clock
 //! (`record -k 1`), as perf requires; time-stamp-counter dumps
 //! (`JITDUMP_FLAGS_ARCH_TIMESTAMP`) are refused.
@@ -117,6 +120,8 @@ impl JitInjector {
         let mut out = Vec::new();
         // JIT_CODE_DEBUG_INFO comes before the load of its code.
         let mut pending_lines: Option<(u64, Vec<jit_elf::LineRow>)> = None;
+        // JIT_CODE_UNWINDING_INFO too: (mapped size, tables) of the next load.
+        let mut pending_unwind: Option<(u64, jit_elf::Unwind<'_>)> = None;
         for rec in dump.records() {
             // A dump cut short (the JIT still ran) is used up to its last whole record.
             let Ok(rec) = rec else { break };
@@ -136,12 +141,26 @@ impl JitInjector {
                         Some((addr, rows)) if addr == code_addr => rows,
                         _ => Vec::new(),
                     };
-                    let image =
-                        jit_elf::image_with_lines(name, code, dump.header.elf_mach as u16, &rows);
+                    let unwind = pending_unwind.take();
+                    let image = jit_elf::image_full(
+                        name,
+                        code,
+                        dump.header.elf_mach as u16,
+                        &rows,
+                        unwind.map(|u| u.1),
+                    );
                     std::fs::write(&file, image)
                         .map_err(|e| format!("writing {}: {e}", file.display()))?;
                     self.written += 1;
-                    out.push(self.mmap2(pid, tid, code_addr, code.len() as u64, timestamp, &file));
+                    // perf maps the unwinding tables with the code when the JIT says they
+                    // are mapped after it.
+                    let len = match unwind {
+                        Some((mapped, _)) if mapped > 0 => {
+                            (code.len() as u64).next_multiple_of(8) + mapped
+                        }
+                        _ => code.len() as u64,
+                    };
+                    out.push(self.mmap2(pid, tid, code_addr, len, timestamp, &file));
                     self.files.insert((pid, code_index), file);
                 }
                 JitRecord::DebugInfo { code_addr, entries } => {
@@ -155,6 +174,17 @@ impl JitInjector {
                         })
                         .collect();
                     pending_lines = Some((code_addr, rows));
+                }
+                JitRecord::UnwindingInfo {
+                    mapped_size,
+                    eh_frame,
+                    eh_frame_hdr,
+                } => {
+                    let tables = jit_elf::Unwind {
+                        eh_frame,
+                        eh_frame_hdr,
+                    };
+                    pending_unwind = Some((mapped_size, tables));
                 }
                 JitRecord::Move {
                     timestamp,

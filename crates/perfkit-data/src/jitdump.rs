@@ -95,7 +95,19 @@ pub enum JitRecord<'a> {
     },
     /// `JIT_CODE_CLOSE`: the JIT closed the file.
     Close,
-    /// `JIT_CODE_UNWINDING_INFO` or a record this reader does not know.
+    /// `JIT_CODE_UNWINDING_INFO`: the `.eh_frame` and `.eh_frame_hdr` of the next load's
+    /// code, laid out as the JIT expects them in its ELF file: `.eh_frame` right after the
+    /// code (rounded up to 8), `.eh_frame_hdr` right after `.eh_frame`.
+    UnwindingInfo {
+        /// Bytes the unwinding data occupies after the code in memory (perf's MMAP2 covers
+        /// the code rounded up to 8 plus this).
+        mapped_size: u64,
+        /// The `.eh_frame` bytes.
+        eh_frame: &'a [u8],
+        /// The `.eh_frame_hdr` bytes.
+        eh_frame_hdr: &'a [u8],
+    },
+    /// A record this reader does not know.
     Other {
         /// Record id.
         id: u32,
@@ -263,6 +275,30 @@ impl<'a> Jitdump<'a> {
                 JitRecord::DebugInfo { code_addr, entries }
             }
             3 => JitRecord::Close,
+            4 => {
+                // unwinding_size, eh_frame_hdr_size, mapped_size, then eh_frame and
+                // eh_frame_hdr (unwinding_size bytes in all; the record may be padded).
+                let size = u64_at(b, p)? as usize;
+                let hdr_size = u64_at(b, p + 8)? as usize;
+                let data = b
+                    .get(p + 24..p + 24 + size)
+                    .filter(|_| p + 24 + size <= end && hdr_size <= size)
+                    .ok_or_else(|| {
+                        err(
+                            p,
+                            format!(
+                                "unwinding info of {size} bytes (header {hdr_size}) does not \
+                                 fit its record"
+                            ),
+                        )
+                    })?;
+                let (eh_frame, eh_frame_hdr) = data.split_at(size - hdr_size);
+                JitRecord::UnwindingInfo {
+                    mapped_size: u64_at(b, p + 16)?,
+                    eh_frame,
+                    eh_frame_hdr,
+                }
+            }
             id => JitRecord::Other { id },
         };
         Ok((rec, end))
@@ -347,5 +383,36 @@ pub(crate) mod tests {
         assert!(is_jitdump_name("/tmp/x/jit-77.dump", 77));
         assert!(!is_jitdump_name("/tmp/x/jit-77.dump", 78));
         assert!(!is_jitdump_name("/tmp/x/jit-77.so", 77));
+    }
+
+    #[test]
+    fn unwinding_info_is_split_into_eh_frame_and_its_header() {
+        let mut v = sample("f", 0x7000, &[0xc3]);
+        v.truncate(v.len() - 40); // drop the unknown and the truncated records
+        let unwinding = |v: &mut Vec<u8>, size: u64, hdr: u64| {
+            v.extend_from_slice(&4u32.to_ne_bytes());
+            v.extend_from_slice(&(16 + 24 + 8u32).to_ne_bytes());
+            v.extend_from_slice(&0u64.to_ne_bytes());
+            for x in [size, hdr, 8] {
+                v.extend_from_slice(&x.to_ne_bytes());
+            }
+            v.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        };
+        unwinding(&mut v, 8, 3);
+        unwinding(&mut v, 9, 3);
+        let d = Jitdump::parse(&v).unwrap();
+        let recs: Vec<_> = d.records().collect();
+        assert_eq!(
+            recs[1],
+            Ok(JitRecord::UnwindingInfo {
+                mapped_size: 8,
+                eh_frame: &[1, 2, 3, 4, 5],
+                eh_frame_hdr: &[6, 7, 8],
+            })
+        );
+        assert!(
+            recs[2].as_ref().unwrap_err().what.contains("does not fit"),
+            "{recs:?}"
+        );
     }
 }
