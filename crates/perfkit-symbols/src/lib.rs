@@ -100,6 +100,7 @@ mod code;
 mod demangle;
 mod elf;
 mod error;
+mod extent;
 mod filemap;
 mod kallsyms;
 pub mod kernel_code;
