@@ -14,7 +14,10 @@
 #   4. packs them into an initramfs whose /init runs the tests;
 #   5. boots it twice: `-cpu max` (64-bit event counters) and `-cpu cortex-a57` (32-bit
 #      event counters), with `-icount shift=0`;
-#   6. prints every test's PASS/FAIL line, `N passed, M failed`, and the boot-to-result time.
+#   6. in each guest, after the tests, records the hot-loop program (tests/common/hotloop.rs,
+#      cross-built) with `perfkit record` and annotates it with `perfkit annotate --stdio`; the
+#      host checks that against aarch64-linux-gnu-objdump (the `annotate_in_guest` line);
+#   7. prints every test's PASS/FAIL line, `N passed, M failed`, and the boot-to-result time.
 #
 # Exit status 0 only when every test ran and passed. A step that fails says which and why.
 set -uo pipefail
@@ -176,8 +179,9 @@ echo "HWTEST-END status=$?"
 if [ -x /bin/hotloop ]; then
     echo "ANNOTATE-BEGIN"
     cd /tmp
-    # Emulated interrupts are slow: without this the kernel throttles the sampling rate
-    # down to a few samples.
+    # Emulated interrupts are slow: the kernel has lowered its sample-rate limit during the
+    # tests (to a sample per tick or so). Restore it, then stop it from lowering it again.
+    echo 100000 >/proc/sys/kernel/perf_event_max_sample_rate
     echo 100 >/proc/sys/kernel/perf_cpu_time_max_percent
     # (The recorded command's exit status is its result's low bit: not checked.)
     /bin/perfkit record -q -e instructions:u -c 20011 -o /tmp/perf.data -- /bin/hotloop 40000000 1 \
