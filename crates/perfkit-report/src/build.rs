@@ -161,7 +161,8 @@ pub struct Builder {
     /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
     sym_ranges: Option<crate::sym_ranges::SymRanges>,
     /// The image last made for a user mapping, by (pid, start, end, file offset): the
-    /// cached path's check that it is still the same image, without building one.
+    /// cached path's check that it is still the same image, without building one (kept
+    /// only with the extent cache).
     image_memo: HashMap<(i32, u64, u64, u64), crate::ImageId>,
     /// [`decay_samples`](Self::decay_samples)'s buffers, kept between refreshes (fresh
     /// ones each time cost page faults as they grow).
@@ -235,7 +236,7 @@ impl Builder {
             main: !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path),
         };
         if let Some(&id) = self.image_ids.get(&image) {
-            if !kernel {
+            if !kernel && self.sym_ranges.is_some() {
                 self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
             }
             return id;
@@ -243,7 +244,7 @@ impl Builder {
         let id = self.profile.images.len() as crate::ImageId;
         self.profile.images.push(image.clone());
         self.image_ids.insert(image, id);
-        if !kernel {
+        if !kernel && self.sym_ranges.is_some() {
             self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
         }
         id
