@@ -10,7 +10,10 @@ and their ratio. Both watch the same workload at the same time, so the load they
 same. Goal: perfkit <= 2% of one CPU on 2 CPUs.
 
 Usage: scripts/bench-top.py [--seconds S] [--warmup W] [--delay D] [--no-build]
-                            [--sequential] [--perfkit-args "ARGS"]
+                            [--sequential] [--perfkit-args "ARGS"] [--baseline BIN]
+
+The binary measured is $PERFKIT, else $CARGO_TARGET_DIR/release/perfkit (target/ by
+default); --baseline BIN watches a second perfkit (an earlier build) in the same run.
 """
 import os, shlex, signal, subprocess, sys, time
 
@@ -25,7 +28,12 @@ TICK = os.sysconf("SC_CLK_TCK")
 if "--no-build" not in sys.argv:
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "perfkit-cli"], cwd=ROOT,
                    check=True)
-PERFKIT = os.path.join(ROOT, "target", "release", "perfkit")
+# The build's binary (CARGO_TARGET_DIR as cargo reads it), or the one PERFKIT names.
+PERFKIT = os.environ.get("PERFKIT") or os.path.join(
+    os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release", "perfkit")
+# --baseline BIN: another perfkit (an earlier build) watched in the same run, so a change's
+# before and after are measured side by side under the same load.
+BASELINE = arg("--baseline", None)
 ncpu = os.cpu_count() or 1
 
 
@@ -41,6 +49,8 @@ TOOLS = [
     ("perf top", ["perf", "top", "--stdio", "-d", str(max(1, int(DELAY)))]),
     ("perfkit top", [PERFKIT, "top", "--stdio", "-d", str(DELAY)] + EXTRA),
 ]
+if BASELINE:
+    TOOLS.append(("baseline", [BASELINE, "top", "--stdio", "-d", str(DELAY)] + EXTRA))
 
 # One spinning process per CPU: every sample lands in a user function.
 spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ncpu)]
@@ -74,6 +84,8 @@ try:
     for name, window, whole, rc in rows:
         print(f"{name:12} {window:5.2f}% of one CPU over {SECONDS:.0f}s after a {WARMUP:.0f}s "
               f"warm-up ({whole:5.2f}% from its start; exit {rc})")
+    if BASELINE:
+        print(f"perfkit/baseline CPU ratio: {rows[1][1] / max(rows[2][1], 1e-9):.2f}")
     print(f"perfkit/perf CPU ratio: {rows[1][1] / max(rows[0][1], 1e-9):.2f}  "
           f"({ncpu} CPUs, default rate, refresh every {DELAY}s, "
           f"{'one after the other' if '--sequential' in sys.argv else 'side by side'})")

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Debug, Clone)]
 #[command(
     about = "A live profile of the system, processes or a command, refreshed as it runs",
-    after_help = "Examples:\n  perfkit top\n  perfkit top --stdio -d 1 -E 10\n  perfkit top -p 1234 -g\n  perfkit top -e cpu-clock -e page-faults --off-cpu\n  perfkit top --stdio -- ./my-program\n\nKeys: Up/Down/PgUp/PgDn/Home/End move, Enter opens the row's menu (annotate, zoom into\nits DSO or thread, filter to it, call chains, next event, save), d/t zoom into the\nrow's DSO/thread (again: out), a annotates the symbol, Tab/Shift-Tab switch events,\nE/C expand/collapse call chains, / filters, s/S change the sort keys, P writes the view\nto perf.hist.N, q or Ctrl-C quits."
+    after_help = "Examples:\n  perfkit top\n  perfkit top --stdio -d 1 -E 10\n  perfkit top -p 1234 -g\n  perfkit top -e cpu-clock -e page-faults --off-cpu\n  perfkit top --stdio -- ./my-program\n\nKeys: Up/Down/PgUp/PgDn/Home/End move, Right (and Enter without -g) opens the row's menu\n(annotate, zoom into its DSO or thread, filter to it, call chains, next event, save),\nwith -g Enter or + folds/unfolds the row's call-graph tree and E/C expand/collapse\nevery tree, d/t zoom into the row's DSO/thread (again: out), a annotates the symbol,\nTab/Shift-Tab switch events, / filters, s/S change the sort keys, P writes the view\nto perf.hist.N, q or Ctrl-C quits."
 )]
 pub struct TopArgs {
     /// Every CPU (the default without -p, -t or a command).
@@ -44,7 +44,8 @@ pub struct TopArgs {
     /// Sample every N events instead.
     #[arg(short = 'c', long = "count")]
     pub count: Option<u64>,
-    /// Record call chains and show the children (cumulative) column.
+    /// Record call chains: the children (cumulative) column, and each row's call-graph
+    /// tree (under the row with --stdio, unfolded with Enter/+/E in the UI).
     #[arg(short = 'g')]
     pub callgraph: bool,
     /// Sort keys: dso, sym, comm, pid, tid, cpu (default dso,sym).
@@ -290,6 +291,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
         })
         .collect();
     let mut loader = Loader::new(&events, TraceInfo::default(), &LoadOptions::default());
+    loader.cache_symbol_ranges();
     if child.is_none() || system_wide {
         recorder.enable()?;
     }
@@ -335,6 +337,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             filter: None,
             zoom: None,
             event: 0,
+            graph: args.callgraph,
         },
         status: Status {
             sampling,

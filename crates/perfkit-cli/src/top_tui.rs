@@ -15,6 +15,7 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{List, ListItem, ListState, Paragraph};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::top::{SORT_PRESETS, Session, TopArgs};
@@ -50,7 +51,10 @@ enum Mode {
 struct Ui {
     mode: Mode,
     list: ListState,
+    /// Every row's call-graph tree shown (E) or hidden (C).
     expanded: bool,
+    /// Rows (by their keys) whose tree Enter or `+` turned the other way.
+    toggled: HashSet<Vec<String>>,
     preset: usize,
     message: Option<(String, Instant)>,
     view: View,
@@ -72,6 +76,7 @@ fn run_in(term: &mut ratatui::DefaultTerminal, s: &mut Session, args: &TopArgs) 
         mode: Mode::Rows,
         list: ListState::default().with_selected(Some(0)),
         expanded: false,
+        toggled: HashSet::new(),
         preset: 0,
         message: None,
         view: s.snapshot(),
@@ -189,10 +194,21 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
         KeyCode::PageUp => ui.list.select(Some(sel.saturating_sub(ui.page))),
         KeyCode::Home => ui.list.select(Some(0)),
         KeyCode::End => ui.list.select(Some(n.saturating_sub(1))),
-        KeyCode::Enter => {
+        // As perf top: Enter folds or unfolds the row's call-graph tree when it has one
+        // (-g), else (and Right always) opens the row's menu.
+        KeyCode::Enter if !toggle_row(ui) => {
             let items = menu_items(s, ui);
             ui.mode = Mode::Menu { items, selected: 0 };
         }
+        KeyCode::Enter => {}
+        KeyCode::Right => {
+            let items = menu_items(s, ui);
+            ui.mode = Mode::Menu { items, selected: 0 };
+        }
+        KeyCode::Char('+') | KeyCode::Char('e') if !toggle_row(ui) => {
+            say(ui, "no call-graph tree in this row: run top with -g");
+        }
+        KeyCode::Char('+') | KeyCode::Char('e') => {}
         KeyCode::Char('d') => match selected_dso(s, ui) {
             _ if s.view.zoom.is_some() => act(Action::ZoomOut, s, ui)?,
             Some(dso) => act(Action::ZoomDso(dso), s, ui)?,
@@ -225,8 +241,14 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
             ui.view = s.view_now();
             ui.list.select(Some(0));
         }
-        KeyCode::Char('E') => ui.expanded = true,
-        KeyCode::Char('C') => ui.expanded = false,
+        KeyCode::Char('E') => {
+            ui.expanded = true;
+            ui.toggled.clear();
+        }
+        KeyCode::Char('C') => {
+            ui.expanded = false;
+            ui.toggled.clear();
+        }
         KeyCode::Char('/') => ui.mode = Mode::Filter(s.view.filter.clone().unwrap_or_default()),
         KeyCode::Char('s') | KeyCode::Char('S') => {
             let len = SORT_PRESETS.len();
@@ -250,6 +272,25 @@ fn key(k: KeyEvent, s: &mut Session, ui: &mut Ui) -> Result<bool> {
         _ => {}
     }
     Ok(true)
+}
+
+/// Fold or unfold the selected row's call-graph tree; false when it has none.
+fn toggle_row(ui: &mut Ui) -> bool {
+    let Some(r) = ui.list.selected().and_then(|i| ui.view.rows.get(i)) else {
+        return false;
+    };
+    if r.graph.is_empty() {
+        return false;
+    }
+    if !ui.toggled.remove(&r.keys) {
+        ui.toggled.insert(r.keys.clone());
+    }
+    true
+}
+
+/// Whether row `r`'s tree is shown.
+fn unfolded(ui: &Ui, r: &top::ViewRow) -> bool {
+    ui.expanded != ui.toggled.contains(&r.keys)
 }
 
 fn selected_dso(s: &Session, ui: &Ui) -> Option<String> {
@@ -331,6 +372,7 @@ fn act(a: Action, s: &mut Session, ui: &mut Ui) -> Result<()> {
         }
         Action::ToggleChains => {
             ui.expanded = !ui.expanded;
+            ui.toggled.clear();
             rebuild = false;
         }
         Action::NextEvent => {
@@ -454,31 +496,16 @@ fn draw(f: &mut ratatui::Frame, s: &mut Session, ui: &mut Ui) {
         Mode::Rows | Mode::Filter(_) | Mode::Menu { .. } => {
             let widths = top::key_widths(&ui.view.rows);
             let mut items = Vec::new();
-            let chains: Vec<Vec<(f64, Vec<String>)>> = if ui.expanded {
-                let profile = s.loader.profile();
-                // Only the rows a screen can hold: each is a pass over the samples.
-                ui.view
-                    .rows
-                    .iter()
-                    .take(usize::from(body.height))
-                    .map(|r| {
-                        r.symbol(&s.view.sort)
-                            .map(|sym| top::callers(profile, sym, 4, 3))
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            for (i, r) in ui.view.rows.iter().enumerate() {
+            for r in &ui.view.rows {
                 let mut lines = vec![Line::raw(top::row_text(r, &widths))];
-                for (pct, chain) in chains.get(i).map(Vec::as_slice).unwrap_or_default() {
-                    let text = if chain.is_empty() {
-                        "(no callers recorded: -g)".to_string()
+                if unfolded(ui, r) {
+                    if r.graph.is_empty() {
+                        lines.push(Line::raw(
+                            "            (no call chains recorded: run top with -g)",
+                        ));
                     } else {
-                        chain.join(" <- ")
-                    };
-                    lines.push(Line::raw(format!("           --{pct:.2}%-- {text}")));
+                        lines.extend(r.graph.iter().map(|l| Line::raw(l.clone())));
+                    }
                 }
                 items.push(ListItem::new(lines));
             }
@@ -505,8 +532,8 @@ fn draw(f: &mut ratatui::Frame, s: &mut Session, ui: &mut Ui) {
                             String::new()
                         };
                         format!(
-                            "{zoom}{events}{} samples | q quit, Enter menu, d/t zoom, \
-                             a annotate, / filter, s/S sort, E/C chains, P save",
+                            "{zoom}{events}{} samples | q quit, Enter/Right menu, d/t zoom, \
+                             a annotate, / filter, s/S sort, +/E/C trees, P save",
                             ui.view.samples
                         )
                     }

@@ -377,13 +377,13 @@ fn tui_in_tmux_sorts_zooms_annotates_filters_saves_and_quits() {
     t.keys(&["Up"]);
     t.wait_for_attrs("Up", |s| selected_row(s) == Some(0));
 
-    // E/C: call chains under the rows (no -g: says how to get them), then gone.
+    // E/C: call-graph trees under the rows (no -g: says how to get them), then gone.
     t.keys(&["E"]);
     t.wait_for("chains", |s| {
-        s.contains("--100.00%-- (no callers recorded: -g)")
+        s.contains("(no call chains recorded: run top with -g)")
     });
     t.keys(&["C"]);
-    t.wait_for("no chains", |s| !s.contains("no callers recorded"));
+    t.wait_for("no chains", |s| !s.contains("no call chains recorded"));
 
     // Tab: the second event (hot leads it too); Tab again: back to the first.
     t.keys(&["Tab"]);
@@ -482,4 +482,121 @@ fn wait_gone(t: &Tmux) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The lines under the row ending `row` in the last `--stdio` screen: its call-graph tree,
+/// up to the blank line after it.
+fn tree_under<'a>(text: &'a str, row: &str) -> Vec<&'a str> {
+    let last = text.rsplit("   PerfTop:").next().unwrap_or("");
+    last.lines()
+        .skip_while(|l| !l.ends_with(row))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect()
+}
+
+#[test]
+fn g_shows_each_rows_call_graph_tree_in_stdio_and_the_tui() {
+    let dir = tempfile::tempdir().unwrap();
+    // Frame pointers, so the kernel's callchains reach main.
+    let Some(bin) = hotloop::build(dir.path(), "-fno-omit-frame-pointer") else {
+        return;
+    };
+    // --stdio -g: each row, then its tree as perf top --stdio -g prints it (perf report's
+    // graph: callers first in children mode); hot's callers include main.
+    let out = stdout_ok(
+        perfkit()
+            .args(["top", "--stdio", "-g", "-d", "1", "--refreshes", "2"])
+            .args(["-s", "sym", "--"])
+            .arg(&bin)
+            .args(["400000000", "0"]),
+    );
+    let tree = tree_under(&out, "[.] hot");
+    assert!(
+        tree.first().is_some_and(|l| l.trim() == "|"),
+        "a tree under hot:\n{out}"
+    );
+    let main_at = tree.iter().position(|l| {
+        l.trim_start()
+            .trim_start_matches(['|', '-'])
+            .ends_with("main")
+            || l.contains("--main")
+    });
+    let hot_at = tree.iter().rposition(|l| l.trim_end().ends_with("hot"));
+    assert!(
+        main_at.is_some() && hot_at.is_some() && main_at < hot_at,
+        "main above hot in hot's tree (callers first):\n{out}"
+    );
+    // The row itself has the children and self columns.
+    let row = out
+        .rsplit("   PerfTop:")
+        .next()
+        .unwrap()
+        .lines()
+        .find(|l| l.ends_with("[.] hot"))
+        .unwrap();
+    assert_eq!(row.matches('%').count(), 2, "{row}");
+
+    if Command::new("tmux").arg("-V").output().is_err() {
+        skip("tmux is not installed");
+        return;
+    }
+    let exe = assert_cmd::cargo::cargo_bin("perfkit");
+    let t = Tmux {
+        name: format!("perfkit-top-g-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} top -g -d 1 -s sym -- {} 400000000 0",
+        exe.display(),
+        bin.display()
+    );
+    assert!(
+        t.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            &t.name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &cmd
+        ])
+        .status
+        .success()
+    );
+    t.wait_for("rows", |s| {
+        rows_of(s).iter().any(|r| r.ends_with("[.] hot"))
+    });
+    // Only hot's row (the filter), then Enter unfolds its tree: main among its callers.
+    t.keys(&["/", "]", " ", "h", "o", "t", "Enter"]);
+    t.wait_for("filtered to hot", |s| {
+        first_row(s).ends_with("[.] hot") && rows_of(s).len() == 1
+    });
+    t.keys(&["Home", "Enter"]);
+    let s = t.wait_for("hot's tree", |s| {
+        s.lines().any(|l| l.trim() == "|") && s.lines().any(|l| l.contains("main"))
+    });
+    let below: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.ends_with("[.] hot"))
+        .skip(1)
+        .collect();
+    assert!(
+        below.first().is_some_and(|l| l.trim() == "|"),
+        "the tree starts under the row:\n{s}"
+    );
+    assert!(below.iter().any(|l| l.contains("main")), "{s}");
+    // Enter again folds it; E unfolds every row's, C folds them all.
+    t.keys(&["Enter"]);
+    t.wait_for("folded", |s| !s.lines().any(|l| l.contains("main")));
+    t.keys(&["E"]);
+    t.wait_for("E: every tree", |s| s.lines().any(|l| l.contains("main")));
+    t.keys(&["C"]);
+    t.wait_for("C: no tree", |s| !s.lines().any(|l| l.contains("main")));
+    // + also unfolds the row.
+    t.keys(&["+"]);
+    t.wait_for("+: the tree", |s| s.lines().any(|l| l.contains("main")));
+    t.keys(&["q"]);
+    wait_gone(&t);
 }

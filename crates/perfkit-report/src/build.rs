@@ -128,6 +128,9 @@ pub struct UserStack<'a> {
     pub stack: &'a [u8],
 }
 
+/// What [`Builder::decay_samples`] merges samples by: thread, stack, CPU, event.
+type DecayKey = (u32, Option<u32>, Option<u32>, u32);
+
 /// Turns [`Input`]s into a [`Profile`].
 pub struct Builder {
     profile: Profile,
@@ -162,6 +165,16 @@ pub struct Builder {
     chains: ChainMemo,
     /// Like samples folded as they come ([`Builder::aggregate`]).
     folder: Option<crate::fold::Folder>,
+    /// Functions already named, by file extent (a live view's; see
+    /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
+    sym_ranges: Option<crate::sym_ranges::SymRanges>,
+    /// The image last made for a user mapping, by (pid, start, end, file offset): the
+    /// cached path's check that it is still the same image, without building one (kept
+    /// only with the extent cache).
+    image_memo: HashMap<(i32, u64, u64, u64), crate::ImageId>,
+    /// [`decay_samples`](Self::decay_samples)'s buffers, kept between refreshes (fresh
+    /// ones each time cost page faults as they grow).
+    decay_scratch: (Vec<Sample>, HashMap<DecayKey, usize>),
 }
 
 impl Builder {
@@ -191,6 +204,20 @@ impl Builder {
             kernel_build_id: None,
             chains: ChainMemo::default(),
             folder: None,
+            sym_ranges: None,
+            image_memo: HashMap::default(),
+            decay_scratch: Default::default(),
+        }
+    }
+
+    /// Name a new user address inside a function already named in the same file from that
+    /// function's extent, without the symbolizer (`crate::sym_ranges`): for a live view,
+    /// which meets new addresses, processes and mappings all the time. The answers are the
+    /// symbolizer's; nothing changes when source lines or inlined functions are wanted.
+    pub fn cache_symbol_ranges(&mut self) {
+        let o = self.symbolizer.options();
+        if !o.srcline && !o.inline {
+            self.sym_ranges.get_or_insert_with(Default::default);
         }
     }
 
@@ -227,11 +254,17 @@ impl Builder {
             main: !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path),
         };
         if let Some(&id) = self.image_ids.get(&image) {
+            if !kernel && self.sym_ranges.is_some() {
+                self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
+            }
             return id;
         }
         let id = self.profile.images.len() as crate::ImageId;
         self.profile.images.push(image.clone());
         self.image_ids.insert(image, id);
+        if !kernel && self.sym_ranges.is_some() {
+            self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
+        }
         id
     }
 
@@ -602,6 +635,43 @@ impl Builder {
             self.memo.insert(key, frame);
             return frame;
         }
+        if let Some(ranges) = &self.sym_ranges
+            && let Some(m) = self.maps.get(&pid).and_then(|maps| maps.find(addr))
+            && !m.is_anonymous()
+            && (!m.path.starts_with('[') || m.path == "[vdso]")
+            && let Some((func, sym_offset)) = ranges.find(m, m.file_offset(addr))
+        {
+            let map_offset = m.file_offset(addr);
+            // The mapping's image as `image` would give it, when it made it last time.
+            let main = self.main_exe.get(&pid).is_some_and(|p| *p == m.path);
+            let known = self
+                .image_memo
+                .get(&(pid, m.start, m.end, m.pgoff))
+                .copied()
+                .filter(|&id| {
+                    let im = &self.profile.images[id as usize];
+                    im.path == m.path
+                        && im.build_id.as_deref() == m.build_id.as_deref()
+                        && im.main == main
+                });
+            // (Else the mapping, owned: making its image needs the whole builder.)
+            let image: Result<crate::ImageId, Mapping> = known.ok_or_else(|| m.clone());
+            let frame = self.profile.frame(Frame {
+                func,
+                addr,
+                map_offset: Some(map_offset),
+                sym_offset: Some(sym_offset),
+                srcline: None,
+                inlined: false,
+            });
+            let image = match image {
+                Ok(id) => id,
+                Err(m) => self.image(pid, &m),
+            };
+            self.profile.frame_images.entry(frame).or_insert(image);
+            self.memo.insert(key, frame);
+            return frame;
+        }
         let (sym, map_offset, mapping) = {
             let empty = ProcessMaps::new();
             let maps = self.maps.get(&pid).unwrap_or(&empty);
@@ -635,6 +705,16 @@ impl Builder {
         };
         if let Some(s) = &sym.symbol {
             self.profile.sym_sizes.insert(func, s.size);
+            if self.sym_ranges.is_some()
+                && sym.inlined.is_empty()
+                && sym.srcline.is_none()
+                && let Some(m) = &mapping
+                && let Some((start, end)) = self.symbolizer.symbol_extent(m, addr)
+                && let Some(ranges) = &mut self.sym_ranges
+            {
+                let off = m.file_offset(addr);
+                ranges.insert(m, start, end, func, s.offset - (off - start));
+            }
         }
         let frame = self.profile.frame(Frame {
             func,
@@ -859,9 +939,9 @@ impl Builder {
     /// `num / den`; those that reach zero go. The view then weighs recent samples most,
     /// and its cost stays bounded by the distinct stacks, not the time top has run.
     pub fn decay_samples(&mut self, num: u64, den: u64) {
-        let mut merged: rustc_hash::FxHashMap<(u32, Option<u32>, Option<u32>, u32), usize> =
-            rustc_hash::FxHashMap::default();
-        let mut out: Vec<Sample> = Vec::new();
+        let (mut out, mut merged) = std::mem::take(&mut self.decay_scratch);
+        out.clear();
+        merged.clear();
         for s in self.profile.samples.drain(..) {
             if s.raw.is_some() {
                 out.push(s);
@@ -883,8 +963,11 @@ impl Builder {
             s.period = (u128::from(s.period) * u128::from(num) / u128::from(den.max(1))) as u64;
         }
         out.retain(|s| s.period > 0);
-        out.sort_by_key(|s| s.time);
-        self.profile.samples = out;
+        // In time order; entries are unique by (thread, stack, CPU, event) but for raw
+        // samples, so an unstable sort (no scratch buffer) on the whole key is stable.
+        out.sort_unstable_by_key(|s| (s.time, s.thread, s.stack, s.cpu, s.event, s.raw));
+        let drained = std::mem::replace(&mut self.profile.samples, out);
+        self.decay_scratch = (drained, merged);
     }
 
     /// The profile.
@@ -1012,5 +1095,87 @@ mod tests {
         // Same stack for all three samples: interned once.
         assert_eq!(p.samples[0].stack, p.samples[2].stack);
         assert_eq!(p.threads[0].name(), "tester");
+    }
+}
+
+#[cfg(test)]
+mod symbol_ranges {
+    use super::*;
+
+    /// Samples at many addresses of this process's code (several processes of the same
+    /// files, as a machine running one program many times): with the extent cache, every
+    /// frame, function and offset is what the symbolizer alone gives.
+    #[test]
+    fn cached_extents_name_frames_as_the_symbolizer_does() {
+        let maps = perfkit_symbols::read_proc_maps(std::process::id()).unwrap();
+        let code: Vec<&Mapping> = maps
+            .iter()
+            .filter(|m| !m.is_anonymous() && !m.path.starts_with('[') && m.end - m.start > 0x1000)
+            .collect();
+        let build = |cache: bool| {
+            let mut b = Builder::new(
+                vec![EventDesc {
+                    name: "cpu-clock".into(),
+                    callchain: false,
+                    trace: None,
+                }],
+                Options::default(),
+            );
+            if cache {
+                b.cache_symbol_ranges();
+            }
+            for pid in [100, 200, 300] {
+                for m in maps.iter() {
+                    b.push(Input::Mmap {
+                        pid,
+                        mapping: m.clone(),
+                    });
+                }
+                // Every 13th byte of the first 64 KiB of each code mapping, as samples.
+                for m in &code {
+                    let mut a = m.start;
+                    while a < m.end.min(m.start + 0x10000) {
+                        b.push(Input::Sample {
+                            event: 0,
+                            pid,
+                            tid: pid,
+                            time: 10,
+                            cpu: Some(0),
+                            period: 1,
+                            ip: a,
+                            kernel: false,
+                            callchain: &[],
+                            user: None,
+                            raw: None,
+                        });
+                        a += 13 + u64::from(pid == 200) * 7;
+                    }
+                }
+            }
+            let extents = b.sym_ranges.as_ref().map_or(0, |r| r.len());
+            (b.finish(), extents)
+        };
+        let ((plain, _), (cached, extents)) = (build(false), build(true));
+        assert!(extents > 50, "{extents} extents known");
+        assert_eq!(plain.samples.len(), cached.samples.len());
+        let named = |p: &Profile, s: &Sample| {
+            let f = &p.frames[p.sample_frame(s.stack).unwrap() as usize];
+            let func = &p.funcs[f.func as usize];
+            (
+                f.addr,
+                func.name.clone(),
+                func.dso.clone(),
+                f.sym_offset,
+                f.map_offset,
+            )
+        };
+        let mut named_count = 0;
+        for (a, b) in plain.samples.iter().zip(&cached.samples) {
+            let (x, y) = (named(&plain, a), named(&cached, b));
+            assert_eq!(x, y);
+            named_count += usize::from(x.1 != "[unknown]");
+        }
+        assert!(named_count > 1000, "{named_count} samples named");
+        assert_eq!(plain.frame_images.len(), cached.frame_images.len());
     }
 }

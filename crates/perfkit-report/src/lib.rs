@@ -67,6 +67,7 @@ pub mod script_fields;
 pub mod script_python;
 mod script_srccode;
 pub mod stats;
+mod sym_ranges;
 pub mod tasks;
 pub mod thread_values;
 pub mod timespec;

@@ -403,6 +403,12 @@ impl Loader {
         me
     }
 
+    /// Name new addresses inside functions already named from their extents (a live
+    /// view's cache; see [`Builder::cache_symbol_ranges`](crate::build::Builder::cache_symbol_ranges)).
+    pub fn cache_symbol_ranges(&mut self) {
+        self.builder.cache_symbol_ranges();
+    }
+
     /// Add a header fact (`key : value`, shown by `report --header`).
     pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.builder.meta(key, value);

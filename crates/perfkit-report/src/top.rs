@@ -40,6 +40,10 @@ pub struct ViewOptions {
     pub zoom: Option<Zoom>,
     /// Which event to show (an index into the profile's events; Tab in the TUI).
     pub event: usize,
+    /// Build each row's call-graph tree ([`ViewRow::graph`]) as perf top `-g` shows it:
+    /// report's graph of the row's chains (graph mode, 0.5% threshold, callers first in
+    /// children mode). Only events that recorded callchains have one.
+    pub graph: bool,
 }
 
 impl Default for ViewOptions {
@@ -54,6 +58,7 @@ impl Default for ViewOptions {
             filter: None,
             zoom: None,
             event: 0,
+            graph: false,
         }
     }
 }
@@ -71,6 +76,10 @@ pub struct ViewRow {
     pub keys: Vec<String>,
     /// Whether it is kernel code (`[k]`).
     pub kernel: bool,
+    /// The row's call-graph tree as perf top `--stdio -g` prints it under the row (one
+    /// string per line, the trailing blank line left out), with [`ViewOptions::graph`];
+    /// else empty.
+    pub graph: Vec<String>,
 }
 
 impl ViewRow {
@@ -161,7 +170,11 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
     let ropts = ReportOptions {
         sort: opts.sort.clone(),
         children: opts.children,
-        graph: GraphMode::None,
+        graph: if opts.graph {
+            GraphMode::Graph
+        } else {
+            GraphMode::None
+        },
         percent_limit: opts.percent_limit,
         filter,
         // A zoomed view (a DSO, a thread) shows shares of what it shows, and its sample
@@ -198,18 +211,24 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
             .get(shown)
             .map_or(String::new(), |e| e.name.clone()),
     );
-    let fast = fast && !opts.children && opts.sort.iter().all(|k| FAST_KEYS.contains(k));
+    let fast = fast
+        && !opts.children
+        && !opts.graph
+        && opts.sort.len() <= MAX_FAST_KEYS
+        && opts.sort.iter().all(|k| FAST_KEYS.contains(k));
+    // Which functions are unnamed (kept up to date across refreshes of a live view).
+    let unresolved_frames = unresolved.count(p);
     let sections = if fast || section.is_none() {
         Vec::new()
     } else {
         report::build(p, &ropts)
     };
     if fast && section.is_some() {
-        (rows, samples) = self_rows(p, opts, shown);
+        (rows, samples) = self_rows(p, opts, shown, &unresolved.unknown_funcs);
     } else if let Some(s) = section.and_then(|i| sections.get(i)) {
         samples = s.samples;
         event = s.event.clone();
-        for r in &s.rows {
+        for (ri, r) in s.rows.iter().enumerate() {
             let kernel = r.keys.iter().any(|k| k.starts_with("[k] "))
                 || r.keys.iter().any(|k| k == "[kernel.kallsyms]");
             if (kernel && opts.hide_kernel) || (!kernel && opts.hide_user) {
@@ -225,12 +244,25 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
             if overhead.max(children.unwrap_or(0.0)) < opts.percent_limit {
                 continue;
             }
+            // As report prints it: a self-only row without self samples shows none.
+            let graph = s
+                .graphs
+                .get(ri)
+                .filter(|_| opts.children || r.self_ > 0)
+                .map(|g| {
+                    g.trim_end_matches('\n')
+                        .lines()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
             rows.push(ViewRow {
                 overhead,
                 children,
                 samples: r.samples,
                 keys: r.keys.clone(),
                 kernel,
+                graph,
             });
         }
     }
@@ -239,7 +271,6 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
     }
     let kernel_period = kernel_periods.get(shown).copied().unwrap_or(0);
     let all_period = periods.get(shown).copied().unwrap_or(0);
-    let unresolved = unresolved.count(p);
     View {
         event,
         event_index: shown,
@@ -255,10 +286,13 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
         } else {
             100.0 * kernel_period as f64 / all_period as f64
         },
-        unresolved,
+        unresolved: unresolved_frames,
         rows,
     }
 }
+
+/// At most this many sort keys for [`self_rows`] (its keys are fixed-size arrays).
+const MAX_FAST_KEYS: usize = 4;
 
 /// The sort keys [`self_rows`] aggregates itself.
 const FAST_KEYS: &[SortKey] = &[
@@ -271,7 +305,7 @@ const FAST_KEYS: &[SortKey] = &[
 ];
 
 /// One key of a row, as ids: cheap to hash at every refresh.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum KeyId {
     /// A function (a named symbol or its DSO's id), or an unnamed frame.
     Func(u32),
@@ -288,21 +322,29 @@ enum KeyId {
 /// then are rows formatted, in report's formats and order (period, then first seen). A
 /// live view refreshes every few seconds over every sample it keeps, so this is what its
 /// cost is. Returns the rows (narrowed as `opts` says) and the samples they cover.
-fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u64) {
+///
+/// `unknown_funcs`: whether each function of `p` is unnamed (`[unknown]`), by id.
+fn self_rows(
+    p: &Profile,
+    opts: &ViewOptions,
+    event: usize,
+    unknown_funcs: &[bool],
+) -> (Vec<ViewRow>, u64) {
     use rustc_hash::FxHashMap as HashMap;
+    type Key = [KeyId; MAX_FAST_KEYS];
     let mut dso_ids: HashMap<&str, u32> = HashMap::default();
     let mut comm_ids: HashMap<&str, u32> = HashMap::default();
-    let mut func_dso: HashMap<u32, u32> = HashMap::default();
-    let mut index: HashMap<Vec<KeyId>, usize> = HashMap::default();
+    // The DSO id of each function, by function id (u32::MAX: not met yet).
+    let mut func_dso: Vec<u32> = vec![u32::MAX; p.funcs.len()];
+    let mut index: HashMap<Key, usize> = HashMap::default();
     // (keys, period, samples, leaf frame, thread, cpu, command) in first-seen order.
-    type Agg<'a> = (Vec<KeyId>, u64, u64, Option<u32>, u32, Option<u32>, &'a str);
+    type Agg<'a> = (Key, u64, u64, Option<u32>, u32, Option<u32>, &'a str);
     let mut agg: Vec<Agg> = Vec::new();
     let (mut total, mut samples) = (0u64, 0u64);
     let zoom_dso = match &opts.zoom {
         Some(Zoom::Dso(d)) => Some(d.as_str()),
         _ => None,
     };
-    let mut key = Vec::with_capacity(opts.sort.len());
     for s in p.samples.iter().filter(|s| s.event as usize == event) {
         let t = &p.threads[s.thread as usize];
         if let Some(Zoom::Thread(tid)) = &opts.zoom
@@ -328,11 +370,11 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
             let n = comm_ids.len() as u32;
             *comm_ids.entry(comm).or_insert(n)
         };
-        key.clear();
-        for k in &opts.sort {
-            key.push(match k {
+        let mut key: Key = [KeyId::Cpu(None); MAX_FAST_KEYS];
+        for (slot, k) in key.iter_mut().zip(&opts.sort) {
+            *slot = match k {
                 SortKey::Sym => match (leaf, func) {
-                    (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
+                    (Some(fr), Some(f)) if unknown_funcs.get(f as usize) == Some(&true) => {
                         KeyId::Frame(fr)
                     }
                     (_, Some(f)) => KeyId::Func(f),
@@ -340,10 +382,12 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
                 },
                 SortKey::Dso => match func {
                     Some(f) => {
-                        let n = dso_ids.len() as u32;
-                        KeyId::Dso(*func_dso.entry(f).or_insert_with(|| {
-                            *dso_ids.entry(p.funcs[f as usize].dso.as_str()).or_insert(n)
-                        }))
+                        let id = &mut func_dso[f as usize];
+                        if *id == u32::MAX {
+                            let n = dso_ids.len() as u32;
+                            *id = *dso_ids.entry(p.funcs[f as usize].dso.as_str()).or_insert(n);
+                        }
+                        KeyId::Dso(*id)
                     }
                     None => KeyId::Dso(u32::MAX),
                 },
@@ -352,16 +396,12 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
                 SortKey::Pid => KeyId::Pid(t.tid, 0),
                 SortKey::Tid => KeyId::Tid(t.tid, comm_id()),
                 _ => KeyId::Cpu(s.cpu),
-            });
+            };
         }
-        let i = match index.get(key.as_slice()) {
-            Some(&i) => i,
-            None => {
-                index.insert(key.clone(), agg.len());
-                agg.push((key.clone(), 0, 0, leaf, s.thread, s.cpu, comm));
-                agg.len() - 1
-            }
-        };
+        let i = *index.entry(key).or_insert_with(|| {
+            agg.push((key, 0, 0, leaf, s.thread, s.cpu, comm));
+            agg.len() - 1
+        });
         agg[i].1 += s.period;
         agg[i].2 += 1;
     }
@@ -435,6 +475,7 @@ fn self_rows(p: &Profile, opts: &ViewOptions, event: usize) -> (Vec<ViewRow>, u6
             samples: *n,
             keys,
             kernel,
+            graph: Vec::new(),
         });
     }
     (rows, samples)
@@ -503,43 +544,15 @@ pub fn render_stdio(v: &View, st: &Status, width: usize) -> String {
     let widths = key_widths(&v.rows);
     for r in &v.rows {
         let _ = writeln!(out, "{}", row_text(r, &widths));
+        if !r.graph.is_empty() {
+            for l in &r.graph {
+                let _ = writeln!(out, "{l}");
+            }
+            // perf top -g leaves a blank line after each tree.
+            let _ = writeln!(out);
+        }
     }
     out
-}
-
-/// The leaf function of each sample whose name is `symbol`: how its samples were reached.
-/// The `limit` most common caller chains (callers of the leaf, nearest first, at most
-/// `depth` deep), with their share of the symbol's samples in percent.
-pub fn callers(p: &Profile, symbol: &str, depth: usize, limit: usize) -> Vec<(f64, Vec<String>)> {
-    let mut counts: std::collections::HashMap<Vec<u32>, u64> = std::collections::HashMap::new();
-    let mut total = 0u64;
-    for s in &p.samples {
-        let mut frames = p.stack_frames(s.stack);
-        let Some(leaf) = frames.next() else { continue };
-        if p.func_of(leaf).name != symbol {
-            continue;
-        }
-        total += 1;
-        let chain: Vec<u32> = frames
-            .take(depth)
-            .map(|f| p.frames[f as usize].func)
-            .collect();
-        *counts.entry(chain).or_default() += 1;
-    }
-    let mut v: Vec<(u64, Vec<u32>)> = counts.into_iter().map(|(c, n)| (n, c)).collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    v.into_iter()
-        .take(limit)
-        .map(|(n, chain)| {
-            (
-                100.0 * n as f64 / total.max(1) as f64,
-                chain
-                    .iter()
-                    .map(|&f| p.funcs[f as usize].name.clone())
-                    .collect(),
-            )
-        })
-        .collect()
 }
 
 /// The thread with the most samples in `symbol`: (tid, name), for zooming into it.
@@ -610,6 +623,70 @@ mod tests {
     }
 
     #[test]
+    fn rows_carry_their_call_graph_tree() {
+        let p = sample_profile();
+        let opts = ViewOptions {
+            children: true,
+            graph: true,
+            ..ViewOptions::default()
+        };
+        let v = view(&p, &opts);
+        let hot = v
+            .rows
+            .iter()
+            .find(|r| r.symbol(&opts.sort) == Some("hot_loop"))
+            .unwrap();
+        // Every hot_loop sample came through main and work: one chain carrying the row,
+        // callers first (children mode), as perf prints it.
+        assert_eq!(
+            hot.graph,
+            [
+                "            |",
+                "            ---main",
+                "               work",
+                "               hot_loop",
+            ]
+        );
+        // main's row: its callees branch (hot_loop 70%, idle 20%, the syscall 10%).
+        let main = v
+            .rows
+            .iter()
+            .find(|r| r.symbol(&opts.sort) == Some("main"))
+            .unwrap();
+        let lines: Vec<&str> = main.graph.iter().map(|l| l.trim_end()).collect();
+        assert_eq!(
+            lines,
+            [
+                "            |",
+                "            ---main",
+                "               |",
+                "               |--80.00%--work",
+                "               |          |",
+                "               |          |--70.00%--hot_loop",
+                "               |          |",
+                "               |           --10.00%--do_syscall_64",
+                "               |",
+                "                --20.00%--idle",
+            ]
+        );
+        // The --stdio screen prints each tree under its row, then a blank line.
+        let screen = render_stdio(&v, &Status::default(), 80);
+        assert!(
+            screen.contains("[.] hot_loop\n            |\n            ---main\n"),
+            "{screen}"
+        );
+        // Without `graph`, no trees.
+        let plain = view(
+            &p,
+            &ViewOptions {
+                children: true,
+                ..ViewOptions::default()
+            },
+        );
+        assert!(plain.rows.iter().all(|r| r.graph.is_empty()));
+    }
+
+    #[test]
     fn hot_function_leads_and_narrowing_works() {
         let p = sample_profile();
         let v = view(&p, &ViewOptions::default());
@@ -647,8 +724,6 @@ mod tests {
         assert_eq!(z.samples, 20);
         assert!((z.rows[0].overhead - 100.0).abs() < 1e-9);
         assert_eq!(hottest_thread(&p, "idle"), Some((11, "app-worker".into())));
-        let c = callers(&p, "hot_loop", 4, 3);
-        assert_eq!(c, [(100.0, vec!["work".to_string(), "main".to_string()])]);
         let text = render_stdio(&v, &Status::default(), 80);
         assert!(
             text.lines().nth(3).unwrap().contains("[.] hot_loop"),

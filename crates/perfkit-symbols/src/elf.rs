@@ -354,6 +354,17 @@ impl SymbolTable {
         (e.start, e.size)
     }
 
+    /// The addresses for which [`find`](Self::find) answers `i`: from its start to its
+    /// end or the next symbol's start, whichever comes first.
+    pub fn extent(&self, i: usize) -> (u64, u64) {
+        let e = &self.entries[i];
+        let end = e.start.saturating_add(e.size);
+        match self.entries.get(i + 1) {
+            Some(n) => (e.start, end.min(n.start)),
+            None => (e.start, end),
+        }
+    }
+
     /// The (demangled) name of symbol `i`.
     pub fn name(&mut self, i: usize) -> Arc<str> {
         if let Some(n) = self.demangled.get(&(i as u32)) {

@@ -102,6 +102,7 @@ mod data_symbols;
 mod demangle;
 mod elf;
 mod error;
+mod extent;
 mod filemap;
 mod fn_bounds;
 mod kallsyms;

@@ -1,0 +1,131 @@
+//! Functions already named, by the file they are in and their extent there: a live view
+//! (`top`) meets new addresses all the time (new processes, new mappings, new code paths),
+//! and most of them fall in a function it has already named. Such an address costs a hash
+//! of its file and a binary search here, instead of the symbolizer's lookup and the
+//! function's interning by name.
+//!
+//! Extents come from [`perfkit_symbols::Symbolizer::symbol_extent`]: every file offset in
+//! one is named by the symbolizer as the first was (the same symbol, the offset growing
+//! with the address), so an answer from here is the symbolizer's answer. Files are told
+//! apart as the symbolizer tells them: by path and build id.
+
+use crate::FuncId;
+use perfkit_symbols::Mapping;
+use rustc_hash::FxHashMap as HashMap;
+
+/// One named extent: file offsets `[start, end)`, the function, and the symbol offset of
+/// `start`.
+#[derive(Clone, Copy, Debug)]
+struct Extent {
+    start: u64,
+    end: u64,
+    func: FuncId,
+    sym_offset: u64,
+}
+
+/// The extents of one build (by build id) of a path, sorted.
+type BuildExtents = (Option<Vec<u8>>, Vec<Extent>);
+
+/// Named extents by file (path, then build id).
+#[derive(Default)]
+pub(crate) struct SymRanges {
+    files: HashMap<String, Vec<BuildExtents>>,
+}
+
+impl SymRanges {
+    /// How many extents are known.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.files.values().flatten().map(|(_, e)| e.len()).sum()
+    }
+
+    fn extents(&self, m: &Mapping) -> Option<&Vec<Extent>> {
+        let list = self.files.get(m.path.as_str())?;
+        list.iter()
+            .find(|(b, _)| b.as_deref() == m.build_id.as_deref())
+            .map(|(_, e)| e)
+    }
+
+    /// The function at file offset `off` of `m`'s file and its symbol offset there, when
+    /// an extent holds it.
+    pub(crate) fn find(&self, m: &Mapping, off: u64) -> Option<(FuncId, u64)> {
+        let ex = self.extents(m)?;
+        let i = ex.partition_point(|e| e.start <= off).checked_sub(1)?;
+        let e = &ex[i];
+        (off < e.end).then(|| (e.func, e.sym_offset + (off - e.start)))
+    }
+
+    /// Remember that `[start, end)` of `m`'s file is function `func`, whose symbol offset
+    /// at `start` is `sym_offset`. Extents of one file never overlap (each is where the
+    /// symbol table answers one symbol); one already known is left as it is.
+    pub(crate) fn insert(
+        &mut self,
+        m: &Mapping,
+        start: u64,
+        end: u64,
+        func: FuncId,
+        sym_offset: u64,
+    ) {
+        let list = self.files.entry(m.path.clone()).or_default();
+        let ex = match list
+            .iter()
+            .position(|(b, _)| b.as_deref() == m.build_id.as_deref())
+        {
+            Some(i) => &mut list[i].1,
+            None => {
+                list.push((m.build_id.clone(), Vec::new()));
+                &mut list.last_mut().expect("just pushed").1
+            }
+        };
+        let i = ex.partition_point(|e| e.start < start);
+        let overlaps = ex.get(i).is_some_and(|n| n.start < end)
+            || i.checked_sub(1).is_some_and(|p| ex[p].end > start);
+        if !overlaps {
+            ex.insert(
+                i,
+                Extent {
+                    start,
+                    end,
+                    func,
+                    sym_offset,
+                },
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(path: &str, build_id: Option<&[u8]>) -> Mapping {
+        Mapping {
+            start: 0x1000,
+            end: 0x9000,
+            pgoff: 0,
+            path: path.into(),
+            build_id: build_id.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn extents_answer_inside_and_only_for_their_file() {
+        let mut r = SymRanges::default();
+        let a = map("/bin/a", Some(&[1, 2]));
+        r.insert(&a, 0x100, 0x140, 7, 0);
+        r.insert(&a, 0x200, 0x210, 8, 4);
+        assert_eq!(r.find(&a, 0x100), Some((7, 0)));
+        assert_eq!(r.find(&a, 0x13f), Some((7, 0x3f)));
+        assert_eq!(r.find(&a, 0x140), None);
+        assert_eq!(r.find(&a, 0xff), None);
+        assert_eq!(r.find(&a, 0x208), Some((8, 0xc)));
+        // Another build of the same path, another path: nothing known.
+        assert_eq!(r.find(&map("/bin/a", Some(&[9])), 0x100), None);
+        assert_eq!(r.find(&map("/bin/a", None), 0x100), None);
+        assert_eq!(r.find(&map("/bin/b", Some(&[1, 2])), 0x100), None);
+        // An overlapping extent is not taken.
+        r.insert(&a, 0x130, 0x180, 9, 0);
+        assert_eq!(r.find(&a, 0x150), None);
+        assert_eq!(r.find(&a, 0x135), Some((7, 0x35)));
+    }
+}
