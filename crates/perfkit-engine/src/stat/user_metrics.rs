@@ -61,9 +61,9 @@ pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Res
             }
             None => {
                 let hint = if table.is_empty() {
-                    " (this CPU has no metric table in perfkit: `perfkit list metric` is empty)"
+                    format!(" ({})", table.none_message())
                 } else {
-                    ""
+                    String::new()
                 };
                 out.notes
                     .push(format!("Cannot find metric or group `{name}'{hint}"));
@@ -177,6 +177,7 @@ mod tests {
             vendor: "AuthenticAMD".into(),
             family: 25,
             model: 17,
+            stepping: 1,
         });
         let r = resolve(&zen, "nosuch", false).unwrap();
         assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);
