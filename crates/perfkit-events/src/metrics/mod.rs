@@ -166,6 +166,38 @@ impl Metrics {
         )
     }
 
+    /// `m`'s formula with the other metrics it names replaced by their formulas, as perf
+    /// resolves metric references (`CPI`: `1 / IPC`, read as `1 / (INST_RETIRED.ANY /
+    /// cycles)`); a reference nested deeper than perf's limit of 10 is left as an event.
+    pub fn expanded(&self, m: &Metric) -> Result<Expr, ExprError> {
+        self.expand(m, 0)
+    }
+
+    fn expand(&self, m: &Metric, depth: usize) -> Result<Expr, ExprError> {
+        let e = m.parsed()?;
+        if depth >= 10 {
+            return Ok(e);
+        }
+        let mut err = None;
+        let out = e.substitute(&mut |name| {
+            let r = self
+                .metrics
+                .iter()
+                .find(|o| o.name != m.name && o.name.eq_ignore_ascii_case(name))?;
+            match self.expand(r, depth + 1) {
+                Ok(x) => Some(x),
+                Err(e) => {
+                    err.get_or_insert(e);
+                    None
+                }
+            }
+        });
+        match err {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
     /// Whether there are no metrics.
     pub fn is_empty(&self) -> bool {
         self.metrics.is_empty()
@@ -322,6 +354,42 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_by_cpuid_and_references() {
+        let zen1 = Metrics::for_cpuid("AuthenticAMD-23-2F-0");
+        let zen2 = Metrics::for_cpuid("AuthenticAMD-23-30-0");
+        assert_eq!((zen1.table, zen2.table), ("amdzen1", "amdzen2"));
+        assert_eq!(Metrics::for_cpuid("AuthenticAMD-25-11").table, "amdzen3");
+        assert_eq!(
+            Metrics::for_cpuid("GenuineIntel-6-9C-3").table,
+            "elkhartlake"
+        );
+        for none in [
+            "GenuineIntel-6-96-0-1",
+            "0x00000000410fd070",
+            "AuthenticAMD-26-1-0",
+            "",
+        ] {
+            let m = Metrics::for_cpuid(none);
+            assert!(m.is_empty(), "{none}");
+            assert!(m.none_message().contains(&format!(
+                "(CPUID {})",
+                if none.is_empty() { "unknown" } else { none }
+            )));
+        }
+        assert_eq!(midr_cpuid(0x411f_d073), "0x00000000410fd070");
+        let ehl = Metrics::for_cpuid("GenuineIntel-6-96-0");
+        assert_eq!(ehl.groups(), ["No_group"]);
+        assert_eq!(ehl.of_group("no_GROUP").len(), 11);
+        let cpi = ehl.resolve("cpi").unwrap()[0];
+        let e = ehl.expanded(cpi).unwrap();
+        assert_eq!(e.events(), ["INST_RETIRED.ANY", "cycles"]);
+        let v = e.eval(&mut |n| Some(if n == "cycles" { 300.0 } else { 100.0 }));
+        assert_eq!(v, Some(3.0));
+        let k = ehl.resolve("Kernel_Utilization").unwrap()[0];
+        assert_eq!(ehl.expanded(k).unwrap().events(), ["cycles:k", "cycles"]);
+    }
 
     #[test]
     fn cpuinfo_identity() {
