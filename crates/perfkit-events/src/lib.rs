@@ -31,6 +31,8 @@
 //!   no build-time link or header dependency.
 //! * `serde` / `serde_json`: `perfkit list --json`.
 //! * `strsim`: edit distances for "did you mean" suggestions.
+//! * `regex`: perf's metric tables are keyed by POSIX extended regexes over the CPUID
+//!   string (`AuthenticAMD-23-([12][0-9A-F]|[0-9A-F])`); the same matching, not a copy.
 //! * `perfkit-trace`: tracefs and print fmts (re-exported as [`tracefs`] and [`printfmt`]).
 //! * `perfkit`: [`perfkit::Counter::open`] to probe whether an event opens here, so this
 //!   crate needs no `unsafe` for the system call.

@@ -61,9 +61,9 @@ pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Res
             }
             None => {
                 let hint = if table.is_empty() {
-                    " (this CPU has no metric table in perfkit: `perfkit list metric` is empty)"
+                    format!(" ({})", table.none_message())
                 } else {
-                    ""
+                    String::new()
                 };
                 out.notes
                     .push(format!("Cannot find metric or group `{name}'{hint}"));
@@ -75,15 +75,25 @@ pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Res
             }
         }
     }
-    chosen.sort_by_key(|m| std::cmp::Reverse(m.events().len()));
+    chosen.sort_by_key(|m| {
+        std::cmp::Reverse(table.expanded(m).map(|e| e.events().len()).unwrap_or(0))
+    });
     // Each metric's events as one group (`{...}:W`); with --metric-no-group, every
     // metric's events in one list, ungrouped, each event once (perf's combined map).
     let own: Vec<(&Metric, Expr, Vec<String>)> = chosen
         .iter()
-        .filter_map(|m| {
-            let e = m.parsed().ok()?;
-            let ev = perf_order(&e.events());
-            Some((*m, e, ev))
+        .filter_map(|m| match table.expanded(m) {
+            Ok(e) => {
+                let ev = perf_order(&e.events());
+                Some((*m, e, ev))
+            }
+            Err(e) => {
+                out.notes.push(format!(
+                    "metric `{}': its formula does not parse: {e}",
+                    m.name
+                ));
+                None
+            }
         })
         .collect();
     let sets: Vec<(Vec<usize>, Vec<String>)> = if no_group {
@@ -177,6 +187,7 @@ mod tests {
             vendor: "AuthenticAMD".into(),
             family: 25,
             model: 17,
+            stepping: 1,
         });
         let r = resolve(&zen, "nosuch", false).unwrap();
         assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);

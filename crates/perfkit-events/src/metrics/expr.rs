@@ -1,4 +1,4 @@
-//! Metric formulas: numbers, event names, `+ - * /`, parentheses, unary minus and
+//! Metric formulas: numbers, event names (with perf's `msr@tsc@` and `cycles:k` forms), `+ - * /`, parentheses, unary minus and
 //! `d_ratio(a, b)` (a / b, 0 when b is 0), parsed once and evaluated over counts.
 
 use std::fmt;
@@ -111,7 +111,7 @@ impl Parser<'_> {
             return Ok(e);
         }
         let start = self.i;
-        let word = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'@');
+        let word = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'@' | b':');
         while self.i < self.s.len() && word(self.s[self.i]) {
             self.i += 1;
         }
@@ -189,6 +189,20 @@ impl Expr {
                 a.collect(out);
                 b.collect(out);
             }
+        }
+    }
+
+    /// The formula with each event name that `f` maps replaced by what it gives (metric
+    /// references: `1 / IPC` with IPC's formula in its place).
+    pub fn substitute(&self, f: &mut dyn FnMut(&str) -> Option<Expr>) -> Expr {
+        match self {
+            Expr::Num(_) => self.clone(),
+            Expr::Event(n) => f(n).unwrap_or_else(|| self.clone()),
+            Expr::Neg(a) => Expr::Neg(Box::new(a.substitute(f))),
+            Expr::Bin(op, a, b) => {
+                Expr::Bin(*op, Box::new(a.substitute(f)), Box::new(b.substitute(f)))
+            }
+            Expr::Ratio(a, b) => Expr::Ratio(Box::new(a.substitute(f)), Box::new(b.substitute(f))),
         }
     }
 

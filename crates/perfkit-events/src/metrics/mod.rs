@@ -2,20 +2,25 @@
 //! events, chosen for the CPU this runs on.
 //!
 //! perf compiles its metric tables into the binary and picks one by the CPU's identity
-//! (vendor, family, model). perfkit keeps its own tables, written from the vendors'
-//! documentation of the same metrics, for the CPUs it is developed and tested on
-//! ([`tables`]); on any other CPU there are none and [`Metrics::for_cpu`] says so. The
-//! formulas are parsed and evaluated by [`expr`].
+//! string (x86 `vendor-family-model-stepping`, arm64 MIDR) against its `mapfile.csv`
+//! keys. perfkit embeds a few of perf 6.1's tables, generated from its JSON
+//! ([`tables`]), and picks one the same way; on any other CPU there are none and
+//! [`Metrics::for_cpuid`] says so. `PERFKIT_CPUID` (or perf's own `PERF_CPUID`) in the
+//! environment stands for this machine's identity, to list and test another CPU's table.
+//! The formulas are parsed and evaluated by [`expr`].
 //!
 //! ```
 //! use perfkit_events::metrics::{CpuId, Metrics};
-//! let m = Metrics::for_cpu(&CpuId { vendor: "AuthenticAMD".into(), family: 0x19, model: 0x11 });
+//! let m = Metrics::for_cpu(&CpuId { vendor: "AuthenticAMD".into(), family: 0x19, model: 0x11, stepping: 1 });
 //! let found = m.resolve("tlb").unwrap();
 //! assert_eq!(found[0].name, "l1_itlb_misses");
+//! assert_eq!(Metrics::for_cpuid("GenuineIntel-6-96-0").table, "elkhartlake");
 //! assert!(Metrics::for_cpu(&CpuId::default()).is_empty());
 //! ```
 
 pub mod expr;
+#[rustfmt::skip]
+mod generated;
 mod tables;
 
 pub use expr::{Expr, ExprError};
@@ -55,6 +60,8 @@ pub struct CpuId {
     pub family: u32,
     /// `model`.
     pub model: u32,
+    /// `stepping`.
+    pub stepping: u32,
 }
 
 impl CpuId {
@@ -64,6 +71,18 @@ impl CpuId {
         std::fs::read_to_string("/proc/cpuinfo")
             .map(|s| CpuId::from_cpuinfo(&s))
             .unwrap_or_default()
+    }
+
+    /// perf's CPUID string for it (`AuthenticAMD-25-11-1`: family decimal, model and
+    /// stepping hex), empty when the vendor is unknown.
+    pub fn perf_cpuid(&self) -> String {
+        if self.vendor.is_empty() {
+            return String::new();
+        }
+        format!(
+            "{}-{}-{:X}-{:X}",
+            self.vendor, self.family, self.model, self.stepping
+        )
     }
 
     /// The identity in the first processor block of a `/proc/cpuinfo` text.
@@ -81,6 +100,7 @@ impl CpuId {
                 "vendor_id" => id.vendor = v.to_string(),
                 "cpu family" => id.family = v.parse().unwrap_or(0),
                 "model" => id.model = v.parse().unwrap_or(0),
+                "stepping" => id.stepping = v.parse().unwrap_or(0),
                 _ => {}
             }
         }
@@ -93,25 +113,88 @@ impl CpuId {
 pub struct Metrics {
     /// The table's name (`amdzen3`), empty when the CPU has none.
     pub table: &'static str,
+    /// perf's CPUID string the table was chosen by (`AuthenticAMD-25-11-1`).
+    pub cpuid: String,
     /// The metrics, sorted by name.
     pub metrics: Vec<Metric>,
 }
 
 impl Metrics {
-    /// This machine's metrics.
+    /// This machine's metrics (or those of the CPU `PERFKIT_CPUID`/`PERF_CPUID` names).
     pub fn system() -> Metrics {
-        Metrics::for_cpu(&CpuId::system())
+        Metrics::for_cpuid(&system_cpuid())
     }
 
     /// The metrics perfkit has for `cpu` (none for a CPU it has no table for).
     pub fn for_cpu(cpu: &CpuId) -> Metrics {
-        match tables::for_cpu(cpu) {
-            Some((table, metrics)) => {
-                let mut metrics = metrics.to_vec();
+        Metrics::for_cpuid(&cpu.perf_cpuid())
+    }
+
+    /// The metrics for perf's CPUID string (`AuthenticAMD-25-11-1`,
+    /// `0x00000000410fd070`): the first table whose mapfile key matches, as perf.
+    pub fn for_cpuid(cpuid: &str) -> Metrics {
+        match tables::for_cpuid(cpuid) {
+            Some(t) => {
+                let mut metrics = t.metrics.to_vec();
                 metrics.sort_by_key(|m| m.name);
-                Metrics { table, metrics }
+                Metrics {
+                    table: t.name,
+                    cpuid: cpuid.to_string(),
+                    metrics,
+                }
             }
-            None => Metrics::default(),
+            None => Metrics {
+                cpuid: cpuid.to_string(),
+                ..Metrics::default()
+            },
+        }
+    }
+
+    /// Why there are no metrics: `no metrics for this CPU (CPUID ...)` and what to do.
+    pub fn none_message(&self) -> String {
+        let mut names: Vec<&str> = tables::keys().map(|(_, n)| n).collect();
+        names.dedup();
+        let id = if self.cpuid.is_empty() {
+            "unknown"
+        } else {
+            &self.cpuid
+        };
+        format!(
+            "no metrics for this CPU (CPUID {id}): perfkit has perf 6.1's metric tables for {} \
+             only; PERFKIT_CPUID=<perf CPUID> selects one",
+            names.join(", ")
+        )
+    }
+
+    /// `m`'s formula with the other metrics it names replaced by their formulas, as perf
+    /// resolves metric references (`CPI`: `1 / IPC`, read as `1 / (INST_RETIRED.ANY /
+    /// cycles)`); a reference nested deeper than perf's limit of 10 is left as an event.
+    pub fn expanded(&self, m: &Metric) -> Result<Expr, ExprError> {
+        self.expand(m, 0)
+    }
+
+    fn expand(&self, m: &Metric, depth: usize) -> Result<Expr, ExprError> {
+        let e = m.parsed()?;
+        if depth >= 10 {
+            return Ok(e);
+        }
+        let mut err = None;
+        let out = e.substitute(&mut |name| {
+            let r = self
+                .metrics
+                .iter()
+                .find(|o| o.name != m.name && o.name.eq_ignore_ascii_case(name))?;
+            match self.expand(r, depth + 1) {
+                Ok(x) => Some(x),
+                Err(e) => {
+                    err.get_or_insert(e);
+                    None
+                }
+            }
+        });
+        match err {
+            Some(e) => Err(e),
+            None => Ok(out),
         }
     }
 
@@ -120,23 +203,37 @@ impl Metrics {
         self.metrics.is_empty()
     }
 
-    /// The metric groups, sorted, each once.
+    /// The metric groups, sorted, each once; metrics in no group are in perf's
+    /// `No_group`.
     pub fn groups(&self) -> Vec<&'static str> {
         let mut g: Vec<&'static str> = self
             .metrics
             .iter()
-            .flat_map(|m| m.groups.iter().copied())
+            .flat_map(|m| {
+                if m.groups.is_empty() {
+                    &[NO_GROUP][..]
+                } else {
+                    m.groups
+                }
+            })
+            .copied()
             .collect();
         g.sort_unstable();
         g.dedup();
         g
     }
 
-    /// The metrics of a group.
+    /// The metrics of a group (`No_group`: those in none, as perf matches it).
     pub fn of_group(&self, group: &str) -> Vec<&Metric> {
         self.metrics
             .iter()
-            .filter(|m| m.groups.iter().any(|g| g.eq_ignore_ascii_case(group)))
+            .filter(|m| {
+                if m.groups.is_empty() {
+                    group.eq_ignore_ascii_case(NO_GROUP)
+                } else {
+                    m.groups.iter().any(|g| g.eq_ignore_ascii_case(group))
+                }
+            })
             .collect()
     }
 
@@ -154,6 +251,36 @@ impl Metrics {
         (!g.is_empty()).then_some(g)
     }
 }
+
+/// perf's CPUID string for this machine: `PERFKIT_CPUID`, else perf's `PERF_CPUID`, else
+/// the CPU's own (arm64: `midr_el1` of cpu0 with variant and revision cleared, as perf;
+/// elsewhere `/proc/cpuinfo`'s vendor, family, model and stepping).
+pub fn system_cpuid() -> String {
+    for var in ["PERFKIT_CPUID", "PERF_CPUID"] {
+        if let Ok(v) = std::env::var(var)
+            && !v.is_empty()
+        {
+            return v;
+        }
+    }
+    if cfg!(target_arch = "aarch64") {
+        let midr =
+            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
+                .ok()
+                .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
+        return midr.map_or_else(String::new, midr_cpuid);
+    }
+    CpuId::system().perf_cpuid()
+}
+
+/// perf's arm64 CPUID string for a MIDR: variant (bits 23:20) and revision (3:0) cleared,
+/// 16 hex digits (`0x00000000410fd070`).
+pub fn midr_cpuid(midr: u64) -> String {
+    format!("0x{:016x}", midr & !0x00f0_000f)
+}
+
+/// perf's name for the group of metrics that name none.
+const NO_GROUP: &str = "No_group";
 
 /// What `perf list metric`, `metricgroup` and `--raw-dump metrics|metricgroups` print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,11 +330,7 @@ impl Metrics {
         };
         writeln!(out, "\n{heading}:\n")?;
         if self.is_empty() {
-            return writeln!(
-                out,
-                "  (none: perfkit has no metric table for this CPU; tables exist for AMD \
-                 family 19h)"
-            );
+            return writeln!(out, "  ({})", self.none_message());
         }
         match what {
             Listing::Metrics => {
@@ -233,6 +356,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tables_by_cpuid_and_references() {
+        let zen1 = Metrics::for_cpuid("AuthenticAMD-23-2F-0");
+        let zen2 = Metrics::for_cpuid("AuthenticAMD-23-30-0");
+        assert_eq!((zen1.table, zen2.table), ("amdzen1", "amdzen2"));
+        assert_eq!(Metrics::for_cpuid("AuthenticAMD-25-11").table, "amdzen3");
+        assert_eq!(
+            Metrics::for_cpuid("GenuineIntel-6-9C-3").table,
+            "elkhartlake"
+        );
+        for none in [
+            "GenuineIntel-6-96-0-1",
+            "0x00000000410fd070",
+            "AuthenticAMD-26-1-0",
+            "",
+        ] {
+            let m = Metrics::for_cpuid(none);
+            assert!(m.is_empty(), "{none}");
+            assert!(m.none_message().contains(&format!(
+                "(CPUID {})",
+                if none.is_empty() { "unknown" } else { none }
+            )));
+        }
+        assert_eq!(midr_cpuid(0x411f_d073), "0x00000000410fd070");
+        let ehl = Metrics::for_cpuid("GenuineIntel-6-96-0");
+        assert_eq!(ehl.groups(), ["No_group"]);
+        assert_eq!(ehl.of_group("no_GROUP").len(), 11);
+        let cpi = ehl.resolve("cpi").unwrap()[0];
+        let e = ehl.expanded(cpi).unwrap();
+        assert_eq!(e.events(), ["INST_RETIRED.ANY", "cycles"]);
+        let v = e.eval(&mut |n| Some(if n == "cycles" { 300.0 } else { 100.0 }));
+        assert_eq!(v, Some(3.0));
+        let k = ehl.resolve("Kernel_Utilization").unwrap()[0];
+        assert_eq!(ehl.expanded(k).unwrap().events(), ["cycles:k", "cycles"]);
+    }
+
+    #[test]
     fn cpuinfo_identity() {
         let id = CpuId::from_cpuinfo(
             "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n\
@@ -243,7 +402,8 @@ mod tests {
             CpuId {
                 vendor: "AuthenticAMD".into(),
                 family: 25,
-                model: 17
+                model: 17,
+                stepping: 0
             }
         );
     }
@@ -254,6 +414,7 @@ mod tests {
             vendor: "AuthenticAMD".into(),
             family: 25,
             model: 1,
+            stepping: 0,
         });
         assert_eq!(m.metrics.len(), 13);
         for metric in &m.metrics {
