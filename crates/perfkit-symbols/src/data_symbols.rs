@@ -10,6 +10,7 @@
 //! zero-sized one runs to the next symbol of either kind: `_fini+0x52e` names a data
 //! address past the last function), its aliases perf's `symbols__fixup_duplicate`.
 
+use crate::perf_fixup::{RawSymbol, fixup, rank};
 use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
@@ -30,10 +31,6 @@ pub(crate) struct DataSymbols {
     demangle: bool,
 }
 
-/// How an alias ranks (smaller is better), as perf's `choose_best_symbol`: sized, not
-/// weak, global, fewer leading underscores, longer name.
-type Rank = (bool, bool, bool, usize, std::cmp::Reverse<usize>);
-
 impl DataSymbols {
     /// Objects of `.symtab` (`dynamic` false) or `.dynsym` of `file`; `None` when it has
     /// none.
@@ -45,7 +42,7 @@ impl DataSymbols {
             Box::new(obj.symbols())
         };
         // perf's single table in symbol-table order: functions and objects.
-        let mut raw: Vec<(u64, u64, Rank, Box<str>, bool)> = Vec::new();
+        let mut raw: Vec<RawSymbol<(Box<str>, bool)>> = Vec::new();
         for s in syms {
             let SymbolSection::Section(idx) = s.section() else {
                 continue;
@@ -69,54 +66,23 @@ impl DataSymbols {
             if name.is_empty() {
                 continue;
             }
-            let leading = name.bytes().take_while(|&c| c == b'_').count();
-            let rank = (
-                false,
-                s.is_weak(),
-                !s.is_global() || s.is_weak(),
-                leading,
-                std::cmp::Reverse(name.len()),
-            );
-            raw.push((s.address(), s.size(), rank, name.into(), data));
+            let rank = rank(name, s.is_weak(), s.is_global());
+            raw.push((s.address(), s.size(), rank, (name.into(), data)));
         }
-        if !raw.iter().any(|e| e.4) {
+        if !raw.iter().any(|e| e.3.1) {
             return None;
         }
         // Ties keep the file's order, as perf's tree inserts them.
         raw.sort_by_key(|e| e.0);
-        // symbols__fixup_end first: a zero-sized symbol runs to the next one (itself
-        // zero-sized when that one starts at the same address), the last one to the page
-        // after its start's page.
-        for i in 0..raw.len() {
-            if raw[i].1 == 0 {
-                let start = raw[i].0;
-                raw[i].1 = match raw.get(i + 1) {
-                    Some(next) => next.0 - start,
-                    None => ((start + 0xfff) & !0xfff) + 0x1000 - start,
-                };
-            }
-            raw[i].2.0 = raw[i].1 == 0;
-        }
-        // Then symbols__fixup_duplicate: of the symbols at one address the best stays (the
-        // first on a tie).
-        let mut entries = Vec::new();
-        let mut i = 0;
-        while i < raw.len() {
-            let j = i + raw[i..].iter().take_while(|e| e.0 == raw[i].0).count();
-            let best = (i..j).min_by_key(|&k| &raw[k].2).unwrap_or(i);
-            let (start, size, _, name, _) = std::mem::replace(
-                &mut raw[best],
-                (
-                    0,
-                    0,
-                    (false, false, false, 0, std::cmp::Reverse(0)),
-                    "".into(),
-                    false,
-                ),
-            );
-            entries.push(Entry { start, size, name });
-            i = j;
-        }
+        // symbols__fixup_end, then symbols__fixup_duplicate.
+        let entries = fixup(&mut raw)
+            .into_iter()
+            .map(|k| Entry {
+                start: raw[k].0,
+                size: raw[k].1,
+                name: std::mem::take(&mut raw[k].3.0),
+            })
+            .collect();
         Some(DataSymbols { entries, demangle })
     }
 

@@ -110,6 +110,7 @@ pub mod kernel_code;
 pub mod kprobe;
 mod locate;
 mod maps;
+mod perf_fixup;
 mod perfmap;
 pub mod probe_args;
 pub mod probe_lines;

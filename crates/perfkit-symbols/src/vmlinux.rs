@@ -7,6 +7,7 @@
 //! recording has one); otherwise kernel addresses stay unnamed. [`build_id`] gives the
 //! caller what it needs to make that check.
 
+use crate::perf_fixup::{RawSymbol, fixup, rank};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -41,10 +42,8 @@ pub fn symbols(path: &Path) -> Result<Kallsyms, Error> {
         path: path.to_owned(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
     })?;
-    // (start, size, rank, name) in symbol-table order; the rank is perf's
-    // choose_best_symbol (sized, not weak, global, fewer leading underscores, longer).
-    type Rank = (bool, bool, bool, usize, std::cmp::Reverse<usize>);
-    let mut raw: Vec<(u64, u64, Rank, &str)> = Vec::new();
+    // (start, size, rank, name) in symbol-table order.
+    let mut raw: Vec<RawSymbol<&str>> = Vec::new();
     for s in obj.symbols() {
         let SymbolSection::Section(idx) = s.section() else {
             continue;
@@ -64,40 +63,20 @@ pub fn symbols(path: &Path) -> Result<Kallsyms, Error> {
             SymbolKind::Unknown if text_section() => {}
             _ => continue,
         }
-        let rank = (
-            false,
-            s.is_weak(),
-            !s.is_global() || s.is_weak(),
-            name.bytes().take_while(|&c| c == b'_').count(),
-            std::cmp::Reverse(name.len()),
-        );
+        let rank = rank(name, s.is_weak(), s.is_global());
         raw.push((s.address(), s.size(), rank, name));
     }
     raw.sort_by_key(|e| e.0);
     // perf's symbols__fixup_end, then symbols__fixup_duplicate.
-    for i in 0..raw.len() {
-        if raw[i].1 == 0 {
-            let start = raw[i].0;
-            raw[i].1 = match raw.get(i + 1) {
-                Some(next) => next.0 - start,
-                None => ((start + 0xfff) & !0xfff) + 0x1000 - start,
-            };
-        }
-        raw[i].2.0 = raw[i].1 == 0;
-    }
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < raw.len() {
-        let j = i + raw[i..].iter().take_while(|e| e.0 == raw[i].0).count();
-        let best = (i..j).min_by_key(|&k| &raw[k].2).unwrap_or(i);
-        let (start, size, _, name) = raw[best];
+    for k in fixup(&mut raw) {
+        let (start, size, _, name) = raw[k];
         out.push(KernelSymbol {
             start,
             size,
             name: Arc::from(name),
             module: None,
         });
-        i = j;
     }
     Ok(Kallsyms::from_symbols(out))
 }
