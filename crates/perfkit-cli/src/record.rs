@@ -364,10 +364,8 @@ fn record(args: RecordArgs) -> Result<u8> {
             w.terminate(Duration::from_secs(2));
         }
         if e.is_broken_pipe() {
-            return exit_error(
-                141,
-                anyhow!("the output pipe was closed: recording stopped and the command ended"),
-            );
+            // `run` gives every closed pipe perf's 141 and its message.
+            return e.into();
         }
         exit_error(1, e)
     };
