@@ -16,8 +16,12 @@ binaries (the generator, perfkit, perf).
 
 Usage: scripts/bench-report-scale.py [--perfkit PATH] [--gen PATH] [--perf PATH]
            [--samples N] [--runs R] [--dir DIR] [--keep] [--skip-perf]
+           [--mults 1,2] [--modes no-children,children,script] [--no-single]
 Defaults: target/release/perfkit, target/release/examples/gen-perf-data, perf on PATH,
 N = 1000000, R = 1, a temporary directory (files removed unless --keep).
+--mults picks the file sizes (multiples of N), --modes the commands and their order, and
+--no-single skips perfkit's single-threaded run (and the byte comparison): on a machine lent
+for minutes, one >= 900 MB file and the cheap commands first.
 """
 import hashlib, os, shutil, subprocess, sys, tempfile, time
 
@@ -34,6 +38,9 @@ PERF = opt("--perf", shutil.which("perf") or "perf")
 SAMPLES = int(opt("--samples", "1000000").replace("_", ""))
 RUNS = int(opt("--runs", "1"))
 SKIP_PERF = "--skip-perf" in sys.argv
+MULTS = [int(m) for m in opt("--mults", "1,2").split(",")]
+MODES = opt("--modes", "no-children,children,script").split(",")
+SINGLE = "--no-single" not in sys.argv
 for name, path in [("perfkit", PERFKIT), ("generator", GEN)]:
     if not os.access(path, os.X_OK):
         sys.exit(f"{name} not found at {path}: build it (cargo build --release -p perfkit-cli; "
@@ -66,7 +73,7 @@ def best(cmd, env=None):
 
 
 files = []
-for mult in (1, 2):
+for mult in MULTS:
     n = SAMPLES * mult
     path = os.path.join(work, f"scale-{n}.data")
     if not os.path.exists(path):
@@ -77,9 +84,10 @@ for mult in (1, 2):
     files.append((n, path))
 
 seq_env = dict(os.environ, PERFKIT_REPORT_THREADS="1")
-modes = [("report --no-children", ["report", "--stdio", "--no-children"]),
-         ("report --children", ["report", "--stdio", "--children"]),
-         ("script", ["script"])]
+known = {"no-children": ("report --no-children", ["report", "--stdio", "--no-children"]),
+         "children": ("report --children", ["report", "--stdio", "--children"]),
+         "script": ("script", ["script"])}
+modes = [known[m] for m in MODES]
 print(f"cpus: {os.cpu_count()}, runs: {RUNS} (best time, max RSS)")
 # CPU time (user + system) beside wall time: on a machine loaded by other work the wall
 # time says more about the scheduler than about the programs.
@@ -91,7 +99,7 @@ rss = {}
 for label, args in modes:
     for n, path in files:
         pk = best([PERFKIT] + args + ["-i", path])
-        seq = best([PERFKIT] + args + ["-i", path], seq_env)
+        seq = best([PERFKIT] + args + ["-i", path], seq_env) if SINGLE else (0.0, 0, None, 0)
         pf = (None, None, None, None) if SKIP_PERF else best([PERF] + args + ["-i", path])
         rss[(label, n)] = pk[1]
         ratio = f"{pk[0] / pf[0]:.2f}" if pf[0] else "-"
@@ -102,8 +110,8 @@ for label, args in modes:
         cpu = f"{pk[3] / pf[3]:.2f}" if pf[3] else "-"
         print(f"{label:<22}{n:>9}{pk[0]:>10.2f}{seq[0]:>11.2f}{pf_s:>8}{ratio:>7}"
               f"{pk[3]:>8.2f}{pf_cpu:>9}{cpu:>10}"
-              f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  {'yes' if pk[2] == seq[2] else 'NO'}")
-for label, _ in modes:
+              f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  {'-' if seq[2] is None else 'yes' if pk[2] == seq[2] else 'NO'}")
+for label, _ in modes if len(files) == 2 else []:
     a, b = rss[(label, files[0][0])], rss[(label, files[1][0])]
     print(f"perfkit peak RSS, 2x file / 1x file, {label}: {b / a:.2f}")
 if "--keep" not in sys.argv and "--dir" not in sys.argv:
