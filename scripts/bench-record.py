@@ -13,7 +13,7 @@ import os, re, statistics, subprocess, sys, tempfile, time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 5
 subprocess.run(["cargo", "build", "--release", "-q", "-p", "perfkit-cli"], cwd=ROOT, check=True)
-PERFKIT = os.path.join(ROOT, "target", "release", "perfkit")
+PERFKIT = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "perfkit")
 tmp = tempfile.mkdtemp()
 WORK = os.path.join(tmp, "workload")
 subprocess.run(["cc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", WORK,

@@ -16,7 +16,7 @@ def sh(*a, **kw):
     return subprocess.run(list(a), check=True, **kw)
 
 sh("cargo", "build", "--release", "-q", "-p", "perfkit-cli", cwd=ROOT)
-PERFKIT = os.path.join(ROOT, "target", "release", "perfkit")
+PERFKIT = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "perfkit")
 tmp = tempfile.mkdtemp()
 WORK = os.path.join(tmp, "workload")
 sh("cc", "-O1", "-pthread", "-o", WORK,
