@@ -9,16 +9,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use perfkit_symbols::probe_args::{ArgResolver, ArgSpec};
+use perfkit_symbols::probe_args::{ArgResolver, ArgSpec, Scope, raw_fetch_args};
 use perfkit_symbols::probe_lines::DebugLines;
 use perfkit_symbols::uprobe_events::{
-    UprobeDef, UprobeEvents, function_offset, functions, group_for,
+    ProbeError, UprobeDef, UprobeEvents, function_offset, functions, group_for,
 };
 
 use crate::exit_error;
 
 /// perf probe's exit status when a probe cannot be added or deleted.
 const PROBE_FAILED: u8 = 254;
+/// perf probe's exit status for an argument it cannot parse or use (-EINVAL).
+const PROBE_INVALID: u8 = 234;
 /// perf probe's exit status when the event exists (-EEXIST).
 const PROBE_EXISTS: u8 = 239;
 
@@ -120,11 +122,43 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
 
 /// perf's failure lines for a probe that cannot be added, and its status.
 fn failed(lines: &[&str]) -> anyhow::Result<u8> {
+    failed_with(PROBE_FAILED, lines)
+}
+
+/// perf's failure lines, with perf's status for the cause (256 - errno).
+fn failed_with(status: u8, lines: &[&str]) -> anyhow::Result<u8> {
     for l in lines {
         eprintln!("{l}");
     }
     eprintln!("  Error: Failed to add events.");
-    Ok(PROBE_FAILED)
+    Ok(status)
+}
+
+/// perf's refusal of an argument it cannot parse (-EINVAL).
+fn parse_error(why: &str) -> anyhow::Result<u8> {
+    eprintln!("Semantic error :{why}");
+    eprintln!("  Error: Command Parse Error.");
+    Ok(PROBE_INVALID)
+}
+
+/// The kernel refused the definition (a raw argument it does not take, a type it does
+/// not know, two arguments of one name): perf's lines, naming the first raw argument
+/// that looks like a newer uprobe syntax as perf does (`$vars` is one on a return probe,
+/// where it is not expanded), and perf's status (256 - errno).
+fn write_refused(errno: i32, specs: &[ArgSpec], is_return: bool) -> u8 {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    eprintln!("Failed to write event: {text}");
+    if let Some(raw) = specs.iter().find(|s| {
+        (s.is_raw() || is_return && !s.is_variable()) && s.var.starts_with(['$', '@', '+', '-'])
+    }) {
+        eprintln!(
+            "Please upgrade your kernel to at least 3.14 to have access to feature {}",
+            raw.var
+        );
+    }
+    eprintln!("  Error: Failed to add events.");
+    (256 - errno.clamp(1, 255)) as u8
 }
 
 fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
@@ -150,8 +184,12 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     for a in &arg_texts {
         match ArgSpec::parse(a) {
             Ok(s) => specs.push(s),
-            Err(why) => return failed(&[&why]),
+            Err(why) => return parse_error(&why),
         }
+    }
+    // As perf: a return probe fetches no variables (`$retval` and raw arguments only).
+    if is_return && specs.iter().any(ArgSpec::is_variable) {
+        return parse_error("You can't specify local variable for kretprobe.");
     }
     let bin = std::fs::canonicalize(bin).with_context(|| format!("{}", bin.display()))?;
     let mut points = match probe_points(&bin, func)? {
@@ -161,8 +199,19 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
         Place::Missing => return failed(&[&format!("Probe point '{func}' not found.")]),
         Place::Refused => return Ok(PROBE_FAILED),
     };
-    let mut fetch = vec![Vec::new(); points.offsets.len()];
-    if !specs.is_empty() {
+    // The DWARF scope the variables are looked up in: the function named, or for
+    // FILE:LINE the function declared nearest before the line.
+    let (place, line) = match func.split_once(':') {
+        Some((p, l)) => (p, l.parse::<u32>().ok()),
+        None => (func, None),
+    };
+    let scope = match (place.split_once('@').map_or(place, |x| x.0), line) {
+        (file, Some(line)) if !place.contains('@') && file.contains('.') => Scope::Line(line),
+        (f, _) => Scope::Function(f),
+    };
+    let with_vars = !is_return && specs.iter().any(ArgSpec::needs_dwarf);
+    let mut fetch = vec![raw_fetch_args(&specs); points.offsets.len()];
+    if with_vars {
         let debug = DebugLines::open(&bin)?;
         let resolver = ArgResolver::open(&bin)?;
         for (i, off) in points.offsets.iter_mut().enumerate() {
@@ -171,7 +220,7 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             };
             // As perf: in code built without optimization the arguments are read after the
             // prologue has stored them (the function's second line), not at its entry.
-            if points.entry && !is_return && !resolver.is_optimized(addr) {
+            if points.entry && !resolver.is_optimized(addr) {
                 if let Some(next) = debug.function_at(addr).and_then(|f| {
                     f.lines
                         .values()
@@ -194,17 +243,13 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
                 }
             }
             let mut warnings = Vec::new();
-            match resolver.fetch_args(addr, &specs, is_return, &mut warnings) {
-                Ok(f) => fetch[i] = f,
-                Err(e) => {
-                    let status = failed(&[&e.to_string()])?;
-                    // -EOPNOTSUPP, as perf, for a location it cannot fetch.
-                    let location = matches!(e, perfkit_symbols::probe_args::ArgError::Location);
-                    return Ok(if location { 161 } else { status });
-                }
-            }
+            let result = resolver.fetch_args(addr, &specs, scope, &mut warnings);
             for w in warnings.iter().filter(|_| !args.quiet) {
                 eprintln!("{w}");
+            }
+            match result {
+                Ok(f) => fetch[i] = f,
+                Err(e) => return failed_with(e.status(), &[&e.to_string()]),
             }
         }
     }
@@ -234,14 +279,20 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             .unwrap_or(base);
     }
     for (&offset, args) in points.offsets.iter().zip(fetch) {
-        events.add(&UprobeDef {
+        let added = events.add(&UprobeDef {
             group: group.clone(),
             event: event.clone(),
             path: bin.clone(),
             offset,
             is_return,
             args,
-        })?;
+        });
+        if let Err(ProbeError::Tracefs { source, .. }) = &added
+            && let Some(errno) = source.raw_os_error()
+        {
+            return Ok(write_refused(errno, &specs, is_return));
+        }
+        added?;
     }
     if !args.quiet {
         let described = match points.described.split_once('@') {
