@@ -193,6 +193,13 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     }
     let bin = std::fs::canonicalize(bin).with_context(|| format!("{}", bin.display()))?;
     let mut points = match probe_points(&bin, func)? {
+        // As perf: an inlined copy has no return to probe.
+        Place::At(p) if p.inlined && is_return => {
+            return failed(&[&format!(
+                "Failed to find symbol {func} in {}",
+                bin.display()
+            )]);
+        }
         Place::At(p) => p,
         // perf says no more when FUNC@FILE names no function of that file.
         Place::Missing if func.contains('@') => return failed(&[]),
@@ -391,6 +398,8 @@ struct Points {
     described: String,
     /// At a function's entry (`FUNC`, `FUNC@FILE`), not at a line.
     entry: bool,
+    /// At the entries of an inline function's copies.
+    inlined: bool,
 }
 
 /// What a probe place resolves to.
@@ -424,8 +433,9 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
                     event: point.to_owned(),
                     described: point.to_owned(),
                     entry: true,
+                    inlined: false,
                 })),
-                Err(perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => Ok(Place::Missing),
+                Err(ProbeError::NotFound(_)) => inline_points(bin, point),
                 Err(e) => Err(e.into()),
             };
         };
@@ -448,6 +458,7 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
             event: func.to_owned(),
             described: point.to_owned(),
             entry: true,
+            inlined: false,
         }));
     };
     let line: u32 = line.parse().map_err(|_| {
@@ -470,7 +481,13 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
         if let Some(other) = f.shared_line(line, &addrs) {
             return Ok(shared_line(format!("{}:{other}", f.file)));
         }
-        (addrs, f.name.clone(), format!("@{place}:{line}"))
+        // perf names the event after the scope of the first address: the function, or
+        // the inlined function whose body the line is in.
+        let name = ArgResolver::open(bin)
+            .ok()
+            .and_then(|r| r.line_scope_name(addrs[0], line))
+            .unwrap_or_else(|| f.name.clone());
+        (addrs, name, format!("@{place}:{line}"))
     } else {
         let Some(f) = debug.function_in(func, file) else {
             return Ok(Place::Missing);
@@ -502,6 +519,31 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
         event,
         described,
         entry: false,
+        inlined: false,
+    }))
+}
+
+/// An inline function without a copy of its own: its inlined copies, each probed at its
+/// entry, as perf does (no prologue is skipped there).
+fn inline_points(bin: &Path, func: &str) -> anyhow::Result<Place> {
+    let Ok(resolver) = ArgResolver::open(bin) else {
+        return Ok(Place::Missing);
+    };
+    let debug = DebugLines::open(bin)?;
+    let offsets: Vec<u64> = resolver
+        .inline_entries(func)?
+        .into_iter()
+        .filter_map(|a| debug.file_offset(a))
+        .collect();
+    if offsets.is_empty() {
+        return Ok(Place::Missing);
+    }
+    Ok(Place::At(Points {
+        offsets,
+        event: func.to_owned(),
+        described: func.to_owned(),
+        entry: false,
+        inlined: true,
     }))
 }
 
@@ -572,6 +614,24 @@ fn delete(pattern: &str, quiet: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// perf's `-l` description of an address in an inlined copy of a function
+/// (`FUNC:RLN@FILE`), where there is one.
+fn inline_description(debug: &DebugLines, path: &Path, addr: u64) -> Option<String> {
+    let f = debug.function_at(addr)?;
+    if f.ranges.first().is_some_and(|r| r.0 == addr) {
+        return None;
+    }
+    let line = f
+        .lines
+        .iter()
+        .find(|(_, addrs)| addrs.contains(&addr))
+        .map_or(0, |(l, _)| *l);
+    let (func, rel) = ArgResolver::open(path)
+        .ok()?
+        .inline_description(addr, line)?;
+    Some(format!("{func}:{rel}@{}", f.file))
+}
+
 fn list(filter: &str) -> anyhow::Result<()> {
     let events = uprobe_events()?;
     let mut defs = events.list()?;
@@ -589,7 +649,7 @@ fn list(filter: &str) -> anyhow::Result<()> {
         let debug = DebugLines::open(&d.path).ok();
         let described = debug.as_ref().and_then(|dl| {
             let addr = dl.address_of_offset(d.offset)?;
-            let s = dl.describe(addr)?;
+            let s = inline_description(dl, &d.path, addr).or_else(|| dl.describe(addr))?;
             Some(match s.split_once('@') {
                 Some((at, file)) => format!("{at}{ret}@{file}"),
                 None => format!("{s}{ret}"),

@@ -526,6 +526,25 @@ impl ArgResolver {
             }
         }
         let mut out = Vec::new();
+        // As perf: a variable not found is left empty, and the arguments are checked by
+        // their places in what was asked, so the one reported is the one asked for at
+        // that place (`$vars`, when it expanded to fewer names than were asked for).
+        let not_found = |i: usize| {
+            let asked = specs.get(i).or(expanded.get(i));
+            ArgError::NotFound(asked.map_or_else(String::new, |s| s.var.clone()))
+        };
+        if expanded.len() < specs.len() {
+            // An index past the expansion has no value, unless an earlier one is empty.
+            for (i, spec) in expanded.iter().enumerate() {
+                if let (Some(ctx), false) = (&ctx, spec.is_raw())
+                    && let Err(ArgError::NotFound(_)) =
+                        self.resolve(ctx, addr, spec, &mut Vec::new())
+                {
+                    return Err(not_found(i));
+                }
+            }
+            return Err(not_found(expanded.len()));
+        }
         for (i, spec) in expanded.iter().enumerate() {
             let name = spec.field_name(i);
             let ctx = match &ctx {
@@ -535,11 +554,101 @@ impl ArgResolver {
                     continue;
                 }
             };
-            let (fetch, ty) = self.resolve(ctx, addr, spec, warnings)?;
+            let (fetch, ty) = match self.resolve(ctx, addr, spec, warnings) {
+                Err(ArgError::NotFound(_)) => return Err(not_found(i)),
+                other => other?,
+            };
             let ty = ty.map(|t| format!(":{t}")).unwrap_or_default();
             out.push(format!("{name}={fetch}{ty}"));
         }
         Ok(out)
+    }
+
+    /// The entry addresses of the inlined copies of function `name`, in DWARF order: where
+    /// perf probes an inline function that has no copy of its own.
+    pub fn inline_entries(&self, name: &str) -> Result<Vec<u64>, ArgError> {
+        let mut out = Vec::new();
+        let mut units = self.dwarf.units();
+        while let Some(header) = units.next()? {
+            let unit = self.dwarf.unit(header)?;
+            let mut entries = unit.entries();
+            while let Some((_, e)) = entries.next_dfs()? {
+                if e.tag() == gimli::DW_TAG_inlined_subroutine
+                    && self.die_name(&unit, e)?.as_deref() == Some(name)
+                    && let Some(entry) = self.entry_pc(&unit, e)?
+                    && entry != 0
+                {
+                    out.push(entry);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A function's entry address, as elfutils' `die_entrypc`: `DW_AT_entry_pc`, else
+    /// `DW_AT_low_pc`, else the start of its first range.
+    fn entry_pc(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+    ) -> Result<Option<u64>, gimli::Error> {
+        let low = match e.attr_value(gimli::DW_AT_low_pc)? {
+            Some(v) => self.dwarf.attr_address(unit, v)?,
+            None => None,
+        };
+        if let Some(v) = e.attr_value(gimli::DW_AT_entry_pc)? {
+            if let Some(a) = self.dwarf.attr_address(unit, v.clone())? {
+                return Ok(Some(a));
+            }
+            // DWARF 5: a constant is an offset from the low address.
+            if let (Some(off), Some(low)) = (v.udata_value(), low) {
+                return Ok(Some(low + off));
+            }
+        }
+        if low.is_some() {
+            return Ok(low);
+        }
+        let mut ranges = self.dwarf.die_ranges(unit, e)?;
+        Ok(ranges.next()?.map(|r| r.begin))
+    }
+
+    /// perf's `-l` description of `addr` where it lies in an inlined copy of a function:
+    /// (function, line relative to its declaration). At a copy's entry it is the calling
+    /// function and the line of the call; inside a copy, the inlined function and its
+    /// line `line` (of the line table). `None` outside inlined copies.
+    pub fn inline_description(&self, addr: u64, line: u32) -> Option<(String, u32)> {
+        let (unit, ()) = self.unit_at(addr).ok()??;
+        let mut chain = Vec::new();
+        let mut tree = unit.entries_tree(None).ok()?;
+        self.functions_at(&unit, tree.root().ok()?, addr, &mut chain)
+            .ok()?;
+        let sp = chain
+            .iter()
+            .rposition(|f| f.1 == gimli::DW_TAG_subprogram)?;
+        let inlines = &chain[sp + 1..];
+        if inlines.is_empty() {
+            return None;
+        }
+        let (mut func, mut base) = (chain[sp].2.clone()?, chain[sp].3);
+        let mut lineno = line;
+        for f in inlines {
+            let e = unit.entry(f.0).ok()?;
+            if self.entry_pc(&unit, &e).ok()? == Some(addr) {
+                lineno = e.attr_value(gimli::DW_AT_call_line).ok()??.udata_value()? as u32;
+                break;
+            }
+            func = f.2.clone()?;
+            base = f.3;
+        }
+        Some((func, lineno.saturating_sub(base)))
+    }
+
+    /// The name of the scope perf gives a `FILE:LINE` probe at `addr`: the function (or
+    /// inlined copy) holding it that is declared nearest before `line`.
+    pub fn line_scope_name(&self, addr: u64, line: u32) -> Option<String> {
+        let ctx = self.context(addr, Scope::Line(line)).ok()??;
+        let e = ctx.unit.entry(ctx.scope).ok()?;
+        self.die_name(&ctx.unit, &e).ok()?
     }
 
     /// The unit and scope of `addr`; `None` where no unit holds it.
@@ -604,7 +713,13 @@ impl ArgResolver {
                 tag,
                 gimli::DW_TAG_namespace | gimli::DW_TAG_class_type | gimli::DW_TAG_structure_type
             );
-            if container || scope && self.holds(unit, e, addr)? {
+            // An inlined copy's entry can lie outside its ranges (an empty range at the
+            // entry, after optimization): perf probes it there, in the copy's scope.
+            let entered = scope
+                && (self.holds(unit, e, addr)?
+                    || tag == gimli::DW_TAG_inlined_subroutine
+                        && self.entry_pc(unit, e)? == Some(addr));
+            if container || entered {
                 if tag != gimli::DW_TAG_lexical_block && !container {
                     let name = self.die_name(unit, e)?;
                     let line = self.decl_line(unit, e)?;
