@@ -228,6 +228,13 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             // As perf: in code built without optimization the arguments are read after the
             // prologue has stored them (the function's second line), not at its entry.
             if points.entry && !resolver.is_optimized(addr) {
+                if !args.quiet {
+                    eprintln!(
+                        "Target program is compiled without optimization. Skipping prologue."
+                    );
+                    eprintln!("Probe on address {addr:#x} to force probing at the function entry.");
+                    eprintln!();
+                }
                 if let Some(next) = debug.function_at(addr).and_then(|f| {
                     f.lines
                         .values()
@@ -236,15 +243,6 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
                         .filter(|&a| a > addr)
                         .min()
                 }) {
-                    if !args.quiet {
-                        eprintln!(
-                            "Target program is compiled without optimization. Skipping prologue."
-                        );
-                        eprintln!(
-                            "Probe on address {addr:#x} to force probing at the function entry."
-                        );
-                        eprintln!();
-                    }
                     addr = next;
                     *off = debug.file_offset(addr).unwrap_or(*off);
                 }

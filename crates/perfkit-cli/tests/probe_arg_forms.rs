@@ -49,15 +49,21 @@ __attribute__((noinline)) struct point *pkf_getpt(struct point *p) {
 \tp->x++;
 \treturn p;
 }
+struct flags { int a; unsigned int lo : 3; unsigned int mid : 5; int sgn : 4; union { int u1; short u2; }; };
+__attribute__((noinline)) int pkf_flags(struct flags *f, int k) {
+\treturn f->lo + f->mid + f->sgn + f->u1 + k;
+}
 int main(int argc, char **argv) {
 \tstruct point pt = { 7, 9, \"abc\", {5, 6, 7, 8} };
 \tint arr[4] = { 100, 200, 300, 400 };
 \tint n = argc > 1 ? atoi(argv[1]) : 3;
 \tint t = 0;
+\tstruct flags fl = { 1, 5, 17, -3, { 9 } };
 \tfor (int i = 0; i < n; i++) {
 \t\tt += pkf_work(42 + i, 1000, &pt, arr, \"xyz\", 200, -5);
 \t\tt += pkf_mkpair(i).b;
 \t\tt += pkf_getpt(&pt)->y;
+\t\tt += pkf_flags(&fl, i);
 \t}
 \tprintf(\"%d\\n\", t);
 \treturn 0;
@@ -220,6 +226,10 @@ fn same_as_perf(opt: &str) {
         &helper_line,
         &helper_vars,
         "pkf_helper%return",
+        // Members of an unnamed union; perf's refusal of bit fields (no member offset).
+        "pkf_flags f->u1 u2=f->u2:x16 f->a",
+        "pkf_flags f->lo",
+        "pkf_flags f->sgn:s8",
         // perf's refusals.
         "pkf_work a[1]",
         "pkf_work p.x",
@@ -287,7 +297,8 @@ fn globals_are_fetched_where_perf_refuses_them() {
 
 /// A run recorded with perfkit: `script` prints the values the program holds for each
 /// form (an array element through a pointer and in a structure, a string through a
-/// pointer and in an array, a cast, globals, $params, an inlined function's variable),
+/// pointer and in an array, a cast, globals, $params, an inlined function's variable, a
+/// member of an unnamed union),
 /// and `perf script` prints the same for the same file.
 #[test]
 fn recorded_forms_are_the_values_held() {
@@ -304,6 +315,8 @@ fn recorded_forms_are_the_values_held() {
         "w2=pkf_work $params",
         "-a",
         &helper,
+        "-a",
+        "pkf_flags f->u1 f->a k",
     ]));
     let data = dir.path().join("forms.data");
     let recorded = perfkit()
@@ -312,6 +325,7 @@ fn recorded_forms_are_the_values_held() {
         .args(["-e", &format!("{group}:pkf_work"), "-e"])
         .arg(format!("{group}:w2"))
         .args(["-e", &format!("{group}:h")])
+        .args(["-e", &format!("{group}:pkf_flags")])
         .arg("--")
         .arg(&bin)
         .arg("2")
@@ -339,6 +353,12 @@ fn recorded_forms_are_the_values_held() {
             .collect()
     };
     let (work, params, inlined) = (of("pkf_work"), of("w2"), of("h"));
+    // A member of an unnamed union, beside a plain member.
+    assert_eq!(
+        of("pkf_flags"),
+        ["u1=9 a=1 k=0", "u1=9 a=1 k=1"],
+        "{script}"
+    );
     assert_eq!((work.len(), params.len()), (2, 2), "{script}");
     // The inlined copy's line has three addresses here, each probed.
     assert_eq!(inlined.len() % 2, 0, "{script}");

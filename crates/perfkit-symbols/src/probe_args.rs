@@ -450,31 +450,28 @@ impl ArgResolver {
         })
     }
 
-    /// Whether the compilation unit holding `addr` was built with optimization (its
-    /// `DW_AT_producer` names `-O1`, `-O2`, `-Os`, ...), as perf decides whether to skip a
-    /// function's prologue before reading its arguments.
+    /// Whether the compilation unit holding `addr` counts as built with optimization, as
+    /// perf 6.1 decides whether to skip a function's prologue before reading its
+    /// arguments: some variable or parameter of the unit has a location list
+    /// (`DW_FORM_sec_offset`). Code built with -O2 whose variables each keep one place
+    /// counts as unoptimized, as it does for perf.
     pub fn is_optimized(&self, addr: u64) -> bool {
         let Ok(Some((unit, _))) = self.unit_at(addr) else {
             return true;
         };
         let mut entries = unit.entries();
-        let Ok(Some((_, root))) = entries.next_dfs() else {
-            return true;
-        };
-        let producer = root
-            .attr_value(gimli::DW_AT_producer)
-            .ok()
-            .flatten()
-            .and_then(|v| self.dwarf.attr_string(&unit, v).ok())
-            .map(|s| {
-                s.to_string_lossy()
-                    .map(|c| c.into_owned())
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
-        producer
-            .split_whitespace()
-            .any(|w| w.starts_with("-O") && w != "-O0")
+        while let Ok(Some((_, e))) = entries.next_dfs() {
+            if matches!(
+                e.tag(),
+                gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
+            ) && matches!(
+                e.attr_value(gimli::DW_AT_location),
+                Ok(Some(gimli::AttributeValue::LocationListsRef(_)))
+            ) {
+                return true;
+            }
+        }
+        false
     }
 
     fn unit_at(&self, addr: u64) -> Result<Option<(gimli::Unit<Reader>, ())>, gimli::Error> {
@@ -1104,7 +1101,6 @@ impl ArgResolver {
                         ));
                     }
                 }
-                let union = st.tag() == gimli::DW_TAG_union_type;
                 let Some((off, member)) = self.member(unit, st.offset(), field.name())? else {
                     let tname = self.die_name(unit, &st)?.unwrap_or_else(|| "(null)".into());
                     return Err(ArgError::Invalid(format!(
@@ -1112,9 +1108,7 @@ impl ArgResolver {
                         field.name()
                     )));
                 };
-                loc = loc
-                    .offset(if union { 0 } else { off })
-                    .ok_or(ArgError::Location)?;
+                loc = loc.offset(off).ok_or(ArgError::Location)?;
                 die = member;
             }
             name = field.name().to_owned();
@@ -1142,11 +1136,6 @@ impl ArgResolver {
         }
         let d = unit.entry(die)?;
         let dname = self.die_name(unit, &d)?.unwrap_or_else(|| "(null)".into());
-        if d.attr(gimli::DW_AT_bit_size)?.is_some() {
-            return Err(ArgError::Unsupported(format!(
-                "{dname} is a bit field: perfkit cannot fetch bit fields yet"
-            )));
-        }
         let ty = self.real_type(unit, &d)?.ok_or_else(|| {
             ArgError::Missing(format!("Failed to get a type information of {dname}."))
         })?;
@@ -1312,13 +1301,17 @@ impl ArgResolver {
         Ok(ty)
     }
 
-    /// The member `field` of structure or union `ty`: its offset and DIE.
+    /// The member `field` of structure or union `ty`, as perf's `die_find_member` finds
+    /// it (within unnamed members too): its offset and DIE. A member of a structure
+    /// without `DW_AT_data_member_location` (a bit field) is perf's "Failed to get the
+    /// offset".
     fn member(
         &self,
         unit: &gimli::Unit<Reader>,
         ty: gimli::UnitOffset,
         field: &str,
-    ) -> Result<Option<(i64, gimli::UnitOffset)>, gimli::Error> {
+    ) -> Result<Option<(i64, gimli::UnitOffset)>, ArgError> {
+        let union = unit.entry(ty)?.tag() == gimli::DW_TAG_union_type;
         let mut tree = unit.entries_tree(Some(ty))?;
         let root = tree.root()?;
         let mut children = root.children();
@@ -1327,20 +1320,40 @@ impl ArgResolver {
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }
-            let Some(n) = e.attr_value(gimli::DW_AT_name)? else {
-                continue;
+            let inner = match e.attr_value(gimli::DW_AT_name)? {
+                Some(n) => {
+                    if self.dwarf.attr_string(unit, n)?.to_string_lossy()? != field {
+                        continue;
+                    }
+                    None
+                }
+                None => {
+                    // An unnamed structure or union: the field may be one of its members.
+                    let Some(t) = self.real_type(unit, e)? else {
+                        continue;
+                    };
+                    match self.member(unit, t, field)? {
+                        Some(found) => Some(found),
+                        None => continue,
+                    }
+                }
             };
-            if self.dwarf.attr_string(unit, n)?.to_string_lossy()? != field {
-                continue;
-            }
-            let off = e
-                .attr_value(gimli::DW_AT_data_member_location)?
-                .and_then(|v| {
-                    v.sdata_value()
-                        .or_else(|| v.udata_value().map(|u| u as i64))
-                })
-                .unwrap_or(0);
-            return Ok(Some((off, e.offset())));
+            let off = if union {
+                0
+            } else {
+                e.attr_value(gimli::DW_AT_data_member_location)?
+                    .and_then(|v| {
+                        v.sdata_value()
+                            .or_else(|| v.udata_value().map(|u| u as i64))
+                    })
+                    .ok_or_else(|| {
+                        ArgError::Missing(format!("Failed to get the offset of {field}."))
+                    })?
+            };
+            return Ok(Some(match inner {
+                Some((o, m)) => (off + o, m),
+                None => (off, e.offset()),
+            }));
         }
         Ok(None)
     }
