@@ -1,9 +1,11 @@
 //! `perfkit probe`: user-space probes (uprobes) as `perf probe -x BINARY` defines them:
 //! add `FUNC[@FILE]`, `FUNC[@FILE]%return`, `FUNC[@FILE]:RLN` or `FILE:LINE` (`-a`, or bare
-//! arguments), with arguments fetched from DWARF (`VAR`, `VAR->FIELD`, `:TYPE`, `$retval`), show a
-//! function's probe-able lines (`-L FUNC`), delete (`-d`, globs as perf's), list (`-l`), and
-//! list a binary's functions (`--funcs`). Kernel probes are refused with the reason. The work
-//! is `perfkit_symbols::uprobe_events`, `probe_lines` and `probe_args`.
+//! arguments; an inline function at its inlined copies), with arguments fetched from DWARF
+//! (`VAR`, `VAR->FIELD`, `arr[N]`, `:TYPE`, `$vars`, globals) or written as given (`%di`,
+//! `$retval`), show a function's probe-able lines (`-L FUNC`), delete (`-d`, globs as
+//! perf's), list (`-l`), and list a binary's functions (`--funcs`). Kernel probes are
+//! refused with the reason. The work is `perfkit_symbols::uprobe_events`, `probe_lines`
+//! and `probe_args`.
 
 use std::path::{Path, PathBuf};
 

@@ -51,7 +51,8 @@ __attribute__((noinline)) struct point *pkf_getpt(struct point *p) {
 }
 struct flags { int a; unsigned int lo : 3; unsigned int mid : 5; int sgn : 4; union { int u1; short u2; }; };
 __attribute__((noinline)) int pkf_flags(struct flags *f, int k) {
-\treturn f->lo + f->mid + f->sgn + f->u1 + k;
+\tconst int K = 7;
+\treturn f->lo + f->mid + f->sgn + f->u1 + k * K;
 }
 int main(int argc, char **argv) {
 \tstruct point pt = { 7, 9, \"abc\", {5, 6, 7, 8} };
@@ -230,6 +231,8 @@ fn same_as_perf(opt: &str) {
         "pkf_flags f->u1 u2=f->u2:x16 f->a",
         "pkf_flags f->lo",
         "pkf_flags f->sgn:s8",
+        // A constant (a stack slot without optimization, an immediate `\7` with it).
+        "pkf_flags K k",
         // perf's refusals.
         "pkf_work a[1]",
         "pkf_work p.x",
@@ -310,7 +313,7 @@ fn recorded_forms_are_the_values_held() {
     let helper = format!("h=pkforms.c:{HELPER_LINE} q");
     run_ok(perfkit().args(["probe", "-q", "-x"]).arg(&bin).args([
         "-a",
-        "pkf_work e2=arr[2] m1=p->arr[1] s:string p->name:string a:x16 counter g3=gpt.arr[3] table[1]",
+        "pkf_work e2=arr[2] m1=p->arr[1] s:string p->name:string a:x16 counter g3=gpt.arr[3] table[1] label:string",
         "-a",
         "w2=pkf_work $params",
         "-a",
@@ -371,7 +374,7 @@ fn recorded_forms_are_the_values_held() {
             work[i],
             format!(
                 "e2=300 m1=6 s_string=\"xyz\" name=\"abc\" a_x16=0x{a:x} counter={counter} \
-                 g3=4 table=20"
+                 g3=4 table=20 label_string=\"hello\""
             ),
             "{script}"
         );

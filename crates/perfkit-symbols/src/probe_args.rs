@@ -1,15 +1,21 @@
 //! Probe arguments as `perf probe -x BINARY 'FUNC ARG...'` takes them, turned into the fetch
-//! arguments tracefs' `uprobe_events` takes.
+//! arguments tracefs' `uprobe_events` takes, as perf 6.1's probe finder turns them.
 //!
-//! An argument is `[NAME=]VAR[->FIELD|.FIELD]...[:TYPE]` or `$retval` (return probes). Each
-//! variable is looked up in the DWARF scopes (function, lexical blocks) holding the probe
-//! address, innermost first; its `DW_AT_location` valid there (an expression or a location
-//! list entry) becomes a register (`%di`) or a memory operand (`-20(%bp)`, `+8(%sp)`): a
-//! frame-base offset is resolved through the call frame information at that address, as
-//! perf does for `DW_OP_call_frame_cfa`. `->FIELD` dereferences (`+0(%dx)`), `.FIELD` adds the
-//! member's offset. The type is the variable's (`s32`, `u64`; pointers and aggregates `x64`)
-//! unless `:TYPE` names one, and the argument is named as perf names it: the last field or
-//! the variable, `_TYPE` appended when a type is given, `argN` for `$retval`.
+//! An argument is `[NAME=]VAR[->FIELD|.FIELD|[INDEX]]...[:TYPE]`, `$vars` / `$params`, or a
+//! raw fetch argument (anything not starting like a C name: `%di`, `+8(%sp)`, `$retval`,
+//! `$retval->x`, `$comm`), which goes to the kernel as written and is named `argN`. A
+//! variable is looked up as perf's `die_find_variable_at` does: in the scope of the probe
+//! (the function named, an inlined copy too, or for `FILE:LINE` the function declared
+//! nearest before the line), walking nested blocks and inlined copies that hold the
+//! address in DWARF order, then among the unit's globals. Its location there (an
+//! expression or a location list entry; only the first operation counts, as in perf)
+//! becomes a register (`%di`), a memory operand (`-20(%bp)`: a frame-base offset resolved
+//! through the call frame information at that address, as perf does for
+//! `DW_OP_call_frame_cfa`), a constant (`\42`), or for a global the file-offset memory
+//! operand uprobes take (`@+0x4040`; perf 6.1 writes `@sym+0`, which uprobes refuse).
+//! `->FIELD` and indexes through a pointer dereference (`+0(%dx)`), `.FIELD` and indexes
+//! within an array add offsets. The type is perf's: a cast as given, `string` of a `char`
+//! pointer or array, else `s` for signed base types and `x` otherwise, with the type's size.
 
 use std::path::Path;
 
