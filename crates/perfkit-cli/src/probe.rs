@@ -1,24 +1,28 @@
 //! `perfkit probe`: user-space probes (uprobes) as `perf probe -x BINARY` defines them:
 //! add `FUNC[@FILE]`, `FUNC[@FILE]%return`, `FUNC[@FILE]:RLN` or `FILE:LINE` (`-a`, or bare
-//! arguments), with arguments fetched from DWARF (`VAR`, `VAR->FIELD`, `:TYPE`, `$retval`), show a
-//! function's probe-able lines (`-L FUNC`), delete (`-d`, globs as perf's), list (`-l`), and
-//! list a binary's functions (`--funcs`). Kernel probes are refused with the reason. The work
-//! is `perfkit_symbols::uprobe_events`, `probe_lines` and `probe_args`.
+//! arguments; an inline function at its inlined copies), with arguments fetched from DWARF
+//! (`VAR`, `VAR->FIELD`, `arr[N]`, `:TYPE`, `$vars`, globals) or written as given (`%di`,
+//! `$retval`), show a function's probe-able lines (`-L FUNC`), delete (`-d`, globs as
+//! perf's), list (`-l`), and list a binary's functions (`--funcs`). Kernel probes are
+//! refused with the reason. The work is `perfkit_symbols::uprobe_events`, `probe_lines`
+//! and `probe_args`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use perfkit_symbols::probe_args::{ArgResolver, ArgSpec};
+use perfkit_symbols::probe_args::{ArgResolver, ArgSpec, Scope, raw_fetch_args};
 use perfkit_symbols::probe_lines::DebugLines;
 use perfkit_symbols::uprobe_events::{
-    UprobeDef, UprobeEvents, function_offset, functions, group_for,
+    ProbeError, UprobeDef, UprobeEvents, function_offset, functions, group_for,
 };
 
 use crate::exit_error;
 
 /// perf probe's exit status when a probe cannot be added or deleted.
 const PROBE_FAILED: u8 = 254;
+/// perf probe's exit status for an argument it cannot parse or use (-EINVAL).
+const PROBE_INVALID: u8 = 234;
 /// perf probe's exit status when the event exists (-EEXIST).
 const PROBE_EXISTS: u8 = 239;
 
@@ -120,11 +124,43 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
 
 /// perf's failure lines for a probe that cannot be added, and its status.
 fn failed(lines: &[&str]) -> anyhow::Result<u8> {
+    failed_with(PROBE_FAILED, lines)
+}
+
+/// perf's failure lines, with perf's status for the cause (256 - errno).
+fn failed_with(status: u8, lines: &[&str]) -> anyhow::Result<u8> {
     for l in lines {
         eprintln!("{l}");
     }
     eprintln!("  Error: Failed to add events.");
-    Ok(PROBE_FAILED)
+    Ok(status)
+}
+
+/// perf's refusal of an argument it cannot parse (-EINVAL).
+fn parse_error(why: &str) -> anyhow::Result<u8> {
+    eprintln!("Semantic error :{why}");
+    eprintln!("  Error: Command Parse Error.");
+    Ok(PROBE_INVALID)
+}
+
+/// The kernel refused the definition (a raw argument it does not take, a type it does
+/// not know, two arguments of one name): perf's lines, naming the first raw argument
+/// that looks like a newer uprobe syntax as perf does (`$vars` is one on a return probe,
+/// where it is not expanded), and perf's status (256 - errno).
+fn write_refused(errno: i32, specs: &[ArgSpec], is_return: bool) -> u8 {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    eprintln!("Failed to write event: {text}");
+    if let Some(raw) = specs.iter().find(|s| {
+        (s.is_raw() || is_return && !s.is_variable()) && s.var.starts_with(['$', '@', '+', '-'])
+    }) {
+        eprintln!(
+            "Please upgrade your kernel to at least 3.14 to have access to feature {}",
+            raw.var
+        );
+    }
+    eprintln!("  Error: Failed to add events.");
+    (256 - errno.clamp(1, 255)) as u8
 }
 
 fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
@@ -150,19 +186,41 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     for a in &arg_texts {
         match ArgSpec::parse(a) {
             Ok(s) => specs.push(s),
-            Err(why) => return failed(&[&why]),
+            Err(why) => return parse_error(&why),
         }
+    }
+    // As perf: a return probe fetches no variables (`$retval` and raw arguments only).
+    if is_return && specs.iter().any(ArgSpec::is_variable) {
+        return parse_error("You can't specify local variable for kretprobe.");
     }
     let bin = std::fs::canonicalize(bin).with_context(|| format!("{}", bin.display()))?;
     let mut points = match probe_points(&bin, func)? {
+        // As perf: an inlined copy has no return to probe.
+        Place::At(p) if p.inlined && is_return => {
+            return failed(&[&format!(
+                "Failed to find symbol {func} in {}",
+                bin.display()
+            )]);
+        }
         Place::At(p) => p,
         // perf says no more when FUNC@FILE names no function of that file.
         Place::Missing if func.contains('@') => return failed(&[]),
         Place::Missing => return failed(&[&format!("Probe point '{func}' not found.")]),
         Place::Refused => return Ok(PROBE_FAILED),
     };
-    let mut fetch = vec![Vec::new(); points.offsets.len()];
-    if !specs.is_empty() {
+    // The DWARF scope the variables are looked up in: the function named, or for
+    // FILE:LINE the function declared nearest before the line.
+    let (place, line) = match func.split_once(':') {
+        Some((p, l)) => (p, l.parse::<u32>().ok()),
+        None => (func, None),
+    };
+    let scope = match (place.split_once('@').map_or(place, |x| x.0), line) {
+        (file, Some(line)) if !place.contains('@') && file.contains('.') => Scope::Line(line),
+        (f, _) => Scope::Function(f),
+    };
+    let with_vars = !is_return && specs.iter().any(ArgSpec::needs_dwarf);
+    let mut fetch = vec![raw_fetch_args(&specs); points.offsets.len()];
+    if with_vars {
         let debug = DebugLines::open(&bin)?;
         let resolver = ArgResolver::open(&bin)?;
         for (i, off) in points.offsets.iter_mut().enumerate() {
@@ -171,7 +229,14 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             };
             // As perf: in code built without optimization the arguments are read after the
             // prologue has stored them (the function's second line), not at its entry.
-            if points.entry && !is_return && !resolver.is_optimized(addr) {
+            if points.entry && !resolver.is_optimized(addr) {
+                if !args.quiet {
+                    eprintln!(
+                        "Target program is compiled without optimization. Skipping prologue."
+                    );
+                    eprintln!("Probe on address {addr:#x} to force probing at the function entry.");
+                    eprintln!();
+                }
                 if let Some(next) = debug.function_at(addr).and_then(|f| {
                     f.lines
                         .values()
@@ -180,31 +245,18 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
                         .filter(|&a| a > addr)
                         .min()
                 }) {
-                    if !args.quiet {
-                        eprintln!(
-                            "Target program is compiled without optimization. Skipping prologue."
-                        );
-                        eprintln!(
-                            "Probe on address {addr:#x} to force probing at the function entry."
-                        );
-                        eprintln!();
-                    }
                     addr = next;
                     *off = debug.file_offset(addr).unwrap_or(*off);
                 }
             }
             let mut warnings = Vec::new();
-            match resolver.fetch_args(addr, &specs, is_return, &mut warnings) {
-                Ok(f) => fetch[i] = f,
-                Err(e) => {
-                    let status = failed(&[&e.to_string()])?;
-                    // -EOPNOTSUPP, as perf, for a location it cannot fetch.
-                    let location = matches!(e, perfkit_symbols::probe_args::ArgError::Location);
-                    return Ok(if location { 161 } else { status });
-                }
-            }
+            let result = resolver.fetch_args(addr, &specs, scope, &mut warnings);
             for w in warnings.iter().filter(|_| !args.quiet) {
                 eprintln!("{w}");
+            }
+            match result {
+                Ok(f) => fetch[i] = f,
+                Err(e) => return failed_with(e.status(), &[&e.to_string()]),
             }
         }
     }
@@ -234,14 +286,20 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
             .unwrap_or(base);
     }
     for (&offset, args) in points.offsets.iter().zip(fetch) {
-        events.add(&UprobeDef {
+        let added = events.add(&UprobeDef {
             group: group.clone(),
             event: event.clone(),
             path: bin.clone(),
             offset,
             is_return,
             args,
-        })?;
+        });
+        if let Err(ProbeError::Tracefs { source, .. }) = &added
+            && let Some(errno) = source.raw_os_error()
+        {
+            return Ok(write_refused(errno, &specs, is_return));
+        }
+        added?;
     }
     if !args.quiet {
         let described = match points.described.split_once('@') {
@@ -340,6 +398,8 @@ struct Points {
     described: String,
     /// At a function's entry (`FUNC`, `FUNC@FILE`), not at a line.
     entry: bool,
+    /// At the entries of an inline function's copies.
+    inlined: bool,
 }
 
 /// What a probe place resolves to.
@@ -373,8 +433,9 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
                     event: point.to_owned(),
                     described: point.to_owned(),
                     entry: true,
+                    inlined: false,
                 })),
-                Err(perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => Ok(Place::Missing),
+                Err(ProbeError::NotFound(_)) => inline_points(bin, point),
                 Err(e) => Err(e.into()),
             };
         };
@@ -397,6 +458,7 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
             event: func.to_owned(),
             described: point.to_owned(),
             entry: true,
+            inlined: false,
         }));
     };
     let line: u32 = line.parse().map_err(|_| {
@@ -419,7 +481,13 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
         if let Some(other) = f.shared_line(line, &addrs) {
             return Ok(shared_line(format!("{}:{other}", f.file)));
         }
-        (addrs, f.name.clone(), format!("@{place}:{line}"))
+        // perf names the event after the scope of the first address: the function, or
+        // the inlined function whose body the line is in.
+        let name = ArgResolver::open(bin)
+            .ok()
+            .and_then(|r| r.line_scope_name(addrs[0], line))
+            .unwrap_or_else(|| f.name.clone());
+        (addrs, name, format!("@{place}:{line}"))
     } else {
         let Some(f) = debug.function_in(func, file) else {
             return Ok(Place::Missing);
@@ -451,6 +519,31 @@ fn probe_points(bin: &Path, point: &str) -> anyhow::Result<Place> {
         event,
         described,
         entry: false,
+        inlined: false,
+    }))
+}
+
+/// An inline function without a copy of its own: its inlined copies, each probed at its
+/// entry, as perf does (no prologue is skipped there).
+fn inline_points(bin: &Path, func: &str) -> anyhow::Result<Place> {
+    let Ok(resolver) = ArgResolver::open(bin) else {
+        return Ok(Place::Missing);
+    };
+    let debug = DebugLines::open(bin)?;
+    let offsets: Vec<u64> = resolver
+        .inline_entries(func)?
+        .into_iter()
+        .filter_map(|a| debug.file_offset(a))
+        .collect();
+    if offsets.is_empty() {
+        return Ok(Place::Missing);
+    }
+    Ok(Place::At(Points {
+        offsets,
+        event: func.to_owned(),
+        described: func.to_owned(),
+        entry: false,
+        inlined: true,
     }))
 }
 
@@ -521,6 +614,24 @@ fn delete(pattern: &str, quiet: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// perf's `-l` description of an address in an inlined copy of a function
+/// (`FUNC:RLN@FILE`), where there is one.
+fn inline_description(debug: &DebugLines, path: &Path, addr: u64) -> Option<String> {
+    let f = debug.function_at(addr)?;
+    if f.ranges.first().is_some_and(|r| r.0 == addr) {
+        return None;
+    }
+    let line = f
+        .lines
+        .iter()
+        .find(|(_, addrs)| addrs.contains(&addr))
+        .map_or(0, |(l, _)| *l);
+    let (func, rel) = ArgResolver::open(path)
+        .ok()?
+        .inline_description(addr, line)?;
+    Some(format!("{func}:{rel}@{}", f.file))
+}
+
 fn list(filter: &str) -> anyhow::Result<()> {
     let events = uprobe_events()?;
     let mut defs = events.list()?;
@@ -538,7 +649,7 @@ fn list(filter: &str) -> anyhow::Result<()> {
         let debug = DebugLines::open(&d.path).ok();
         let described = debug.as_ref().and_then(|dl| {
             let addr = dl.address_of_offset(d.offset)?;
-            let s = dl.describe(addr)?;
+            let s = inline_description(dl, &d.path, addr).or_else(|| dl.describe(addr))?;
             Some(match s.split_once('@') {
                 Some((at, file)) => format!("{at}{ret}@{file}"),
                 None => format!("{s}{ret}"),

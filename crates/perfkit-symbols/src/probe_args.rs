@@ -1,23 +1,50 @@
 //! Probe arguments as `perf probe -x BINARY 'FUNC ARG...'` takes them, turned into the fetch
-//! arguments tracefs' `uprobe_events` takes.
+//! arguments tracefs' `uprobe_events` takes, as perf 6.1's probe finder turns them.
 //!
-//! An argument is `[NAME=]VAR[->FIELD|.FIELD]...[:TYPE]` or `$retval` (return probes). Each
-//! variable is looked up in the DWARF scopes (function, lexical blocks) holding the probe
-//! address, innermost first; its `DW_AT_location` valid there (an expression or a location
-//! list entry) becomes a register (`%di`) or a memory operand (`-20(%bp)`, `+8(%sp)`): a
-//! frame-base offset is resolved through the call frame information at that address, as
-//! perf does for `DW_OP_call_frame_cfa`. `->FIELD` dereferences (`+0(%dx)`), `.FIELD` adds the
-//! member's offset. The type is the variable's (`s32`, `u64`; pointers and aggregates `x64`)
-//! unless `:TYPE` names one, and the argument is named as perf names it: the last field or
-//! the variable, `_TYPE` appended when a type is given, `argN` for `$retval`.
+//! An argument is `[NAME=]VAR[->FIELD|.FIELD|[INDEX]]...[:TYPE]`, `$vars` / `$params`, or a
+//! raw fetch argument (anything not starting like a C name: `%di`, `+8(%sp)`, `$retval`,
+//! `$retval->x`, `$comm`), which goes to the kernel as written and is named `argN`. A
+//! variable is looked up as perf's `die_find_variable_at` does: in the scope of the probe
+//! (the function named, an inlined copy too, or for `FILE:LINE` the function declared
+//! nearest before the line), walking nested blocks and inlined copies that hold the
+//! address in DWARF order, then among the unit's globals. Its location there (an
+//! expression or a location list entry; only the first operation counts, as in perf)
+//! becomes a register (`%di`), a memory operand (`-20(%bp)`: a frame-base offset resolved
+//! through the call frame information at that address, as perf does for
+//! `DW_OP_call_frame_cfa`), a constant (`\42`), or for a global the file-offset memory
+//! operand uprobes take (`@+0x4040`; perf 6.1 writes `@sym+0`, which uprobes refuse).
+//! `->FIELD` and indexes through a pointer dereference (`+0(%dx)`), `.FIELD` and indexes
+//! within an array add offsets. The type is perf's: a cast as given, `string` of a `char`
+//! pointer or array, else `s` for signed base types and `x` otherwise, with the type's size.
 
 use std::path::Path;
 
 use gimli::{Reader as _, UnwindSection as _};
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
 use crate::probe_lines::{Reader, load_dwarf};
 use crate::uprobe_events::ProbeError;
+
+/// One access after the variable: `->FIELD`, `.FIELD` or `[INDEX]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// `->FIELD`: a member through a pointer.
+    Arrow(String),
+    /// `.FIELD`: a member of a structure or union.
+    Dot(String),
+    /// `[INDEX]`: an element of an array or of what a pointer points to; the text as
+    /// written (`[0x1]`) names it in perf's messages.
+    Index(i64, String),
+}
+
+impl Field {
+    /// The member's name, or the index as written.
+    fn name(&self) -> &str {
+        match self {
+            Field::Arrow(n) | Field::Dot(n) | Field::Index(_, n) => n,
+        }
+    }
+}
 
 /// One probe argument as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,20 +53,19 @@ pub struct ArgSpec {
     pub text: String,
     /// `NAME=`, when given.
     pub name: Option<String>,
-    /// The variable (`p`), or `$retval`.
+    /// The variable (`p`), or the raw fetch argument (`%di`, `$retval`, `+8(%sp)`), or
+    /// `$vars` / `$params`.
     pub var: String,
-    /// Member accesses in order: (`true` for `->`, the member's name).
-    pub fields: Vec<(bool, String)>,
+    /// Member accesses and indexes in order.
+    pub fields: Vec<Field>,
     /// `:TYPE`, when given.
     pub ty: Option<String>,
 }
 
-/// The fetch types `uprobe_events` takes that perfkit passes on.
-fn valid_type(t: &str) -> bool {
-    matches!(t, "string" | "ustring")
-        || t.len() > 1
-            && matches!(t.as_bytes()[0], b's' | b'u' | b'x')
-            && matches!(&t[1..], "8" | "16" | "32" | "64")
+/// perf's test for a C variable name: a letter or `_` first. Anything else (`$retval`,
+/// `%di`, `+8(%sp)`, `@sym`) is passed to the kernel as written.
+fn is_c_varname(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
 }
 
 fn is_ident(s: &str) -> bool {
@@ -48,81 +74,137 @@ fn is_ident(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
+/// `strtol(s, &end, 0)`: the number at the start of `s` (decimal, `0x` hex, `0` octal,
+/// signed) and the rest.
+fn strtol(s: &str) -> (Option<i64>, &str) {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (radix, digits) = if let Some(h) = body
+        .strip_prefix("0x")
+        .or_else(|| body.strip_prefix("0X"))
+        .filter(|h| h.starts_with(|c: char| c.is_ascii_hexdigit()))
+    {
+        (16, h)
+    } else if body.starts_with('0') {
+        (8, body)
+    } else {
+        (10, body)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 {
+        return (None, s);
+    }
+    let v = i64::from_str_radix(&digits[..end], radix).ok();
+    (v.map(|v| if neg { -v } else { v }), &digits[end..])
+}
+
 impl ArgSpec {
-    /// Parse one argument; the error says what is wrong, in words.
+    /// Parse one argument as perf does; the error is perf's semantic error text.
     pub fn parse(text: &str) -> Result<ArgSpec, String> {
         let (name, rest) = match text.split_once('=') {
             Some((n, r)) if is_ident(n) => (Some(n.to_owned()), r),
             Some(_) => return Err(format!("Invalid argument name in '{text}'.")),
             None => (None, text),
         };
-        let (expr, ty) = match rest.rsplit_once(':') {
+        let (expr, ty) = match rest.split_once(':') {
             Some((e, t)) => (e, Some(t.to_owned())),
             None => (rest, None),
         };
-        if let Some(t) = &ty
-            && !valid_type(t)
-        {
-            return Err(format!(
-                "'{t}' is not a type perfkit knows: use s8..s64, u8..u64, x8..x64 or string"
-            ));
-        }
-        let end = expr.find(['-', '.']).unwrap_or(expr.len());
-        let var = &expr[..end];
-        let plain = var.strip_prefix('$').unwrap_or(var);
-        if !is_ident(plain) {
-            return Err(format!(
-                "'{text}': perfkit takes VAR, VAR->FIELD, VAR.FIELD and $retval as arguments \
-                 (no array indexes, casts or registers yet)"
-            ));
-        }
-        if var.starts_with('$') && var != "$retval" {
-            return Err(format!(
-                "'{var}': of perf's special variables perfkit supports $retval only"
-            ));
-        }
-        let mut fields = Vec::new();
-        let mut s = &expr[end..];
-        while !s.is_empty() {
-            let (arrow, tail) = if let Some(t) = s.strip_prefix("->") {
-                (true, t)
-            } else if let Some(t) = s.strip_prefix('.') {
-                (false, t)
-            } else {
-                return Err(format!("'{text}': expected -> or . before '{s}'"));
-            };
-            let end = tail.find(['-', '.']).unwrap_or(tail.len());
-            if !is_ident(&tail[..end]) {
-                return Err(format!("'{text}': '{}' is not a field name", &tail[..end]));
-            }
-            fields.push((arrow, tail[..end].to_owned()));
-            s = &tail[end..];
-        }
-        Ok(ArgSpec {
+        let mut spec = ArgSpec {
             text: text.to_owned(),
             name,
-            var: var.to_owned(),
-            fields,
+            var: expr.to_owned(),
+            fields: Vec::new(),
             ty,
-        })
+        };
+        let Some(first) = expr.find(['-', '.', '[']).filter(|_| is_c_varname(expr)) else {
+            return Ok(spec);
+        };
+        spec.var = expr[..first].to_owned();
+        let mut seg = expr;
+        let mut s = &expr[first..];
+        while !s.is_empty() {
+            if let Some(body) = s.strip_prefix('[') {
+                let (index, tail) = strtol(body);
+                let (Some(index), Some(after)) = (index, tail.strip_prefix(']')) else {
+                    return Err("Array index must be a number.".into());
+                };
+                let written = &s[..s.len() - after.len()];
+                spec.fields.push(Field::Index(index, written.to_owned()));
+                s = after;
+                seg = s;
+                continue;
+            }
+            let (arrow, tail) = if let Some(t) = s.strip_prefix('.') {
+                (false, t)
+            } else if let Some(t) = s.strip_prefix("->") {
+                (true, t)
+            } else {
+                return Err(format!("Argument parse error: {seg}"));
+            };
+            let end = tail.find(['-', '.', '[']).unwrap_or(tail.len());
+            let member = tail[..end].to_owned();
+            spec.fields.push(if arrow {
+                Field::Arrow(member)
+            } else {
+                Field::Dot(member)
+            });
+            seg = tail;
+            s = &tail[end..];
+        }
+        if spec.name.is_none() {
+            // As perf: named after the last member (not an index), else the variable.
+            let good = spec
+                .fields
+                .iter()
+                .rev()
+                .find(|f| !matches!(f, Field::Index(..)))
+                .map_or(spec.var.clone(), |f| f.name().to_owned());
+            spec.name = Some(good);
+            spec.text = format!("{}={}", spec.name.as_deref().unwrap_or(""), spec.text);
+        }
+        Ok(spec)
     }
 
-    /// `$retval`.
-    pub fn is_retval(&self) -> bool {
-        self.var == "$retval"
+    /// `$vars` (true: every variable) or `$params` (false: the parameters), which perf
+    /// expands into the variables in scope at the probe address.
+    pub fn expansion(&self) -> Option<bool> {
+        match self.var.as_str() {
+            "$vars" => Some(true),
+            "$params" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// A C variable (looked up in DWARF), not a raw fetch argument or `$vars`.
+    pub fn is_variable(&self) -> bool {
+        is_c_varname(&self.var)
+    }
+
+    /// A raw fetch argument (`%di`, `$retval`, `+8(%sp)`, `$comm`), written as given.
+    pub fn is_raw(&self) -> bool {
+        !self.is_variable() && self.expansion().is_none()
+    }
+
+    /// Whether resolving this argument needs the binary's DWARF (perf's
+    /// `perf_probe_with_var`: a variable, `$vars` or `$params`).
+    pub fn needs_dwarf(&self) -> bool {
+        !self.is_raw()
     }
 
     /// The event field's name, as perf names it; `index` is the argument's place (0-based):
-    /// the name given, else the last field's (`p->x`: `x`), else the variable's with `_TYPE`
-    /// when a type is given (`b:x32`: `b_x32`), `argN` for `$retval`.
+    /// the name given (or taken from the last member, `p->x`: `x`), else for a raw
+    /// argument `argN`, else the variable's with `_TYPE` when a type is given (`b:x32`:
+    /// `b_x32`).
     pub fn field_name(&self, index: usize) -> String {
         if let Some(n) = &self.name {
             return n.clone();
         }
-        if let Some(f) = self.fields.last() {
-            return f.1.clone();
-        }
-        if self.var.starts_with('$') {
+        if !self.is_variable() {
             return format!("arg{}", index + 1);
         }
         match &self.ty {
@@ -132,27 +214,60 @@ impl ArgSpec {
     }
 
     /// How perf echoes it in "Added new event": `NAME=` before it when a name is given or
-    /// taken from a field (`x=p->x`).
+    /// taken from a member (`x=p->x`).
     pub fn echo(&self) -> String {
-        match (&self.name, self.fields.last()) {
-            (None, Some(f)) => format!("{}={}", f.1, self.text),
-            _ => self.text.clone(),
-        }
+        self.text.clone()
     }
 }
 
-/// Why an argument could not be fetched.
+/// The fetch arguments of `specs` written as given (a return probe's, or where none is a
+/// variable): `NAME=ARG[:TYPE]`, named `argN` unless named.
+pub fn raw_fetch_args(specs: &[ArgSpec]) -> Vec<String> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| raw_fetch_arg(s, i))
+        .collect()
+}
+
+fn raw_fetch_arg(spec: &ArgSpec, index: usize) -> String {
+    let ty = spec
+        .ty
+        .as_ref()
+        .map(|t| format!(":{t}"))
+        .unwrap_or_default();
+    format!("{}={}{ty}", spec.field_name(index), spec.var)
+}
+
+/// Why an argument could not be fetched; each is one of perf's failures, with its exit
+/// status (`status`).
 #[derive(Debug)]
 pub enum ArgError {
     /// No variable of that name in a scope at the address, or no location there.
     NotFound(String),
     /// Found, but its location is an expression perfkit cannot fetch (as perf, which says
-    /// so in the same words: computed values, pieces, globals).
+    /// so in the same words: computed values, pieces).
     Location,
-    /// Not something perfkit can fetch (the reason).
+    /// perf's words for an argument that does not fit the variable's type (-EINVAL).
+    Invalid(String),
+    /// perf's words for something it does not support (-EOPNOTSUPP).
     Unsupported(String),
+    /// perf's words for missing type information (-ENOENT).
+    Missing(String),
     /// The binary or its DWARF could not be read.
     Binary(ProbeError),
+}
+
+impl ArgError {
+    /// perf's exit status for this failure (256 - errno).
+    pub fn status(&self) -> u8 {
+        match self {
+            ArgError::NotFound(_) | ArgError::Missing(_) => 254,
+            ArgError::Location | ArgError::Unsupported(_) => 161,
+            ArgError::Invalid(_) => 234,
+            ArgError::Binary(_) => 254,
+        }
+    }
 }
 
 impl std::fmt::Display for ArgError {
@@ -167,7 +282,9 @@ impl std::fmt::Display for ArgError {
             ArgError::Location => {
                 f.write_str("Sorry, we don't support this variable location yet.")
             }
-            ArgError::Unsupported(why) => f.write_str(why),
+            ArgError::Invalid(why) | ArgError::Unsupported(why) | ArgError::Missing(why) => {
+                f.write_str(why)
+            }
             ArgError::Binary(e) => write!(f, "{e}"),
         }
     }
@@ -191,10 +308,13 @@ impl From<gimli::Error> for ArgError {
 /// Where a value lives at the probe address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Loc {
-    /// In a register (`%di`) or a fetch that yields the value itself.
+    /// In a register (`%di`), or a fetch that yields the value itself (`\42`).
     Value(String),
     /// In memory at `base + offset`, `base` a fetch yielding an address.
     Memory(String, i64),
+    /// In memory at this offset of the probed file (`@+0x3040`: a global or static
+    /// variable, wherever the file is mapped).
+    Static(u64),
 }
 
 impl Loc {
@@ -202,6 +322,21 @@ impl Loc {
         match self {
             Loc::Value(v) => v.clone(),
             Loc::Memory(base, off) => format!("{off:+}({base})"),
+            Loc::Static(off) => format!("@+{off:#x}"),
+        }
+    }
+
+    /// The memory this value points to.
+    fn deref(&self) -> Loc {
+        Loc::Memory(self.render(), 0)
+    }
+
+    /// The memory `n` bytes on; a value in a register has none.
+    fn offset(self, n: i64) -> Option<Loc> {
+        match self {
+            Loc::Memory(b, o) => Some(Loc::Memory(b, o + n)),
+            Loc::Static(o) => Some(Loc::Static(o.wrapping_add_signed(n))),
+            Loc::Value(_) => None,
         }
     }
 }
@@ -227,18 +362,36 @@ fn reg_name(arch: Arch, reg: gimli::Register) -> Option<String> {
     }
 }
 
+/// Where a probe is, to choose the DWARF scope its variables are looked up in, as perf's
+/// probe finder does.
+#[derive(Clone, Copy, Debug)]
+pub enum Scope<'a> {
+    /// At a function (`FUNC`, `FUNC:RLN`): the function of that name holding the address,
+    /// an inlined copy too.
+    Function(&'a str),
+    /// At a source line (`FILE:LINE`): the function declared nearest before that line.
+    Line(u32),
+}
+
 /// The DWARF and call frame information of one binary, to resolve arguments at addresses.
 pub struct ArgResolver {
     dwarf: gimli::Dwarf<Reader>,
     eh_frame: Option<(gimli::EhFrame<Reader>, gimli::BaseAddresses)>,
     debug_frame: Option<gimli::DebugFrame<Reader>>,
     arch: Arch,
+    /// Loadable segments: (virtual address, size in the file, file offset).
+    segments: Vec<(u64, u64, u64)>,
+    /// Data symbols by name, for a global variable declared without a location.
+    objects: std::collections::HashMap<String, u64>,
 }
 
-/// A variable found in scope.
-struct Var {
-    location: gimli::AttributeValue<Reader>,
-    ty: Option<gimli::UnitOffset>,
+/// The DIEs around a probe address.
+struct Context {
+    unit: gimli::Unit<Reader>,
+    /// The scope variables are looked up in.
+    scope: gimli::UnitOffset,
+    /// The real function holding the address (its frame base).
+    function: Option<gimli::UnitOffset>,
 }
 
 impl ArgResolver {
@@ -284,39 +437,47 @@ impl ArgResolver {
             df.set_address_size(8);
             df
         });
+        let segments = obj
+            .segments()
+            .map(|s| (s.address(), s.size(), s.file_range().0))
+            .collect();
+        let objects = obj
+            .symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Data && s.is_definition())
+            .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address())))
+            .collect();
         Ok(ArgResolver {
             dwarf,
             eh_frame,
             debug_frame,
             arch,
+            segments,
+            objects,
         })
     }
 
-    /// Whether the compilation unit holding `addr` was built with optimization (its
-    /// `DW_AT_producer` names `-O1`, `-O2`, `-Os`, ...), as perf decides whether to skip a
-    /// function's prologue before reading its arguments.
+    /// Whether the compilation unit holding `addr` counts as built with optimization, as
+    /// perf 6.1 decides whether to skip a function's prologue before reading its
+    /// arguments: some variable or parameter of the unit has a location list
+    /// (`DW_FORM_sec_offset`). Code built with -O2 whose variables each keep one place
+    /// counts as unoptimized, as it does for perf.
     pub fn is_optimized(&self, addr: u64) -> bool {
         let Ok(Some((unit, _))) = self.unit_at(addr) else {
             return true;
         };
         let mut entries = unit.entries();
-        let Ok(Some((_, root))) = entries.next_dfs() else {
-            return true;
-        };
-        let producer = root
-            .attr_value(gimli::DW_AT_producer)
-            .ok()
-            .flatten()
-            .and_then(|v| self.dwarf.attr_string(&unit, v).ok())
-            .map(|s| {
-                s.to_string_lossy()
-                    .map(|c| c.into_owned())
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
-        producer
-            .split_whitespace()
-            .any(|w| w.starts_with("-O") && w != "-O0")
+        while let Ok(Some((_, e))) = entries.next_dfs() {
+            if matches!(
+                e.tag(),
+                gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
+            ) && matches!(
+                e.attr_value(gimli::DW_AT_location),
+                Ok(Some(gimli::AttributeValue::LocationListsRef(_)))
+            ) {
+                return true;
+            }
+        }
+        false
     }
 
     fn unit_at(&self, addr: u64) -> Result<Option<(gimli::Unit<Reader>, ())>, gimli::Error> {
@@ -333,158 +494,734 @@ impl ArgResolver {
         Ok(None)
     }
 
-    /// The fetch arguments (`NAME=FETCH[:TYPE]`) of `specs` at virtual address `addr`; a
-    /// return probe takes `$retval` only. Warnings perf prints go to `warnings` (a value
+    /// The fetch arguments (`NAME=FETCH[:TYPE]`) of `specs` at virtual address `addr` in
+    /// `scope`, as perf writes them: variables from DWARF, `$vars` / `$params` expanded
+    /// into the variables in scope that have a location there, raw arguments (`%di`,
+    /// `$retval`, `+8(%sp)`) as written. Warnings perf prints go to `warnings` (a value
     /// wider than 64 bits is cut down).
     pub fn fetch_args(
         &self,
         addr: u64,
         specs: &[ArgSpec],
-        is_return: bool,
+        scope: Scope<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<String>, ArgError> {
+        let ctx = if specs.iter().any(ArgSpec::needs_dwarf) {
+            self.context(addr, scope)?
+        } else {
+            None
+        };
+        let mut expanded = Vec::new();
+        for spec in specs {
+            match (spec.expansion(), &ctx) {
+                (Some(all), Some(ctx)) => {
+                    for name in self.scope_variables(ctx, addr, all)? {
+                        expanded.push(ArgSpec {
+                            text: name.clone(),
+                            name: None,
+                            var: name,
+                            fields: Vec::new(),
+                            ty: None,
+                        });
+                    }
+                }
+                _ => expanded.push(spec.clone()),
+            }
+        }
         let mut out = Vec::new();
-        for (i, spec) in specs.iter().enumerate() {
+        // As perf: a variable not found is left empty, and the arguments are checked by
+        // their places in what was asked, so the one reported is the one asked for at
+        // that place (`$vars`, when it expanded to fewer names than were asked for).
+        let not_found = |i: usize| {
+            let asked = specs.get(i).or(expanded.get(i));
+            ArgError::NotFound(asked.map_or_else(String::new, |s| s.var.clone()))
+        };
+        if expanded.len() < specs.len() {
+            // An index past the expansion has no value, unless an earlier one is empty.
+            for (i, spec) in expanded.iter().enumerate() {
+                if let (Some(ctx), false) = (&ctx, spec.is_raw())
+                    && let Err(ArgError::NotFound(_)) =
+                        self.resolve(ctx, addr, spec, &mut Vec::new())
+                {
+                    return Err(not_found(i));
+                }
+            }
+            return Err(not_found(expanded.len()));
+        }
+        for (i, spec) in expanded.iter().enumerate() {
             let name = spec.field_name(i);
-            if spec.is_retval() {
-                if !is_return {
-                    return Err(ArgError::Unsupported(
-                        "$retval is the value a function returns: probe FUNC%return for it".into(),
-                    ));
+            let ctx = match &ctx {
+                Some(ctx) if !spec.is_raw() => ctx,
+                _ => {
+                    out.push(raw_fetch_arg(spec, i));
+                    continue;
                 }
-                if !spec.fields.is_empty() {
-                    return Err(ArgError::Unsupported(
-                        "$retval takes no fields in perfkit yet".into(),
-                    ));
-                }
-                let ty = spec
-                    .ty
-                    .as_ref()
-                    .map(|t| format!(":{t}"))
-                    .unwrap_or_default();
-                out.push(format!("{name}=$retval{ty}"));
-                continue;
-            }
-            if is_return {
-                return Err(ArgError::Unsupported(format!(
-                    "'{}': a return probe can fetch $retval only (the function's variables \
-                     are gone when it returns)",
-                    spec.text
-                )));
-            }
-            let (fetch, ty) = self.resolve(addr, spec, warnings)?;
-            let ty = spec.ty.clone().unwrap_or(ty);
-            out.push(format!("{name}={fetch}:{ty}"));
+            };
+            let (fetch, ty) = match self.resolve(ctx, addr, spec, warnings) {
+                Err(ArgError::NotFound(_)) => return Err(not_found(i)),
+                other => other?,
+            };
+            let ty = ty.map(|t| format!(":{t}")).unwrap_or_default();
+            out.push(format!("{name}={fetch}{ty}"));
         }
         Ok(out)
     }
 
-    fn resolve(
-        &self,
-        addr: u64,
-        spec: &ArgSpec,
-        warnings: &mut Vec<String>,
-    ) -> Result<(String, String), ArgError> {
-        let not_found = || ArgError::NotFound(spec.var.clone());
-        let (unit, ()) = self.unit_at(addr)?.ok_or_else(not_found)?;
-        let mut scopes: Vec<Vec<(String, Var)>> = Vec::new();
-        let mut frame_base = None;
-        let mut tree = unit.entries_tree(None)?;
-        self.walk(&unit, tree.root()?, addr, &mut scopes, &mut frame_base)?;
-        let var = scopes
-            .into_iter()
-            .rev()
-            .find_map(|vars| {
-                vars.into_iter()
-                    .rev()
-                    .find(|(n, _)| *n == spec.var)
-                    .map(|v| v.1)
-            })
-            .ok_or_else(not_found)?;
-        let expr = self
-            .location_at(&unit, var.location, addr)?
-            .ok_or_else(not_found)?;
-        let mut loc = self.eval(&unit, expr, frame_base, addr)?;
-        let mut ty = var.ty;
-        for (arrow, field) in &spec.fields {
-            let mut t = self.strip(&unit, ty)?;
-            if *arrow {
-                let e = t.map(|o| unit.entry(o)).transpose()?;
-                if e.as_ref().map(|e| e.tag()) != Some(gimli::DW_TAG_pointer_type) {
-                    return Err(ArgError::Unsupported(format!(
-                        "'{}': {} is not a pointer: use '.' for its fields",
-                        spec.text, spec.var
-                    )));
+    /// The entry addresses of the inlined copies of function `name`, in DWARF order: where
+    /// perf probes an inline function that has no copy of its own.
+    pub fn inline_entries(&self, name: &str) -> Result<Vec<u64>, ArgError> {
+        let mut out = Vec::new();
+        let mut units = self.dwarf.units();
+        while let Some(header) = units.next()? {
+            let unit = self.dwarf.unit(header)?;
+            let mut entries = unit.entries();
+            while let Some((_, e)) = entries.next_dfs()? {
+                if e.tag() == gimli::DW_TAG_inlined_subroutine
+                    && self.die_name(&unit, e)?.as_deref() == Some(name)
+                    && let Some(entry) = self.entry_pc(&unit, e)?
+                    && entry != 0
+                {
+                    out.push(entry);
                 }
-                t = self.strip(&unit, type_of(e.as_ref()))?;
-                loc = Loc::Memory(loc.render(), 0);
             }
-            let (off, mty) = self.member(&unit, t, field)?.ok_or_else(|| {
-                ArgError::Unsupported(format!(
-                    "'{}': no field '{field}' in the type of {}",
-                    spec.text, spec.var
-                ))
-            })?;
-            loc = match loc {
-                Loc::Memory(b, o) => Loc::Memory(b, o + off),
-                Loc::Value(_) => {
-                    return Err(ArgError::Unsupported(format!(
-                        "'{}': the structure is in registers here; perfkit cannot take its \
-                         fields",
-                        spec.text
-                    )));
-                }
-            };
-            ty = mty;
         }
-        let ty = self.type_name(&unit, ty, warnings)?;
-        Ok((loc.render(), ty))
+        Ok(out)
     }
 
-    /// Collect the variables of every scope holding `addr`, outermost first, and the frame
-    /// base of the innermost function.
-    fn walk(
+    /// A function's entry address, as elfutils' `die_entrypc`: `DW_AT_entry_pc`, else
+    /// `DW_AT_low_pc`, else the start of its first range.
+    fn entry_pc(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+    ) -> Result<Option<u64>, gimli::Error> {
+        let low = match e.attr_value(gimli::DW_AT_low_pc)? {
+            Some(v) => self.dwarf.attr_address(unit, v)?,
+            None => None,
+        };
+        if let Some(v) = e.attr_value(gimli::DW_AT_entry_pc)? {
+            if let Some(a) = self.dwarf.attr_address(unit, v.clone())? {
+                return Ok(Some(a));
+            }
+            // DWARF 5: a constant is an offset from the low address.
+            if let (Some(off), Some(low)) = (v.udata_value(), low) {
+                return Ok(Some(low + off));
+            }
+        }
+        if low.is_some() {
+            return Ok(low);
+        }
+        let mut ranges = self.dwarf.die_ranges(unit, e)?;
+        Ok(ranges.next()?.map(|r| r.begin))
+    }
+
+    /// perf's `-l` description of `addr` where it lies in an inlined copy of a function:
+    /// (function, line relative to its declaration). At a copy's entry it is the calling
+    /// function and the line of the call; inside a copy, the inlined function and its
+    /// line `line` (of the line table). `None` outside inlined copies.
+    pub fn inline_description(&self, addr: u64, line: u32) -> Option<(String, u32)> {
+        let (unit, ()) = self.unit_at(addr).ok()??;
+        let mut chain = Vec::new();
+        let mut tree = unit.entries_tree(None).ok()?;
+        self.functions_at(&unit, tree.root().ok()?, addr, &mut chain)
+            .ok()?;
+        let sp = chain
+            .iter()
+            .rposition(|f| f.1 == gimli::DW_TAG_subprogram)?;
+        let inlines = &chain[sp + 1..];
+        if inlines.is_empty() {
+            return None;
+        }
+        let (mut func, mut base) = (chain[sp].2.clone()?, chain[sp].3);
+        let mut lineno = line;
+        for f in inlines {
+            let e = unit.entry(f.0).ok()?;
+            if self.entry_pc(&unit, &e).ok()? == Some(addr) {
+                lineno = e.attr_value(gimli::DW_AT_call_line).ok()??.udata_value()? as u32;
+                break;
+            }
+            func = f.2.clone()?;
+            base = f.3;
+        }
+        Some((func, lineno.saturating_sub(base)))
+    }
+
+    /// The name of the scope perf gives a `FILE:LINE` probe at `addr`: the function (or
+    /// inlined copy) holding it that is declared nearest before `line`.
+    pub fn line_scope_name(&self, addr: u64, line: u32) -> Option<String> {
+        let ctx = self.context(addr, Scope::Line(line)).ok()??;
+        let e = ctx.unit.entry(ctx.scope).ok()?;
+        self.die_name(&ctx.unit, &e).ok()?
+    }
+
+    /// The unit and scope of `addr`; `None` where no unit holds it.
+    fn context(&self, addr: u64, scope: Scope<'_>) -> Result<Option<Context>, ArgError> {
+        let Some((unit, ())) = self.unit_at(addr)? else {
+            return Ok(None);
+        };
+        // The functions (real and inlined) holding addr, outermost first.
+        let mut chain = Vec::new();
+        {
+            let mut tree = unit.entries_tree(None)?;
+            self.functions_at(&unit, tree.root()?, addr, &mut chain)?;
+        }
+        let function = chain
+            .iter()
+            .rev()
+            .find(|f| f.1 == gimli::DW_TAG_subprogram)
+            .map(|f| f.0);
+        let chosen = match scope {
+            Scope::Function(name) => chain
+                .iter()
+                .rev()
+                .find(|f| f.2.as_deref() == Some(name))
+                .map(|f| f.0),
+            Scope::Line(line) => chain
+                .iter()
+                .filter(|f| f.3 < line)
+                .min_by_key(|f| line - f.3)
+                .map(|f| f.0),
+        };
+        let Some(scope) = chosen.or_else(|| chain.last().map(|f| f.0)) else {
+            return Ok(None);
+        };
+        Ok(Some(Context {
+            unit,
+            scope,
+            function,
+        }))
+    }
+
+    /// Collect (offset, tag, name, declaration line) of the subprograms and inlined
+    /// subroutines holding `addr` below `node`, outermost first.
+    #[allow(clippy::type_complexity)]
+    fn functions_at(
         &self,
         unit: &gimli::Unit<Reader>,
         node: gimli::EntriesTreeNode<Reader>,
         addr: u64,
-        scopes: &mut Vec<Vec<(String, Var)>>,
-        frame_base: &mut Option<gimli::AttributeValue<Reader>>,
+        chain: &mut Vec<(gimli::UnitOffset, gimli::DwTag, Option<String>, u32)>,
     ) -> Result<(), gimli::Error> {
-        let idx = scopes.len();
-        scopes.push(Vec::new());
-        let mut entered = false;
         let mut children = node.children();
         while let Some(child) = children.next()? {
             let e = child.entry();
-            match e.tag() {
-                gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter => {
-                    let (Some(name), Some(location)) = (
-                        e.attr_value(gimli::DW_AT_name)?,
-                        e.attr_value(gimli::DW_AT_location)?,
-                    ) else {
-                        continue;
-                    };
-                    let name = self.dwarf.attr_string(unit, name)?;
-                    let var = Var {
-                        location,
-                        ty: type_of(Some(e)),
-                    };
-                    scopes[idx].push((name.to_string_lossy()?.into_owned(), var));
+            let tag = e.tag();
+            let scope = matches!(
+                tag,
+                gimli::DW_TAG_subprogram
+                    | gimli::DW_TAG_inlined_subroutine
+                    | gimli::DW_TAG_lexical_block
+            );
+            let container = matches!(
+                tag,
+                gimli::DW_TAG_namespace | gimli::DW_TAG_class_type | gimli::DW_TAG_structure_type
+            );
+            // An inlined copy's entry can lie outside its ranges (an empty range at the
+            // entry, after optimization): perf probes it there, in the copy's scope.
+            let entered = scope
+                && (self.holds(unit, e, addr)?
+                    || tag == gimli::DW_TAG_inlined_subroutine
+                        && self.entry_pc(unit, e)? == Some(addr));
+            if container || entered {
+                if tag != gimli::DW_TAG_lexical_block && !container {
+                    let name = self.die_name(unit, e)?;
+                    let line = self.decl_line(unit, e)?;
+                    chain.push((e.offset(), tag, name, line));
                 }
-                gimli::DW_TAG_subprogram | gimli::DW_TAG_lexical_block
-                    if !entered && self.holds(unit, e, addr)? =>
-                {
-                    if e.tag() == gimli::DW_TAG_subprogram {
-                        *frame_base = e.attr_value(gimli::DW_AT_frame_base)?;
-                    }
-                    entered = true;
-                    self.walk(unit, child, addr, scopes, frame_base)?;
-                }
-                _ => {}
+                self.functions_at(unit, child, addr, chain)?;
             }
         }
         Ok(())
+    }
+
+    /// A DIE's name, its abstract origin's or specification's where it has none.
+    fn die_name(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+    ) -> Result<Option<String>, gimli::Error> {
+        let mut cur = e.clone();
+        for _ in 0..4 {
+            if let Some(v) = cur.attr_value(gimli::DW_AT_name)? {
+                let s = self.dwarf.attr_string(unit, v)?;
+                return Ok(Some(s.to_string_lossy()?.into_owned()));
+            }
+            let next = match cur.attr_value(gimli::DW_AT_abstract_origin)? {
+                Some(gimli::AttributeValue::UnitRef(o)) => o,
+                _ => match cur.attr_value(gimli::DW_AT_specification)? {
+                    Some(gimli::AttributeValue::UnitRef(o)) => o,
+                    _ => return Ok(None),
+                },
+            };
+            cur = unit.entry(next)?;
+        }
+        Ok(None)
+    }
+
+    /// An attribute of a DIE or of its abstract origin (a variable's type in an inlined
+    /// copy is its origin's).
+    fn integrated(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+        at: gimli::DwAt,
+    ) -> Result<Option<gimli::AttributeValue<Reader>>, gimli::Error> {
+        let mut cur = e.clone();
+        for _ in 0..4 {
+            if let Some(v) = cur.attr_value(at)? {
+                return Ok(Some(v));
+            }
+            let next = match cur.attr_value(gimli::DW_AT_abstract_origin)? {
+                Some(gimli::AttributeValue::UnitRef(o)) => o,
+                _ => match cur.attr_value(gimli::DW_AT_specification)? {
+                    Some(gimli::AttributeValue::UnitRef(o)) => o,
+                    _ => return Ok(None),
+                },
+            };
+            cur = unit.entry(next)?;
+        }
+        Ok(None)
+    }
+
+    fn decl_line(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+    ) -> Result<u32, gimli::Error> {
+        Ok(self
+            .integrated(unit, e, gimli::DW_AT_decl_line)?
+            .and_then(|v| v.udata_value())
+            .unwrap_or(0) as u32)
+    }
+
+    /// The names `$vars` (`all`) or `$params` expand to at `addr`: perf's walk of the
+    /// scope, parameters (and variables) that have a location there, in DWARF order,
+    /// into nested scopes holding the address.
+    fn scope_variables(
+        &self,
+        ctx: &Context,
+        addr: u64,
+        all: bool,
+    ) -> Result<Vec<String>, ArgError> {
+        let mut names = Vec::new();
+        let mut tree = ctx.unit.entries_tree(Some(ctx.scope))?;
+        self.collect_variables(ctx, tree.root()?, addr, all, &mut names)?;
+        Ok(names)
+    }
+
+    fn collect_variables(
+        &self,
+        ctx: &Context,
+        node: gimli::EntriesTreeNode<Reader>,
+        addr: u64,
+        all: bool,
+        names: &mut Vec<String>,
+    ) -> Result<(), ArgError> {
+        let mut children = node.children();
+        while let Some(child) = children.next()? {
+            let e = child.entry();
+            let tag = e.tag();
+            if (tag == gimli::DW_TAG_formal_parameter || all && tag == gimli::DW_TAG_variable)
+                && let Some(name) = self.die_name(&ctx.unit, e)?
+                && self.location(ctx, e, addr).is_ok()
+            {
+                names.push(name);
+            }
+            if self.holds(&ctx.unit, e, addr)? {
+                self.collect_variables(ctx, child, addr, all, names)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The variable `name` as perf's `die_find_variable_at` finds it: the first in a
+    /// walk of the scope (into nested scopes holding the address) with a location, a
+    /// constant value or external linkage; else a variable of the unit (a global).
+    fn find_variable(
+        &self,
+        ctx: &Context,
+        name: &str,
+        addr: u64,
+    ) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
+        let mut tree = ctx.unit.entries_tree(Some(ctx.scope))?;
+        if let Some(o) = self.find_in(&ctx.unit, tree.root()?, name, Some(addr))? {
+            return Ok(Some(o));
+        }
+        let mut tree = ctx.unit.entries_tree(None)?;
+        self.find_in(&ctx.unit, tree.root()?, name, None)
+    }
+
+    fn find_in(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        node: gimli::EntriesTreeNode<Reader>,
+        name: &str,
+        addr: Option<u64>,
+    ) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
+        let mut children = node.children();
+        while let Some(child) = children.next()? {
+            let e = child.entry();
+            if matches!(
+                e.tag(),
+                gimli::DW_TAG_formal_parameter | gimli::DW_TAG_variable
+            ) && (e.attr(gimli::DW_AT_external)?.is_some()
+                || e.attr(gimli::DW_AT_location)?.is_some()
+                || e.attr(gimli::DW_AT_const_value)?.is_some())
+                && self.die_name(unit, e)?.as_deref() == Some(name)
+            {
+                return Ok(Some(e.offset()));
+            }
+            if let Some(addr) = addr
+                && self.holds(unit, e, addr)?
+                && let Some(o) = self.find_in(unit, child, name, Some(addr))?
+            {
+                return Ok(Some(o));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Where variable `e` is at `addr`, as perf's `convert_variable_location` finds it.
+    fn location(
+        &self,
+        ctx: &Context,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+        addr: u64,
+    ) -> Result<Loc, ArgError> {
+        let unit = &ctx.unit;
+        let name = || self.die_name(unit, e).ok().flatten().unwrap_or_default();
+        if e.attr(gimli::DW_AT_external)?.is_some() {
+            return self.static_location(unit, e, &name(), addr);
+        }
+        if let Some(v) = e.attr_value(gimli::DW_AT_const_value)? {
+            let n = v
+                .sdata_value()
+                .or_else(|| v.udata_value().map(|u| u as i64))
+                .ok_or(ArgError::Location)?;
+            return Ok(Loc::Value(format!("\\{n}")));
+        }
+        let value = e
+            .attr_value(gimli::DW_AT_location)?
+            .ok_or_else(|| ArgError::NotFound(name()))?;
+        let mut expr = self.location_at(unit, value.clone(), addr)?;
+        if expr.is_none() && e.tag() == gimli::DW_TAG_formal_parameter {
+            // As perf: a parameter without a location at the function's entry takes its
+            // first location in the function (code before it, like mcount, moves it).
+            if let Some((entry, end)) = self.function_bounds(ctx)?
+                && entry == addr
+            {
+                for a in addr + 1..end {
+                    expr = self.location_at(unit, value.clone(), a)?;
+                    if expr.is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        let expr = expr.ok_or_else(|| ArgError::NotFound(name()))?;
+        use gimli::Operation as Op;
+        // As perf: the first operation says where; what follows is not looked at.
+        let first = expr
+            .operations(unit.encoding())
+            .next()?
+            .ok_or_else(|| ArgError::NotFound(name()))?;
+        let reg = |r| reg_name(self.arch, r).ok_or(ArgError::Location);
+        match first {
+            Op::Address { .. } => self.static_location(unit, e, &name(), addr),
+            Op::Register { register } => Ok(Loc::Value(reg(register)?)),
+            Op::RegisterOffset {
+                register, offset, ..
+            } => Ok(Loc::Memory(reg(register)?, offset)),
+            Op::FrameOffset { offset } => self.frame_slot(ctx, addr, offset),
+            _ => Err(ArgError::Location),
+        }
+    }
+
+    /// The entry address and end of the real function holding the probe.
+    fn function_bounds(&self, ctx: &Context) -> Result<Option<(u64, u64)>, gimli::Error> {
+        let Some(f) = ctx.function else {
+            return Ok(None);
+        };
+        let e = ctx.unit.entry(f)?;
+        let mut ranges = self.dwarf.die_ranges(&ctx.unit, &e)?;
+        let mut bounds: Option<(u64, u64)> = None;
+        while let Some(r) = ranges.next()? {
+            bounds = Some(match bounds {
+                None => (r.begin, r.end),
+                Some((b, e)) => (b.min(r.begin), e.max(r.end)),
+            });
+        }
+        let entry = match e.attr_value(gimli::DW_AT_entry_pc)? {
+            Some(gimli::AttributeValue::Addr(a)) => Some(a),
+            _ => e
+                .attr_value(gimli::DW_AT_low_pc)?
+                .and_then(|v| self.dwarf.attr_address(&ctx.unit, v).ok().flatten()),
+        };
+        Ok(bounds.map(|(b, end)| (entry.unwrap_or(b), end)))
+    }
+
+    /// A frame-base relative slot: the frame base of the real function (through the call
+    /// frame information when it is the CFA) plus `offset`.
+    fn frame_slot(&self, ctx: &Context, addr: u64, offset: i64) -> Result<Loc, ArgError> {
+        use gimli::Operation as Op;
+        let f = ctx.function.ok_or(ArgError::Location)?;
+        let e = ctx.unit.entry(f)?;
+        let base = e
+            .attr_value(gimli::DW_AT_frame_base)?
+            .ok_or(ArgError::Location)?;
+        let base = self
+            .location_at(&ctx.unit, base, addr)?
+            .ok_or(ArgError::Location)?;
+        let reg = |r| reg_name(self.arch, r).ok_or(ArgError::Location);
+        match base.operations(ctx.unit.encoding()).next()? {
+            Some(Op::CallFrameCFA) => {
+                let (r, o) = self.cfa(addr).ok_or(ArgError::Location)?;
+                Ok(Loc::Memory(reg(r)?, o + offset))
+            }
+            Some(Op::Register { register }) => Ok(Loc::Memory(reg(register)?, offset)),
+            Some(Op::RegisterOffset {
+                register,
+                offset: o,
+                ..
+            }) => Ok(Loc::Memory(reg(register)?, o + offset)),
+            _ => Err(ArgError::Location),
+        }
+    }
+
+    /// A global or static variable: its address (the location's, else the symbol's) as
+    /// uprobes' `@+OFFSET` takes it, relative to the mapping holding the probe at `probe`.
+    fn static_location(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+        name: &str,
+        probe: u64,
+    ) -> Result<Loc, ArgError> {
+        let mut addr = None;
+        if let Some(gimli::AttributeValue::Exprloc(expr)) = e.attr_value(gimli::DW_AT_location)?
+            && let Some(gimli::Operation::Address { address }) =
+                expr.operations(unit.encoding()).next()?
+        {
+            addr = Some(address);
+        }
+        let addr = addr
+            .or_else(|| self.objects.get(name).copied())
+            .ok_or_else(|| ArgError::NotFound(name.to_owned()))?;
+        // The kernel adds the probed mapping's base (the probe's address less its file
+        // offset) to the offset given: make it the variable's address from there.
+        let delta = self
+            .segments
+            .iter()
+            .find(|s| probe >= s.0 && probe < s.0 + s.1)
+            .map_or(0, |s| s.0.wrapping_sub(s.2));
+        let off = addr.wrapping_sub(delta);
+        Ok(Loc::Static(off))
+    }
+
+    /// One variable argument: its fetch and its type (`None`: perf writes none, as for an
+    /// array without an index).
+    fn resolve(
+        &self,
+        ctx: &Context,
+        addr: u64,
+        spec: &ArgSpec,
+        warnings: &mut Vec<String>,
+    ) -> Result<(String, Option<String>), ArgError> {
+        let unit = &ctx.unit;
+        let var = self
+            .find_variable(ctx, &spec.var, addr)?
+            .ok_or_else(|| ArgError::NotFound(spec.var.clone()))?;
+        let entry = unit.entry(var)?;
+        let mut loc = match self.location(ctx, &entry, addr) {
+            Err(ArgError::NotFound(_)) => return Err(ArgError::NotFound(spec.var.clone())),
+            other => other?,
+        };
+        // perf's `convert_variable_fields`: `die` is the variable, then the member, or
+        // the array or pointer type indexed; `name` what perf calls it in messages.
+        let mut die = var;
+        let mut name = spec.var.clone();
+        for field in &spec.fields {
+            let d = unit.entry(die)?;
+            let ty = self
+                .real_type(unit, &d)?
+                .ok_or_else(|| ArgError::Missing(format!("Failed to get the type of {name}.")))?;
+            let t = unit.entry(ty)?;
+            let tag = t.tag();
+            if let Field::Index(index, _) = field
+                && matches!(tag, gimli::DW_TAG_array_type | gimli::DW_TAG_pointer_type)
+            {
+                let elem = self.real_type(unit, &t)?.ok_or_else(|| {
+                    ArgError::Missing(format!("Failed to get the type of {name}."))
+                })?;
+                let size = self.byte_size(unit, &unit.entry(elem)?)?.unwrap_or(0) as i64;
+                if tag == gimli::DW_TAG_pointer_type {
+                    loc = loc.deref();
+                }
+                loc = loc.offset(size * index).ok_or_else(|| {
+                    ArgError::Unsupported("Structure on a register is not supported yet.".into())
+                })?;
+                die = ty;
+            } else {
+                let arrow = matches!(field, Field::Arrow(_));
+                let mut st = t;
+                if tag == gimli::DW_TAG_pointer_type {
+                    if !arrow {
+                        return Err(ArgError::Invalid(format!(
+                            "Semantic error: {} must be referred by '->'",
+                            field.name()
+                        )));
+                    }
+                    let pointee = self.real_type(unit, &st)?.ok_or_else(|| {
+                        ArgError::Missing(format!("Failed to get the type of {name}."))
+                    })?;
+                    st = unit.entry(pointee)?;
+                    if !matches!(
+                        st.tag(),
+                        gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type
+                    ) {
+                        return Err(ArgError::Invalid(format!(
+                            "{name} is not a data structure nor a union."
+                        )));
+                    }
+                    loc = loc.deref();
+                } else {
+                    if !matches!(tag, gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type) {
+                        return Err(ArgError::Invalid(format!(
+                            "{name} is not a data structure nor a union."
+                        )));
+                    }
+                    if matches!(field, Field::Index(..)) {
+                        return Err(ArgError::Invalid(format!(
+                            "Semantic error: {name} is not a pointer nor array."
+                        )));
+                    }
+                    if arrow {
+                        return Err(ArgError::Invalid(format!(
+                            "Semantic error: {} must be referred by '.'",
+                            field.name()
+                        )));
+                    }
+                    if matches!(loc, Loc::Value(_)) {
+                        return Err(ArgError::Unsupported(
+                            "Structure on a register is not supported yet.".into(),
+                        ));
+                    }
+                }
+                let Some((off, member)) = self.member(unit, st.offset(), field.name())? else {
+                    let tname = self.die_name(unit, &st)?.unwrap_or_else(|| "(null)".into());
+                    return Err(ArgError::Invalid(format!(
+                        "{name}(type:{tname}) has no member {}.",
+                        field.name()
+                    )));
+                };
+                loc = loc.offset(off).ok_or(ArgError::Location)?;
+                die = member;
+            }
+            name = field.name().to_owned();
+        }
+        self.convert_type(ctx, die, loc, spec.ty.as_deref(), warnings)
+    }
+
+    /// perf's `convert_variable_type`: a cast other than `string`, `ustring`, `s`, `u`,
+    /// `x` as written; `string` of a `char` pointer or array (a pointer dereferenced);
+    /// else `s` for signed base types, `x` for the rest (or the cast's letter), and the
+    /// type's size in bits (no type where DWARF gives no size).
+    fn convert_type(
+        &self,
+        ctx: &Context,
+        die: gimli::UnitOffset,
+        mut loc: Loc,
+        cast: Option<&str>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(String, Option<String>), ArgError> {
+        let unit = &ctx.unit;
+        if let Some(c) = cast
+            && !matches!(c, "string" | "ustring" | "s" | "u" | "x")
+        {
+            return Ok((loc.render(), Some(c.to_owned())));
+        }
+        let d = unit.entry(die)?;
+        let dname = self.die_name(unit, &d)?.unwrap_or_else(|| "(null)".into());
+        let ty = self.real_type(unit, &d)?.ok_or_else(|| {
+            ArgError::Missing(format!("Failed to get a type information of {dname}."))
+        })?;
+        let t = unit.entry(ty)?;
+        if let Some(c @ ("string" | "ustring")) = cast {
+            let tag = t.tag();
+            if !matches!(tag, gimli::DW_TAG_pointer_type | gimli::DW_TAG_array_type) {
+                let tname = self.die_name(unit, &t)?.unwrap_or_else(|| "(null)".into());
+                return Err(ArgError::Invalid(format!(
+                    "Failed to cast into string: {dname}({tname}) is not a pointer nor array."
+                )));
+            }
+            let elem = self
+                .real_type(unit, &t)?
+                .ok_or_else(|| ArgError::Missing("Failed to get a type information.".into()))?;
+            if tag == gimli::DW_TAG_pointer_type {
+                loc = loc.deref();
+            }
+            let ename = self.die_name(unit, &unit.entry(elem)?)?;
+            if !matches!(ename.as_deref(), Some("char" | "unsigned char")) {
+                return Err(ArgError::Invalid(format!(
+                    "Failed to cast into string: {dname} is not (unsigned) char *."
+                )));
+            }
+            return Ok((loc.render(), Some(c.to_owned())));
+        }
+        let signed = t.tag() == gimli::DW_TAG_base_type
+            && matches!(
+                t.attr_value(gimli::DW_AT_encoding)?,
+                Some(gimli::AttributeValue::Encoding(
+                    gimli::DW_ATE_signed | gimli::DW_ATE_signed_char | gimli::DW_ATE_signed_fixed
+                ))
+            );
+        let prefix = match cast {
+            Some("u") => 'u',
+            Some("s") => 's',
+            Some("x") => 'x',
+            _ if signed => 's',
+            _ => 'x',
+        };
+        let Some(bytes) = self.byte_size(unit, &t)?.filter(|&b| b > 0) else {
+            return Ok((loc.render(), None));
+        };
+        let mut bits = bytes * 8;
+        if bits > 64 {
+            let tname = self.die_name(unit, &t)?.unwrap_or_else(|| "(null)".into());
+            warnings.push(format!(
+                "{tname} exceeds max-bitwidth. Cut down to 64 bits."
+            ));
+            bits = 64;
+        }
+        Ok((loc.render(), Some(format!("{prefix}{bits}"))))
+    }
+
+    /// The type of `e` with typedefs and qualifiers followed.
+    fn real_type(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        e: &gimli::DebuggingInformationEntry<Reader>,
+    ) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
+        let ty = match self.integrated(unit, e, gimli::DW_AT_type)? {
+            Some(gimli::AttributeValue::UnitRef(o)) => Some(o),
+            _ => None,
+        };
+        self.strip(unit, ty)
+    }
+
+    /// `DW_AT_byte_size` of a type (a pointer's is the address size).
+    fn byte_size(
+        &self,
+        unit: &gimli::Unit<Reader>,
+        t: &gimli::DebuggingInformationEntry<Reader>,
+    ) -> Result<Option<u64>, gimli::Error> {
+        Ok(match t.attr_value(gimli::DW_AT_byte_size)? {
+            Some(v) => v.udata_value(),
+            None if t.tag() == gimli::DW_TAG_pointer_type => {
+                Some(u64::from(unit.encoding().address_size))
+            }
+            None => None,
+        })
     }
 
     fn holds(
@@ -520,52 +1257,6 @@ impl ArgResolver {
             }
         }
         Ok(None)
-    }
-
-    fn eval(
-        &self,
-        unit: &gimli::Unit<Reader>,
-        expr: gimli::Expression<Reader>,
-        frame_base: Option<gimli::AttributeValue<Reader>>,
-        addr: u64,
-    ) -> Result<Loc, ArgError> {
-        use gimli::Operation as Op;
-        let mut ops = expr.operations(unit.encoding());
-        let first = ops.next()?.ok_or(ArgError::Location)?;
-        if ops.next()?.is_some() {
-            return Err(ArgError::Location);
-        }
-        let reg = |r| reg_name(self.arch, r).ok_or(ArgError::Location);
-        match first {
-            Op::Register { register } => Ok(Loc::Value(reg(register)?)),
-            Op::RegisterOffset {
-                register, offset, ..
-            } => Ok(Loc::Memory(reg(register)?, offset)),
-            Op::FrameOffset { offset } => {
-                let base = frame_base
-                    .and_then(|v| match v {
-                        gimli::AttributeValue::Exprloc(e) => Some(e),
-                        _ => None,
-                    })
-                    .ok_or(ArgError::Location)?;
-                let mut ops = base.operations(unit.encoding());
-                match ops.next()? {
-                    Some(Op::CallFrameCFA) => {
-                        let (r, o) = self.cfa(addr).ok_or(ArgError::Location)?;
-                        Ok(Loc::Memory(reg(r)?, o + offset))
-                    }
-                    Some(Op::Register { register }) => Ok(Loc::Memory(reg(register)?, offset)),
-                    Some(Op::RegisterOffset {
-                        register,
-                        offset: o,
-                        ..
-                    }) => Ok(Loc::Memory(reg(register)?, o + offset)),
-                    _ => Err(ArgError::Location),
-                }
-            }
-            Op::Address { .. } => Err(ArgError::Location),
-            _ => Err(ArgError::Location),
-        }
     }
 
     /// The canonical frame address rule at `addr`: (register, offset).
@@ -616,14 +1307,18 @@ impl ArgResolver {
         Ok(ty)
     }
 
+    /// The member `field` of structure or union `ty`, as perf's `die_find_member` finds
+    /// it (within unnamed members too): its offset and DIE. A member of a structure
+    /// without `DW_AT_data_member_location` (a bit field) is perf's "Failed to get the
+    /// offset".
     fn member(
         &self,
         unit: &gimli::Unit<Reader>,
-        ty: Option<gimli::UnitOffset>,
+        ty: gimli::UnitOffset,
         field: &str,
-    ) -> Result<Option<(i64, Option<gimli::UnitOffset>)>, gimli::Error> {
-        let Some(o) = ty else { return Ok(None) };
-        let mut tree = unit.entries_tree(Some(o))?;
+    ) -> Result<Option<(i64, gimli::UnitOffset)>, ArgError> {
+        let union = unit.entry(ty)?.tag() == gimli::DW_TAG_union_type;
+        let mut tree = unit.entries_tree(Some(ty))?;
         let root = tree.root()?;
         let mut children = root.children();
         while let Some(child) = children.next()? {
@@ -631,67 +1326,42 @@ impl ArgResolver {
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }
-            let Some(n) = e.attr_value(gimli::DW_AT_name)? else {
-                continue;
+            let inner = match e.attr_value(gimli::DW_AT_name)? {
+                Some(n) => {
+                    if self.dwarf.attr_string(unit, n)?.to_string_lossy()? != field {
+                        continue;
+                    }
+                    None
+                }
+                None => {
+                    // An unnamed structure or union: the field may be one of its members.
+                    let Some(t) = self.real_type(unit, e)? else {
+                        continue;
+                    };
+                    match self.member(unit, t, field)? {
+                        Some(found) => Some(found),
+                        None => continue,
+                    }
+                }
             };
-            if self.dwarf.attr_string(unit, n)?.to_string_lossy()? != field {
-                continue;
-            }
-            let off = e
-                .attr_value(gimli::DW_AT_data_member_location)?
-                .and_then(|v| {
-                    v.sdata_value()
-                        .or_else(|| v.udata_value().map(|u| u as i64))
-                })
-                .unwrap_or(0);
-            return Ok(Some((off, type_of(Some(e)))));
+            let off = if union {
+                0
+            } else {
+                e.attr_value(gimli::DW_AT_data_member_location)?
+                    .and_then(|v| {
+                        v.sdata_value()
+                            .or_else(|| v.udata_value().map(|u| u as i64))
+                    })
+                    .ok_or_else(|| {
+                        ArgError::Missing(format!("Failed to get the offset of {field}."))
+                    })?
+            };
+            return Ok(Some(match inner {
+                Some((o, m)) => (off + o, m),
+                None => (off, e.offset()),
+            }));
         }
         Ok(None)
-    }
-
-    /// perf's fetch type for a variable of type `ty`: `s`/`u` and the bits of a base type,
-    /// `x` and the bits of anything else (pointers, aggregates).
-    fn type_name(
-        &self,
-        unit: &gimli::Unit<Reader>,
-        ty: Option<gimli::UnitOffset>,
-        warnings: &mut Vec<String>,
-    ) -> Result<String, gimli::Error> {
-        let Some(o) = self.strip(unit, ty)? else {
-            return Ok("x64".into());
-        };
-        let e = unit.entry(o)?;
-        let bytes = e
-            .attr_value(gimli::DW_AT_byte_size)?
-            .and_then(|v| v.udata_value())
-            .unwrap_or(u64::from(unit.encoding().address_size));
-        let bits = (bytes.clamp(1, 8) * 8).next_power_of_two();
-        if e.tag() == gimli::DW_TAG_base_type
-            && let Some(gimli::AttributeValue::Encoding(enc)) =
-                e.attr_value(gimli::DW_AT_encoding)?
-        {
-            let sign = match enc {
-                gimli::DW_ATE_signed | gimli::DW_ATE_signed_char => 's',
-                gimli::DW_ATE_unsigned | gimli::DW_ATE_unsigned_char | gimli::DW_ATE_boolean => 'u',
-                _ => 'x',
-            };
-            return Ok(format!("{sign}{bits}"));
-        }
-        if e.tag() == gimli::DW_TAG_pointer_type {
-            return Ok(format!("x{}", unit.encoding().address_size as u64 * 8));
-        }
-        if bytes > 8 {
-            let name = match e.attr_value(gimli::DW_AT_name)? {
-                Some(v) => self
-                    .dwarf
-                    .attr_string(unit, v)?
-                    .to_string_lossy()?
-                    .into_owned(),
-                None => String::new(),
-            };
-            warnings.push(format!("{name} exceeds max-bitwidth. Cut down to 64 bits."));
-        }
-        Ok("x64".into())
     }
 }
 
@@ -710,7 +1380,7 @@ mod tests {
     fn arguments_parse_and_are_named_as_perf_names_them() {
         let a = ArgSpec::parse("p->x").unwrap();
         assert_eq!(a.var, "p");
-        assert_eq!(a.fields, [(true, "x".to_string())]);
+        assert_eq!(a.fields, [Field::Arrow("x".into())]);
         assert_eq!(a.field_name(0), "x");
         assert_eq!(a.echo(), "x=p->x");
         assert_eq!(ArgSpec::parse("p->x:u8").unwrap().field_name(0), "x");
@@ -718,14 +1388,43 @@ mod tests {
         assert_eq!(ArgSpec::parse("v=a").unwrap().field_name(0), "v");
         assert_eq!(ArgSpec::parse("$retval").unwrap().field_name(0), "arg1");
         let s = ArgSpec::parse("pt.q->r").unwrap();
+        assert_eq!(s.fields, [Field::Dot("q".into()), Field::Arrow("r".into())]);
+        // Indexes: named after the last member or the variable, echoed with the name.
+        let i = ArgSpec::parse("p->arr[0x1]").unwrap();
         assert_eq!(
-            s.fields,
-            [(false, "q".to_string()), (true, "r".to_string())]
+            i.fields,
+            [Field::Arrow("arr".into()), Field::Index(1, "[0x1]".into())]
         );
-        assert!(ArgSpec::parse("a:u33").is_err());
-        assert!(ArgSpec::parse("a[1]").is_err());
-        assert!(ArgSpec::parse("$vars").is_err());
-        assert!(ArgSpec::parse("p->").is_err());
+        assert_eq!(i.echo(), "arr=p->arr[0x1]");
+        assert_eq!(
+            ArgSpec::parse("arr[-2]").unwrap().fields[0],
+            Field::Index(-2, "[-2]".into())
+        );
+        assert_eq!(ArgSpec::parse("arr[2]").unwrap().field_name(0), "arr");
+        assert_eq!(
+            ArgSpec::parse("arr[x]").unwrap_err(),
+            "Array index must be a number."
+        );
+        assert_eq!(
+            ArgSpec::parse("p-x").unwrap_err(),
+            "Argument parse error: p-x"
+        );
+        // Raw arguments stay whole; $vars and $params are neither raw nor variables.
+        let r = ArgSpec::parse("$retval->x").unwrap();
+        assert!(r.is_raw() && r.fields.is_empty() && r.var == "$retval->x");
+        assert_eq!(
+            ArgSpec::parse("%di:u32").unwrap().ty.as_deref(),
+            Some("u32")
+        );
+        let v = ArgSpec::parse("$vars").unwrap();
+        assert!(!v.is_raw() && !v.is_variable() && v.expansion() == Some(true));
+        assert_eq!(
+            raw_fetch_args(&[
+                ArgSpec::parse("%di").unwrap(),
+                ArgSpec::parse("r=+8(%sp):u64").unwrap()
+            ]),
+            ["arg1=%di", "r=+8(%sp):u64"]
+        );
     }
 
     #[test]
@@ -734,5 +1433,10 @@ mod tests {
         let p = Loc::Memory("%bp".into(), -40);
         assert_eq!(Loc::Memory(p.render(), 0).render(), "+0(-40(%bp))");
         assert_eq!(Loc::Value("%di".into()).render(), "%di");
+        // A global: memory at a file offset; a member adds to it, a pointer wraps it.
+        let g = Loc::Static(0x4080).offset(0x14).unwrap();
+        assert_eq!(g.render(), "@+0x4094");
+        assert_eq!(g.deref().offset(4).unwrap().render(), "+4(@+0x4094)");
+        assert_eq!(Loc::Value("%di".into()).offset(4), None);
     }
 }
