@@ -1706,8 +1706,23 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 // end (`thread__comm_len` of the entry's thread, its first sample's), not
                 // by the row's own name, and cuts longer names to it (`%-*.*s`): a row
                 // `pyenv-version-f` whose thread execs `bash` afterwards counts 4.
+                // perf measures a tracepoint's text only once its entry has been compared
+                // with another sample's (`sort__trace_cmp` makes it on demand), so the
+                // text of a row whose preceding keys no other sample shares counts
+                // nothing, and is cut to the column (perf's `%-.*s`): a lone sample
+                // prints as much of its text as `Trace output` is wide.
+                let prefixes: HashMap<&[String], u64> = if *k == SortKey::Trace {
+                    let mut m = HashMap::default();
+                    for r in &s.rows {
+                        *m.entry(&r.keys[..i]).or_insert(0) += r.samples.max(1);
+                    }
+                    m
+                } else {
+                    HashMap::default()
+                };
                 let len = |r: &Row| match k {
                     SortKey::Comm => p.threads[r.thread as usize].name().chars().count(),
+                    SortKey::Trace if prefixes.get(&r.keys[..i]).is_none_or(|&n| n < 2) => 0,
                     _ => width(&r.keys[i]),
                 };
                 s.rows
@@ -1780,7 +1795,7 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 before_last = l.len();
                 if *key == SortKey::SymbolSize {
                     let _ = write!(l, " {k:>w$} ");
-                } else if *key == SortKey::Comm {
+                } else if matches!(key, SortKey::Comm | SortKey::Trace) {
                     let _ = write!(l, " {k:<w$.w$} ");
                 } else {
                     let _ = write!(l, " {k:<w$} ");
@@ -1791,7 +1806,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.sort.last() == Some(&SortKey::Trace) {
                 // The text as it is, after the separator (even when empty).
                 let last = r.keys.last().map_or("", |k| k.as_str());
-                let _ = writeln!(out, "{} {last}", &l[..before_last]);
+                let w = widths.last().copied().unwrap_or(0);
+                let _ = writeln!(out, "{} {last:.w$}", &l[..before_last]);
             } else if matches!(
                 opts.sort.last(),
                 Some(SortKey::Sym | SortKey::Symoff) | None
