@@ -1,8 +1,10 @@
 //! Names as perf 6.1 prints them, on recordings perf makes here of a C++ program built with
 //! g++: clone suffixes dropped (`clone_me`, not `clone_me.constprop.0`), libiberty's
 //! spelling of templates (`Big<548964ul>::work`, `std::swap<long>` whose `enable_if` return
-//! type cpp_demangle cannot parse), PLT stubs named from `.rela.plt` (`free@plt`, libc's own
-//! `@plt`), and a stripped copy whose PLT perf leaves unnamed.
+//! type cpp_demangle cannot parse, a function's address as a template argument:
+//! `apply_fn<&(plain_fn(long))>` but `apply_fn<&ns::qual_fn>`), PLT stubs named from
+//! `.rela.plt` (`free@plt`, libc's own `@plt`), and a stripped copy whose PLT perf leaves
+//! unnamed.
 
 mod common;
 
@@ -27,6 +29,15 @@ template <unsigned long N> struct Big {
         return s;
     }
 };
+long plain_fn(long x) { return x * 3 + (x >> 2); }
+namespace ns {
+long qual_fn(long x) { return x * 5 + (x >> 3); }
+}
+template <long (*F)(long)> __attribute__((noinline)) long apply_fn(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++) s += F(i) + (s >> 4);
+    return s;
+}
 int main(int argc, char **argv) {
     long rounds = argc > 1 ? std::atol(argv[1]) : 20000;
     for (long r = 0; r < rounds; r++) {
@@ -43,6 +54,8 @@ int main(int argc, char **argv) {
         sink += a;
         sink += clone_me(2000, 3);
         sink += Big<548964ul>::work(1000);
+        sink += apply_fn<&plain_fn>(1000);
+        sink += apply_fn<&ns::qual_fn>(1000);
     }
     return 0;
 }
@@ -128,6 +141,13 @@ fn cxx_names_and_plt_stubs_are_perfs() {
     // The clone is named without its suffix, the template with libiberty's literal.
     assert!(report.contains("[.] clone_me\n"), "{report}");
     assert!(report.contains("[.] Big<548964ul>::work\n"), "{report}");
+    // libiberty puts an unqualified function's address in parentheses with its
+    // parameters, and leaves a qualified one's parameters out.
+    assert!(
+        report.contains("[.] apply_fn<&(plain_fn(long))>\n"),
+        "{report}"
+    );
+    assert!(report.contains("[.] apply_fn<&ns::qual_fn>\n"), "{report}");
     let report = same_script_and_report(&record(dir.path(), &o0, "o0.data"));
     // At -O0 std::swap is a function of its own, whose enable_if return type cpp_demangle
     // cannot parse.

@@ -46,6 +46,21 @@ pub(crate) struct Entry {
     pub named: bool,
 }
 
+impl Entry {
+    /// The name without perf's ` (inlined)` mark.
+    fn name(&self) -> &str {
+        self.label.strip_suffix(" (inlined)").unwrap_or(&self.label)
+    }
+
+    /// Whether two frames are one node (perf's `match_chain`): the same function, or where
+    /// either is inlined, the same name (`match_chain_strings`), so a function that is
+    /// inlined in one chain and called in another is one node, named as the first chain
+    /// that made it.
+    fn matches(&self, other: &Entry) -> bool {
+        self.key == other.key || ((self.inlined || other.inlined) && self.name() == other.name())
+    }
+}
+
 struct Node {
     entry: usize,
     hit: u64,
@@ -81,7 +96,7 @@ impl Tree {
                 .children
                 .iter()
                 .copied()
-                .find(|&c| self.entries[self.nodes[c].entry].key == e.key);
+                .find(|&c| self.entries[self.nodes[c].entry].matches(&e));
             at = match found {
                 Some(c) => c,
                 None => {
@@ -123,13 +138,7 @@ impl Tree {
         let entry = |n: &usize| &self.entries[self.nodes[*n].entry];
         let perf_cmp = |a: &Entry, b: &Entry| {
             if a.inlined || b.inlined {
-                let name = |e: &Entry| {
-                    e.label
-                        .strip_suffix(" (inlined)")
-                        .unwrap_or(&e.label)
-                        .to_string()
-                };
-                name(a).cmp(&name(b)).then_with(|| a.order.cmp(&b.order))
+                a.name().cmp(b.name()).then_with(|| a.order.cmp(&b.order))
             } else if a.named && b.named {
                 a.order.cmp(&b.order)
             } else {

@@ -1002,6 +1002,9 @@ struct Ids<'p> {
     patterns: Option<regex::Regex>,
     /// Symbols as perf's `sort__sym_cmp` tells them apart: (object, start, size).
     syms: HashMap<(u64, u64, u64), u64>,
+    /// Inlined functions as perf tells them apart: by name and the range of the symbol
+    /// they are inlined into (function, that symbol's start in its file).
+    inlined: HashMap<(FuncId, u64), u64>,
     /// Trace texts (`--sort trace`), interned: index 0 is `N/A`.
     texts: Vec<String>,
     text_ids: HashMap<String, u32>,
@@ -1029,6 +1032,7 @@ impl<'p> Ids<'p> {
             comms: HashMap::default(),
             dso_of_func,
             syms: HashMap::default(),
+            inlined: HashMap::default(),
             srclines: HashMap::default(),
             parent_match: vec![None; p.funcs.len()],
             texts: vec!["N/A".into()],
@@ -1092,6 +1096,20 @@ impl<'p> Ids<'p> {
         *self.syms.entry(key).or_insert((1 << 62) | n)
     }
 
+    /// The `sym` key of a function inlined at frame `fr`: perf gives an inline frame a
+    /// symbol of its own spanning the symbol it is inlined into (`new_inline_sym`) and
+    /// compares two by name, then by whether their ranges overlap, then by start
+    /// (`_sort__sym_cmp`): one function inlined into two functions is two rows.
+    fn inlined_id(&mut self, p: &Profile, fr: FrameId, f: FuncId) -> u64 {
+        let frame = &p.frames[fr as usize];
+        let Some(off) = frame.sym_offset else {
+            return u64::from(f);
+        };
+        let start = frame.map_offset.unwrap_or(frame.addr).wrapping_sub(off);
+        let n = self.inlined.len() as u64;
+        *self.inlined.entry((f, start)).or_insert((1 << 61) | n)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn key(
         &mut self,
@@ -1117,6 +1135,9 @@ impl<'p> Ids<'p> {
                     // Unknown symbols are told apart by address, as perf does.
                     (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
                         (1 << 63) | p.frames[fr as usize].addr
+                    }
+                    (Some(fr), Some(f)) if p.frames[fr as usize].inlined => {
+                        self.inlined_id(p, fr, f)
                     }
                     (_, Some(f)) => self.sym_id(p, f),
                     _ => u64::MAX,
@@ -1681,9 +1702,32 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                         .count(),
                     _ => key.chars().count(),
                 };
+                // perf sizes the command column by the name each row's thread has at the
+                // end (`thread__comm_len` of the entry's thread, its first sample's), not
+                // by the row's own name, and cuts longer names to it (`%-*.*s`): a row
+                // `pyenv-version-f` whose thread execs `bash` afterwards counts 4.
+                // perf measures a tracepoint's text only once its entry has been compared
+                // with another sample's (`sort__trace_cmp` makes it on demand), so the
+                // text of a row whose preceding keys no other sample shares counts
+                // nothing, and is cut to the column (perf's `%-.*s`): a lone sample
+                // prints as much of its text as `Trace output` is wide.
+                let prefixes: HashMap<&[String], u64> = if *k == SortKey::Trace {
+                    let mut m = HashMap::default();
+                    for r in &s.rows {
+                        *m.entry(&r.keys[..i]).or_insert(0) += r.samples.max(1);
+                    }
+                    m
+                } else {
+                    HashMap::default()
+                };
+                let len = |r: &Row| match k {
+                    SortKey::Comm => p.threads[r.thread as usize].name().chars().count(),
+                    SortKey::Trace if prefixes.get(&r.keys[..i]).is_none_or(|&n| n < 2) => 0,
+                    _ => width(&r.keys[i]),
+                };
                 s.rows
                     .iter()
-                    .map(|r| width(&r.keys[i]))
+                    .map(len)
                     .chain([k.header().len(), floor])
                     .max()
                     .unwrap_or(0)
@@ -1751,6 +1795,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 before_last = l.len();
                 if *key == SortKey::SymbolSize {
                     let _ = write!(l, " {k:>w$} ");
+                } else if matches!(key, SortKey::Comm | SortKey::Trace) {
+                    let _ = write!(l, " {k:<w$.w$} ");
                 } else {
                     let _ = write!(l, " {k:<w$} ");
                 }
@@ -1760,7 +1806,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
             if opts.sort.last() == Some(&SortKey::Trace) {
                 // The text as it is, after the separator (even when empty).
                 let last = r.keys.last().map_or("", |k| k.as_str());
-                let _ = writeln!(out, "{} {last}", &l[..before_last]);
+                let w = widths.last().copied().unwrap_or(0);
+                let _ = writeln!(out, "{} {last:.w$}", &l[..before_last]);
             } else if matches!(
                 opts.sort.last(),
                 Some(SortKey::Sym | SortKey::Symoff) | None

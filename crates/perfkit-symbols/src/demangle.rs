@@ -34,9 +34,13 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
             return Cow::Owned(s);
         }
         if let Some(s) = cpp_name(base).or_else(|| cpp_name_before_signature(base)) {
-            return Cow::Owned(standard_substitutions(libiberty_spelling(
-                literal_suffixes(s),
-            )));
+            let s = standard_substitutions(libiberty_spelling(literal_suffixes(s)));
+            // (`X ad L_Z <function> E E`: a template argument that is a function's address.)
+            return Cow::Owned(if base.contains("adL_Z") {
+                function_addresses(&s)
+            } else {
+                s
+            });
         }
     }
     Cow::Borrowed(name)
@@ -207,6 +211,84 @@ fn libiberty_spelling(mut s: String) -> String {
     }
 }
 
+/// A template argument that is the address of a function as libiberty prints it
+/// (`d_print_subexpr` of the `ad` operator's operand): a qualified, non-template function
+/// without its parameters (`&A::g`); any other function in parentheses with them
+/// (`&(canonicalize_values_star(variable**, dataflow_set*))`). cpp_demangle prints
+/// `&name(params)` for both. Addresses of objects (`&foo`) are spelled alike.
+fn function_addresses(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut i = 0;
+    while i < b.len() {
+        let at_arg = b[i] == b'&' && (s[..i].ends_with('<') || s[..i].ends_with(", "));
+        if !at_arg {
+            let c = s[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        // The argument runs to the `,` or `>` that closes it at its own depth.
+        let (mut depth, mut end, mut paren) = (0i32, b.len(), None);
+        for (j, &c) in b.iter().enumerate().skip(i + 1) {
+            match c {
+                b'<' | b'(' | b'[' => {
+                    if c == b'(' && depth == 0 && paren.is_none() {
+                        paren = Some(j);
+                    }
+                    depth += 1;
+                }
+                b'>' | b')' | b']' if depth == 0 => {
+                    end = j;
+                    break;
+                }
+                b'>' | b')' | b']' => depth -= 1,
+                b',' if depth == 0 => {
+                    end = j;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let arg = &s[i + 1..end];
+        match paren {
+            Some(p) if arg.ends_with(')') => {
+                let name = &s[i + 1..p];
+                let qualified = top_level(name).contains("::");
+                if qualified && !name.ends_with('>') {
+                    out.push('&');
+                    out.push_str(name);
+                } else {
+                    out.push_str("&(");
+                    out.push_str(arg);
+                    out.push(')');
+                }
+            }
+            _ => {
+                out.push('&');
+                out.push_str(arg);
+            }
+        }
+        i = end;
+    }
+    out
+}
+
+/// `name` with its template argument lists left out (what is at depth 0).
+fn top_level(name: &str) -> String {
+    let mut depth = 0;
+    name.chars()
+        .filter(|&c| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect()
+}
+
 /// Integer template arguments as libiberty (and so perf and c++filt) writes them:
 /// `548964ul`, not cpp_demangle's `(unsigned long)548964`; `true`/`false` for bools.
 fn literal_suffixes(s: String) -> String {
@@ -269,6 +351,24 @@ mod tests {
             demangle("_RNvNtCs1234_7mycrate3foo3bar"),
             "mycrate::foo::bar"
         );
+    }
+
+    #[test]
+    fn function_addresses_as_libiberty() {
+        // Spellings checked with binutils' c++filt (libiberty), which perf 6.1 links.
+        for (mangled, want) in [
+            (
+                "_ZN10hash_tableI15variable_hasherLb0E11xcallocatorE8traverseIP12dataflow_setXadL_Z24canonicalize_values_starPP8variableS5_EEEEvT_",
+                "hash_table<variable_hasher, false, xcallocator>::traverse<dataflow_set*, &(canonicalize_values_star(variable**, dataflow_set*))>",
+            ),
+            ("_Z1fIXadL_Z3fooEEEvv", "f<&foo>"),
+            ("_Z1fIXadL_Z3barvEEEvv", "f<&(bar())>"),
+            ("_Z1fIXadL_ZN1N3barEiEEEvv", "f<&N::bar>"),
+            ("_Z1fIXadL_Z3barvEEXadL_Z3fooEEEvv", "f<&(bar()), &foo>"),
+            ("_Z1fIXadL_ZN1A1gEvEEEvv", "f<&A::g>"),
+        ] {
+            assert_eq!(demangle(mangled), want, "{mangled}");
+        }
     }
 
     #[test]
