@@ -937,11 +937,6 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let clock = file.features.clock_data;
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
-    for f in &asked {
-        if let Field::Other(name @ ("brstackinsn" | "brstackinsnlen")) = f {
-            bail!("-F {name} is not supported yet");
-        }
-    }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());
     want.branch_names = per_event.iter().any(|f| {
@@ -963,6 +958,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         .iter()
         .flatten()
         .any(|f| matches!(f, Field::Insn | Field::Insnlen));
+    let has = |name| per_event.iter().flatten().any(|f| *f == Field::Other(name));
+    want.branch_insn_len = has("brstackinsnlen");
+    want.branch_insns = has("brstackinsn") || want.branch_insn_len;
     want.task = args.show_task_events;
     want.mmap = args.show_mmap_events;
     want.switch = args.show_switch_events;
