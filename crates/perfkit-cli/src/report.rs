@@ -653,24 +653,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     }
     load.vmlinux = vmlinux_arg(args.vmlinux.as_ref())?;
     let mut threads = None;
-    let cgroup = sort.contains(&SortKey::Cgroup);
     let (profile, diag) = if let Some(paths) = &pprof {
         let p = perfkit_report::pprof_in::load(paths, &args.label)?;
         (p, Diagnostics::default())
-    } else if args.header || args.threads || cgroup {
+    } else if args.header || args.threads {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
-        if cgroup
-            && file
-                .attrs
-                .iter()
-                .any(|a| a.attr.sample_type & perfkit::sys::PERF_SAMPLE_CGROUP != 0)
-        {
-            bail!(
-                "--sort cgroup: this file records cgroup ids (record --all-cgroups) and \
-                 perfkit cannot name them yet; `perf report --sort cgroup` can"
-            );
-        }
         if args.header {
             print!("{}", header_text(&file, &input, true, args.show_info));
         }

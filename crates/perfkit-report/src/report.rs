@@ -38,8 +38,12 @@ pub enum SortKey {
     Trace,
     /// The source file of the sampled address (blank where unknown).
     Srcfile,
-    /// The sample's cgroup (`N/A`: perfkit does not record cgroup ids in samples).
+    /// The sample's cgroup (`PERF_SAMPLE_CGROUP`, named by the file's
+    /// `PERF_RECORD_CGROUP`s; `N/A` without one, `unknown` for an id never named).
     Cgroup,
+    /// The thread's cgroup namespace, `DEV/0xINODE` (`record --namespaces`; `0/0x0`
+    /// without).
+    CgroupId,
     /// The size of the symbol (`unknown` without one).
     SymbolSize,
     /// perf's `ipc_null`: the IPC column of a file without branch cycles (`-      -`);
@@ -63,6 +67,7 @@ impl SortKey {
             "trace" => SortKey::Trace,
             "srcfile" => SortKey::Srcfile,
             "cgroup" => SortKey::Cgroup,
+            "cgroup_id" => SortKey::CgroupId,
             "symbol_size" => SortKey::SymbolSize,
             "ipc_null" => SortKey::IpcNull,
             _ => return None,
@@ -70,7 +75,7 @@ impl SortKey {
     }
     /// Every key name, for error messages.
     pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup, \
-         symbol_size, ipc_null";
+         cgroup_id, symbol_size, ipc_null";
 
     /// perf's keys of branch-stack reports (`record -b`/`-j`): without branch stacks in
     /// the file perf refuses them.
@@ -104,6 +109,7 @@ impl SortKey {
             SortKey::Trace => "Trace output",
             SortKey::Srcfile => "Source File",
             SortKey::Cgroup => "Cgroup",
+            SortKey::CgroupId => "cgroup id (dev/inode)",
             SortKey::SymbolSize => "Symbol size",
             SortKey::IpcNull => "IPC   [IPC Coverage]",
         }
@@ -463,8 +469,16 @@ fn views(p: &Profile, opts: &ReportOptions) -> Vec<View> {
 }
 
 /// (thread, stack, cpu, comm-time-bucket, trace text id, chain discarded: see
-/// [`Sample::chain_broken`]).
-type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32, bool);
+/// [`Sample::chain_broken`], cgroup texts: see [`Ids::cgroup_texts`]).
+type AggKey = (
+    u32,
+    Option<StackId>,
+    Option<u32>,
+    u64,
+    u32,
+    bool,
+    (u32, u32),
+);
 
 /// One event's samples aggregated by stack and its rows, before their text is formatted.
 struct EventRows {
@@ -490,6 +504,10 @@ fn event_rows<'p>(
     ignore: Option<&regex::Regex>,
     by_trace: bool,
 ) -> EventRows {
+    let by_cgroup = opts
+        .sort
+        .iter()
+        .any(|k| matches!(k, SortKey::Cgroup | SortKey::CgroupId));
     // (thread, stack, cpu, comm-time-bucket, trace) -> (period, samples), in the order
     // of their first samples (perf's insertion order). The time only matters for the
     // thread's name, so it is reduced to the index of that name.
@@ -522,7 +540,12 @@ fn event_rows<'p>(
         // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
         let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
         let cut = s.chain_broken && !caller_first;
-        let key = (s.thread, s.stack, cpu, name_idx, trace, cut);
+        let cg = if by_cgroup {
+            ids.cgroup_texts(p, s)
+        } else {
+            (0, 0)
+        };
+        let key = (s.thread, s.stack, cpu, name_idx, trace, cut, cg);
         let i = *index.entry(key).or_insert_with(|| {
             agg.push((key, (0, 0)));
             agg.len() - 1
@@ -541,7 +564,9 @@ fn event_rows<'p>(
     // Rows are keyed by interned ids; their text is formatted once, at the end.
     let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
     let mut frames: Vec<FrameId> = Vec::new();
-    for (ai, &((thread, stack, cpu, name_idx, trace, cut), (period, n))) in agg.iter().enumerate() {
+    for (ai, &((thread, stack, cpu, name_idx, trace, cut, cg), (period, n))) in
+        agg.iter().enumerate()
+    {
         let t = &p.threads[thread as usize];
         let comm = t
             .names
@@ -565,11 +590,12 @@ fn event_rows<'p>(
             name_idx,
             cpu,
             parent,
+            cg,
         };
         // Self time goes to the function the address is in, not to what is inlined there
         // (a DWARF leaf's ELF symbol: Profile::sample_frame).
         let leaf = root.or_else(|| p.sample_frame(stack).or(frames.first().copied()));
-        let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
+        let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, (trace, cg));
         // perf keys an unnamed address by its file offset where the sample is its own
         // entry and by the address it ran at where a callchain reaches it: two entries.
         if let (Some(i), Some(f)) = (opts.sort.iter().position(|k| *k == SortKey::Sym), leaf) {
@@ -626,7 +652,7 @@ fn event_rows<'p>(
                 if !unmapped {
                     kernel = func.kernel;
                 }
-                let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
+                let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, (trace, cg));
                 let seq = rows.len() as u32;
                 let (r, _) = rows.entry(k).or_insert_with(|| {
                     let mut r = Row::new(Some(f), ai as u32, thread);
@@ -753,8 +779,11 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             sampled,
                             long_dso: opts.long_dso,
                         };
-                        if *k == SortKey::Trace {
-                            return ids.texts[seed.trace as usize].clone();
+                        match k {
+                            SortKey::Trace => return ids.texts[seed.trace as usize].clone(),
+                            SortKey::Cgroup => return ids.texts[seed.cg.0 as usize].clone(),
+                            SortKey::CgroupId => return ids.texts[seed.cg.1 as usize].clone(),
+                            _ => {}
                         }
                         // (perf's `pid` key names the thread as it is named last.)
                         let comm = if *k == SortKey::Pid { t.name() } else { comm };
@@ -769,7 +798,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             rows.retain(|r| entry_shown(p, opts, r));
         }
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
-        let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
+        let by_keys =
+            |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys, &p.cgroup_names);
         // perf's overhead sort of a group: the leader's, then each other event's.
         let by_members = |a: &Row, b: &Row| {
             let (x, y) = (a.members.iter(), b.members.iter());
@@ -970,6 +1000,8 @@ struct Seed {
     name_idx: u64,
     cpu: Option<u32>,
     parent: Option<FuncId>,
+    /// The sample's cgroup texts ([`Ids::cgroup_texts`]).
+    cg: (u32, u32),
 }
 
 impl Row {
@@ -1039,6 +1071,41 @@ impl<'p> Ids<'p> {
         }
     }
 
+    /// A text's index in [`Ids::texts`], interned.
+    fn intern_text(&mut self, text: String) -> u32 {
+        if let Some(&i) = self.text_ids.get(&text) {
+            return i;
+        }
+        let i = self.texts.len() as u32;
+        self.texts.push(text.clone());
+        self.text_ids.insert(text, i);
+        i
+    }
+
+    /// The sample's `cgroup` and `cgroup_id` texts, interned: perf's cgroup name (`N/A`
+    /// without a cgroup id, `unknown` for one no CGROUP record named) and its thread's
+    /// cgroup namespace `DEV/0xINODE` at the sample's time.
+    fn cgroup_texts(&mut self, p: &Profile, s: &Sample) -> (u32, u32) {
+        let name = match p.cgroup_id(s.cgroup) {
+            0 => "N/A".to_string(),
+            id => p
+                .cgroup_names
+                .get(&id)
+                .map_or_else(|| "unknown".to_string(), String::clone),
+        };
+        let t = &p.threads[s.thread as usize];
+        let (dev, ino) = t
+            .cgroup_ns
+            .iter()
+            .rev()
+            .find(|(tt, _)| *tt <= s.time)
+            .map_or((0, 0), |(_, ns)| *ns);
+        (
+            self.intern_text(name),
+            self.intern_text(format!("{dev}/0x{ino:x}")),
+        )
+    }
+
     /// The index of sample `s`'s trace text as perf's `trace` key prints it (0: `N/A`, not
     /// a tracepoint sample).
     fn trace_text(&mut self, p: &Profile, s: &Sample) -> u32 {
@@ -1102,7 +1169,7 @@ impl<'p> Ids<'p> {
         t: &crate::Thread,
         cpu: Option<u32>,
         parent: Option<FuncId>,
-        trace: u32,
+        (trace, cg): (u32, (u32, u32)),
     ) -> RowKey {
         let mut key = [0u64; 9];
         let func = frame.map(|f| p.frames[f as usize].func);
@@ -1141,7 +1208,9 @@ impl<'p> Ids<'p> {
                     }
                     None => u64::MAX,
                 },
-                SortKey::Cgroup | SortKey::IpcNull => 0,
+                SortKey::Cgroup => u64::from(cg.0),
+                SortKey::CgroupId => u64::from(cg.1),
+                SortKey::IpcNull => 0,
                 // perf keeps symbols of one size apart (its entries still carry their
                 // symbol): one row per symbol, as `sym`.
                 SortKey::SymbolSize => match (frame, func) {
@@ -1215,7 +1284,7 @@ fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::
                     _ => b.at.cmp(&a.at),
                 }
             }
-            _ => perf_key_order(&[*k], &new.keys[i..=i], &node.keys[i..=i]),
+            _ => perf_key_order(&[*k], &new.keys[i..=i], &node.keys[i..=i], &p.cgroup_names),
         };
         if o.is_ne() {
             return o;
@@ -1227,10 +1296,37 @@ fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::
 /// Rows of equal weight in perf's order: key by key, each as perf's sort function compares
 /// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
 /// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
-/// other keys as strings.
-pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
+/// cgroups by id (`cgroups`: their names, from the profile), their namespaces by device
+/// and inode, the larger first (perf's `sort__cgroup_id_cmp` compares them the other way
+/// round); other keys as strings.
+pub(crate) fn perf_key_order(
+    sort: &[SortKey],
+    a: &[String],
+    b: &[String],
+    cgroups: &HashMap<u64, String>,
+) -> std::cmp::Ordering {
     for ((k, x), y) in sort.iter().zip(a).zip(b) {
         let o = match k {
+            SortKey::Cgroup => {
+                let id = |name: &str| match name {
+                    "N/A" => 0,
+                    name => cgroups
+                        .iter()
+                        .find(|(_, n)| *n == name)
+                        .map_or(u64::MAX, |(id, _)| *id),
+                };
+                id(x).cmp(&id(y))
+            }
+            SortKey::CgroupId => {
+                let ns = |s: &str| -> (u64, u64) {
+                    let (dev, ino) = s.split_once("/0x").unwrap_or((s, "0"));
+                    (
+                        dev.parse().unwrap_or(0),
+                        u64::from_str_radix(ino, 16).unwrap_or(0),
+                    )
+                };
+                ns(y).cmp(&ns(x))
+            }
             SortKey::Sym | SortKey::Symoff => {
                 let name = |s: &str| -> (bool, String) {
                     let n = s.get(4..).unwrap_or(s);
@@ -1350,6 +1446,7 @@ fn format_key(
             .and_then(|f| p.frames[f as usize].srcline.as_ref())
             .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
         SortKey::Trace | SortKey::Cgroup => "N/A".into(),
+        SortKey::CgroupId => "0/0x0".into(),
         SortKey::SymbolSize => frame
             .and_then(|f| p.sym_sizes.get(&p.frames[f as usize].func))
             .map_or("unknown".into(), u64::to_string),
@@ -1473,7 +1570,7 @@ fn call_graph(
     if opts.graph == GraphMode::Folded {
         let mut root = Node::default();
         for &(ai, pos) in &row.contrib {
-            let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
+            let ((_, stack, _, _, _, _, _), (period, _)) = agg[ai as usize];
             let (frames, is_self) = kept(stack, pos);
             let path: Vec<String> = if opts.children && !is_self {
                 frames[..=pos as usize]
@@ -1501,7 +1598,7 @@ fn call_graph(
     }
     let mut tree = callgraph::Tree::new();
     for &(ai, pos) in &row.contrib {
-        let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
+        let ((_, stack, _, _, _, _, _), (period, _)) = agg[ai as usize];
         let (frames, is_self) = kept(stack, pos);
         let pos = pos as usize;
         if opts.children && !is_self && caller_first {
@@ -1755,7 +1852,7 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                     let _ = write!(l, " {k:<w$} ");
                 }
             }
-            // A symbol in the last column is not padded (perf's symbol entry prints its
+            // A symbol (or cgroup, or its namespace) in the last column is not padded (perf's entry prints its
             // name as it is); other last columns are.
             if opts.sort.last() == Some(&SortKey::Trace) {
                 // The text as it is, after the separator (even when empty).
@@ -1763,7 +1860,7 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 let _ = writeln!(out, "{} {last}", &l[..before_last]);
             } else if matches!(
                 opts.sort.last(),
-                Some(SortKey::Sym | SortKey::Symoff) | None
+                Some(SortKey::Sym | SortKey::Symoff | SortKey::Cgroup | SortKey::CgroupId) | None
             ) {
                 let _ = writeln!(out, "{}", l.trim_end());
             } else {
