@@ -669,3 +669,12 @@ mod thread_names {
         assert_eq!(t.name_at(5000), "exec'd");
     }
 }
+
+#[cfg(test)]
+mod sample_size {
+    #[test]
+    fn a_sample_stays_in_56_bytes() {
+        // Scripts and --time keep every sample: the cgroup index fits in the padding.
+        assert_eq!(std::mem::size_of::<super::Sample>(), 56);
+    }
+}
