@@ -769,6 +769,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
         long_dso: args.verbose > 0,
+        sym_origin: (args.verbose > 0).then(|| {
+            (
+                perfkit_symbols::buildid_cache::default_dir(),
+                args.symfs.clone(),
+            )
+        }),
         group: if args.no_group {
             GroupView::Off
         } else if args.group {

@@ -10,6 +10,7 @@ use crate::callgraph;
 use crate::{FrameId, FuncId, Profile, Sample, StackId};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 /// A `--sort` key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -185,6 +186,10 @@ pub struct ReportOptions {
     pub exclude_other: bool,
     /// DSOs named by their path (perf's `-v`), not their file name.
     pub long_dso: bool,
+    /// perf's `-v` symbol column: each symbol after its address and the letter of where
+    /// its symbols were read ([`perfkit_symbols::symtab_origin`]), looked up in this
+    /// build-id cache and `--symfs` root.
+    pub sym_origin: Option<(PathBuf, Option<PathBuf>)>,
     /// Events shown together (`--group`).
     pub group: GroupView,
 }
@@ -213,6 +218,7 @@ impl Default for ReportOptions {
             symbol_filter: None,
             exclude_other: false,
             long_dso: false,
+            sym_origin: None,
             group: GroupView::Recorded,
         }
     }
@@ -326,6 +332,9 @@ pub struct Row {
     thread: u32,
     /// The order rows were made in (perf's order of making its entries).
     seq: u32,
+    /// Made by a callchain entry (children), not a sample's own address: perf's entry
+    /// then keeps the address as it ran (`-v` prints it), not relative to its file.
+    from_chain: bool,
     /// The other events of its group, in group order (empty without groups).
     pub members: Vec<MemberStat>,
     /// The privilege level (`[k]` or `[.]`) of a frame outside every mapping, as perf's
@@ -657,6 +666,7 @@ fn event_rows<'p>(
                 let (r, _) = rows.entry(k).or_insert_with(|| {
                     let mut r = Row::new(Some(f), ai as u32, thread);
                     r.seq = seq;
+                    r.from_chain = true;
                     r.kernel = unmapped.then_some(kernel);
                     (r, seed(Some(f)))
                 });
@@ -741,6 +751,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     let mut d = Row::new(row.frame, u32::MAX, row.thread);
                     d.seq = seq;
                     d.kernel = row.kernel;
+                    d.from_chain = row.from_chain;
                     (d, seed)
                 });
                 r.members.resize(nm, MemberStat::default());
@@ -757,6 +768,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         for (r, _) in rows.values_mut() {
             r.members.resize(nm, MemberStat::default());
         }
+        // perf's `-v` origin letter of each object, looked up once.
+        let mut origins: HashMap<String, char> = HashMap::default();
         let rows: HashMap<RowKey, Row> = rows
             .into_iter()
             .map(|(k, (mut row, seed))| {
@@ -769,6 +782,15 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 // As perf: a sampled address unnamed is printed relative to its file, one
                 // reached only through callchains (children) as it ran.
                 let sampled = row.self_ > 0;
+                let origin = opts.sym_origin.as_ref().map(|(dir, symfs)| {
+                    let dso = seed
+                        .frame
+                        .map_or("[unknown]", |f| p.func_of(f).dso.as_str());
+                    *origins.entry(dso.to_string()).or_insert_with(|| {
+                        let id = p.dso_build_ids.get(dso).map(Vec::as_slice);
+                        perfkit_symbols::symtab_origin(dso, id, dir, symfs.as_deref())
+                    })
+                });
                 row.keys = opts
                     .sort
                     .iter()
@@ -778,6 +800,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             kernel: row.kernel,
                             sampled,
                             long_dso: opts.long_dso,
+                            origin,
+                            from_chain: row.from_chain,
                         };
                         match k {
                             SortKey::Trace => return ids.texts[seed.trace as usize].clone(),
@@ -1010,6 +1034,7 @@ impl Row {
             first,
             thread,
             seq: 0,
+            from_chain: false,
             members: Vec::new(),
             kernel: None,
             keys: Vec::new(),
@@ -1329,7 +1354,11 @@ pub(crate) fn perf_key_order(
             }
             SortKey::Sym | SortKey::Symoff => {
                 let name = |s: &str| -> (bool, String) {
-                    let n = s.get(4..).unwrap_or(s);
+                    // After the `[k] ` mark (and `-v`'s address and origin before it).
+                    let n = match s.find("[.] ").or_else(|| s.find("[k] ")) {
+                        Some(i) => &s[i + 4..],
+                        None => s.get(4..).unwrap_or(s),
+                    };
                     let unnamed = n.starts_with("0x")
                         || (n.len() == 16 && n.bytes().all(|c| c.is_ascii_hexdigit()))
                         || n == "[unknown]";
@@ -1361,6 +1390,20 @@ struct Place {
     sampled: bool,
     /// DSOs by their path (`-v`), not their short name.
     long_dso: bool,
+    /// With `-v`: the letter of where the row's object's symbols come from (perf's
+    /// `dso__symtab_origin`), printed with the address before the symbol.
+    origin: Option<char>,
+    /// The row was made by a callchain entry ([`Row::from_chain`]).
+    from_chain: bool,
+}
+
+/// Whether a symbol key (`[.] NAME`) names no symbol: an address or `[unknown]`.
+fn is_unnamed_key(key: &str) -> bool {
+    let name = key.rsplit("] ").next().unwrap_or(key);
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_hexdigit());
+    name == "[unknown]"
+        || name.strip_prefix("0x").is_some_and(hex)
+        || (name.len() == 16 && hex(name))
 }
 
 /// An unnamed address as perf prints it (`%#.16llx`: zero has no `0x`): sampled ones
@@ -1409,14 +1452,39 @@ fn format_key(
                 perfkit_symbols::dso_short_name(&f.dso).into_owned()
             }
         }),
-        SortKey::Sym => match (frame, func) {
-            (Some(fr), Some(f)) if f.name == "[unknown]" => {
-                let fr = &p.frames[fr as usize];
-                format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
+        SortKey::Sym => {
+            // perf's `-v`: the address (`%-#18llx`: the sampled one relative to its file,
+            // kernel addresses as they are) and the origin letter first.
+            let mut s = String::new();
+            if let Some(o) = at.origin {
+                let ip = match (frame, func) {
+                    (Some(fr), Some(f)) => {
+                        let fr = &p.frames[fr as usize];
+                        if f.kernel || at.from_chain {
+                            fr.addr
+                        } else {
+                            fr.map_offset.unwrap_or(fr.addr)
+                        }
+                    }
+                    _ => 0,
+                };
+                let ip = if ip == 0 {
+                    "0".to_string()
+                } else {
+                    format!("{ip:#x}")
+                };
+                let _ = write!(s, "{ip:<18} {o} ");
             }
-            (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
-            _ => "[.] [unknown]".into(),
-        },
+            s.push_str(&match (frame, func) {
+                (Some(fr), Some(f)) if f.name == "[unknown]" => {
+                    let fr = &p.frames[fr as usize];
+                    format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
+                }
+                (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
+                _ => "[.] [unknown]".into(),
+            });
+            s
+        }
         SortKey::Symoff => match (frame, func) {
             (Some(fr), Some(f)) => {
                 let fr = &p.frames[fr as usize];
@@ -1771,6 +1839,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 // (perf sizes an inlined function's column by its name alone and
                 // prints ` (inlined)` past it.)
                 let width = |key: &str| match k {
+                    // perf's `-v` column: an unnamed symbol's width leaves the prefix out.
+                    SortKey::Sym if opts.sym_origin.is_some() && is_unnamed_key(key) => 0,
                     SortKey::Sym => key
                         .strip_suffix(" (inlined)")
                         .unwrap_or(key)
