@@ -30,7 +30,8 @@ pub fn symtab_origin(
         return 'k';
     }
     if dso.starts_with("/tmp/perf-") && dso.ends_with(".map") {
-        return 'j';
+        // A JIT's symbol map, where it still is.
+        return if Path::new(dso).is_file() { 'j' } else { '!' };
     }
     let on_disk = |p: &str| match symfs {
         Some(root) => root.join(p.trim_start_matches('/')),
