@@ -302,7 +302,11 @@ fn record(args: RecordArgs) -> Result<u8> {
     } else {
         attached.clone()
     };
-    let made = rec.make_preamble(&pids);
+    let mut made = rec.make_preamble(&pids);
+    // The command's namespaces (`--namespaces`), which perf synthesizes for it too.
+    if let Some(c) = &child {
+        made.extend(rec.task_namespaces(c.pid()));
+    }
     if child.is_none() || system_wide {
         if delay == 0 {
             rec.enable()?;

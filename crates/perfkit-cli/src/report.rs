@@ -653,24 +653,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     }
     load.vmlinux = vmlinux_arg(args.vmlinux.as_ref())?;
     let mut threads = None;
-    let cgroup = sort.contains(&SortKey::Cgroup);
     let (profile, diag) = if let Some(paths) = &pprof {
         let p = perfkit_report::pprof_in::load(paths, &args.label)?;
         (p, Diagnostics::default())
-    } else if args.header || args.threads || cgroup {
+    } else if args.header || args.threads {
         // The header first, from the same bytes the report reads (a stream is read once).
         let file = open_rewindable(&input)?;
-        if cgroup
-            && file
-                .attrs
-                .iter()
-                .any(|a| a.attr.sample_type & perfkit::sys::PERF_SAMPLE_CGROUP != 0)
-        {
-            bail!(
-                "--sort cgroup: this file records cgroup ids (record --all-cgroups) and \
-                 perfkit cannot name them yet; `perf report --sort cgroup` can"
-            );
-        }
         if args.header {
             print!("{}", header_text(&file, &input, true, args.show_info));
         }
@@ -781,6 +769,12 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
         long_dso: args.verbose > 0,
+        sym_origin: (args.verbose > 0).then(|| {
+            (
+                perfkit_symbols::buildid_cache::default_dir(),
+                args.symfs.clone(),
+            )
+        }),
         group: if args.no_group {
             GroupView::Off
         } else if args.group {
@@ -937,11 +931,6 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let clock = file.features.clock_data;
     let per_event = script_fields::resolve(&spec, &formats, &names, clock.is_some())
         .map_err(|m| anyhow::anyhow!("{m}"))?;
-    for f in &asked {
-        if let Field::Other(name @ ("brstackinsn" | "brstackinsnlen")) = f {
-            bail!("-F {name} is not supported yet");
-        }
-    }
     let mut want = script_events::Want::none();
     want.details = per_event.iter().flatten().any(|f| f.needs_details());
     want.branch_names = per_event.iter().any(|f| {
@@ -963,6 +952,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         .iter()
         .flatten()
         .any(|f| matches!(f, Field::Insn | Field::Insnlen));
+    let has = |name| per_event.iter().flatten().any(|f| *f == Field::Other(name));
+    want.branch_insn_len = has("brstackinsnlen");
+    want.branch_insns = has("brstackinsn") || want.branch_insn_len;
     want.task = args.show_task_events;
     want.mmap = args.show_mmap_events;
     want.switch = args.show_switch_events;

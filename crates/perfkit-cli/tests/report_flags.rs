@@ -469,16 +469,10 @@ fn sort_keys_trace_srcfile_cgroup_overhead_and_branch_keys() {
     let Some(f) = ready() else { return };
     same_as_perf(&f.mixed, &["--sort", "trace"]);
     same_as_perf(&f.mixed, &["--sort", "cgroup"]);
-    // A file with cgroup ids: refused with the reason rather than shown as N/A.
+    // A file with cgroup ids: named as perf names them (tests/report_cgroups.rs has more).
     let cg = f.dir.join("cgroup.data");
     perf_record(&["--all-cgroups", "-o", cg.to_str().unwrap(), "true"]);
-    let out = perfkit()
-        .args(["report", "--stdio", "--sort", "cgroup", "-i"])
-        .arg(&cg)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot name them yet"));
+    same_as_perf(&cg, &["--sort", "cgroup,cgroup_id"]);
     // (The program's PLT stubs are left out as in `named`; with a symbol size column
     // after it the name is not at the end of the row.)
     let no_plt = |l: &str| named(l) && !l.contains("@plt");

@@ -158,7 +158,81 @@ pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
     ))
 }
 
-/// COMM and MMAP2 records for every thread of the processes `pids` (from /proc).
+/// perf's order of a `PERF_RECORD_NAMESPACES` record's namespaces (`NET_NS_INDEX` ..
+/// `CGROUP_NS_INDEX`), by their names in `/proc/PID/ns`.
+const NAMESPACES: [&str; 7] = ["net", "uts", "ipc", "pid", "user", "mnt", "cgroup"];
+
+/// The `PERF_RECORD_NAMESPACES` record perf synthesizes for a running thread (`record
+/// --namespaces`): each namespace's device and inode, from `/proc/TID/ns/NAME`.
+pub fn namespaces(attr: &perf_event_attr, id: u64, pid: i32, tid: i32) -> Option<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    let mut b = Vec::new();
+    w32(&mut b, pid as u32);
+    w32(&mut b, tid as u32);
+    w64(&mut b, NAMESPACES.len() as u64);
+    for ns in NAMESPACES {
+        let m = std::fs::metadata(format!("/proc/{tid}/ns/{ns}")).ok()?;
+        w64(&mut b, m.dev());
+        w64(&mut b, m.ino());
+    }
+    Some(record(
+        sys::PERF_RECORD_NAMESPACES,
+        0,
+        &b,
+        &sample_id_trailer(attr, pid, tid, id),
+    ))
+}
+
+/// The `PERF_RECORD_CGROUP` records perf synthesizes for `record --all-cgroups`: every
+/// cgroup of the cgroup2 hierarchy (the mount in `/proc/self/mounts`), parents first,
+/// each with its id and its path below the mount (`/` for the root). The id is the
+/// directory's inode number, which is the kernel's cgroup id (its kernfs node id) on
+/// 64-bit kernels, where perf asks `name_to_handle_at` for the same number. None where
+/// no cgroup2 file system is mounted.
+pub fn cgroups(attr: &perf_event_attr, id: u64) -> Vec<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    fn walk(dir: &Path, rel: &str, attr: &perf_event_attr, id: u64, out: &mut Vec<Vec<u8>>) {
+        let Ok(meta) = std::fs::metadata(dir) else {
+            return;
+        };
+        let mut b = Vec::new();
+        w64(&mut b, meta.ino());
+        b.extend_from_slice(if rel.is_empty() { "/" } else { rel }.as_bytes());
+        b.push(0);
+        while b.len() % 8 != 0 {
+            b.push(0);
+        }
+        out.push(record(
+            sys::PERF_RECORD_CGROUP,
+            0,
+            &b,
+            &sample_id_trailer(attr, -1, -1, id),
+        ));
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let name = e.file_name();
+                let rel = format!("{rel}/{}", name.to_string_lossy());
+                walk(&e.path(), &rel, attr, id, out);
+            }
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let Some(root) = mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| f[1].to_string())
+    }) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    walk(Path::new(&root), "", attr, id, &mut out);
+    out
+}
+
+/// COMM and MMAP2 records for every thread of the processes `pids` (from /proc), and
+/// each thread's NAMESPACES record where `attr` asks for them (`--namespaces`).
 pub fn tasks(attr: &perf_event_attr, id: u64, pids: &[i32]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for &pid in pids {
@@ -183,6 +257,9 @@ pub fn tasks(attr: &perf_event_attr, id: u64, pids: &[i32]) -> Vec<Vec<u8>> {
                 &b,
                 &sample_id_trailer(attr, pid, tid, id),
             ));
+            if attr.has(perfkit_sys::attr_flags::NAMESPACES) {
+                out.extend(namespaces(attr, id, pid, tid));
+            }
         }
         let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
             continue;

@@ -221,12 +221,26 @@ impl Recorder {
         &self.opened
     }
 
+    /// The attr the synthesized side-band records carry the sample id of: the first
+    /// event's, with the records any event asks for (`--namespaces`: each task's
+    /// NAMESPACES; `--all-cgroups`: the CGROUP records of every cgroup).
+    fn preamble_attr(&self) -> Option<sys::perf_event_attr> {
+        use sys::attr_flags as f;
+        let mut attr = self.opened.events.first()?.attr;
+        for flag in [f::NAMESPACES, f::CGROUP] {
+            if self.opened.events.iter().any(|e| e.attr.has(flag)) {
+                attr.set(flag, true);
+            }
+        }
+        Some(attr)
+    }
+
     /// Write the side-band records a file starts with (see
     /// [`sideband::write_preamble`](crate::sideband::write_preamble)), for the existing
     /// tasks `pids`.
     pub fn write_preamble(&self, w: &mut PerfDataWriter, pids: &[i32]) -> Result<()> {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
-        let attr = self.opened.events.first().map(|e| e.attr);
+        let attr = self.preamble_attr();
         if let (Some(attr), Some(id)) = (attr, first_id) {
             crate::sideband::write_preamble(w, &attr, id, pids).map_err(Error::Write)?;
         }
@@ -237,7 +251,7 @@ impl Recorder {
     /// [`write_preamble_with`](Self::write_preamble_with) (None without an open event).
     pub fn kernel_maps(&self) -> Option<crate::sideband::KernelMaps> {
         let id = self.ids.first().and_then(|i| i.first()).copied()?;
-        let attr = self.opened.events.first()?.attr;
+        let attr = self.preamble_attr()?;
         Some(crate::sideband::KernelMaps::new(&attr, id))
     }
 
@@ -251,7 +265,7 @@ impl Recorder {
         pids: &[i32],
     ) -> Result<()> {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
-        let attr = self.opened.events.first().map(|e| e.attr);
+        let attr = self.preamble_attr();
         if let (Some(attr), Some(id)) = (attr, first_id) {
             kernel
                 .write_preamble(w, &attr, id, pids)
@@ -267,11 +281,22 @@ impl Recorder {
     /// the tasks that started in between.
     pub fn make_preamble(&self, pids: &[i32]) -> Vec<Vec<u8>> {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
-        let attr = self.opened.events.first().map(|e| e.attr);
+        let attr = self.preamble_attr();
         let (Some(attr), Some(id)) = (attr, first_id) else {
             return Vec::new();
         };
         crate::sideband::KernelMaps::new(&attr, id).preamble_start(&attr, id, pids)
+    }
+
+    /// The NAMESPACES record of task `pid` where the recording asks for them
+    /// (`--namespaces`): perf synthesizes one for the command it starts.
+    pub fn task_namespaces(&self, pid: i32) -> Option<Vec<u8>> {
+        let id = self.ids.first().and_then(|i| i.first()).copied()?;
+        let attr = self.preamble_attr()?;
+        if !attr.has(sys::attr_flags::NAMESPACES) {
+            return None;
+        }
+        synth::namespaces(&attr, id, pid, pid)
     }
 
     /// Write a preamble made by [`make_preamble`](Self::make_preamble), then COMM/MMAP
@@ -285,7 +310,7 @@ impl Recorder {
         late: &[i32],
     ) -> Result<()> {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
-        let attr = self.opened.events.first().map(|e| e.attr);
+        let attr = self.preamble_attr();
         let (Some(attr), Some(id)) = (attr, first_id) else {
             return Ok(());
         };
@@ -544,7 +569,7 @@ impl Recorder {
     /// a live consumer needs to name the code of tasks that started before it.
     pub fn preamble_parsed(&self, pids: &[i32], mut f: impl FnMut(usize, &ParsedRecord<'_>)) {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
-        let attr = self.opened.events.first().map(|e| e.attr);
+        let attr = self.preamble_attr();
         let (Some(attr), Some(id)) = (attr, first_id) else {
             return;
         };

@@ -67,6 +67,9 @@ impl KernelMaps {
         pids: &[i32],
     ) -> Vec<Vec<u8>> {
         let mut out = self.records.clone();
+        if attr.has(sys::attr_flags::CGROUP) {
+            out.extend(synth::cgroups(attr, id));
+        }
         out.extend(synth::tasks(attr, id, pids));
         out
     }

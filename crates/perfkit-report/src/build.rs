@@ -38,6 +38,26 @@ pub enum Input<'a> {
         user: Option<UserStack<'a>>,
         /// `PERF_SAMPLE_RAW` data (kept for tracepoint events).
         raw: Option<&'a [u8]>,
+        /// `PERF_SAMPLE_CGROUP`: the task's cgroup id (0: not recorded).
+        cgroup: u64,
+    },
+    /// `PERF_RECORD_CGROUP`: a cgroup's id and path (`record --all-cgroups`).
+    Cgroup {
+        /// The cgroup id (its inode in the cgroup2 file system).
+        id: u64,
+        /// Its path below the cgroup2 mount (`/` for the root).
+        path: &'a str,
+    },
+    /// `PERF_RECORD_NAMESPACES`: the thread's cgroup namespace (`record --namespaces`).
+    Namespaces {
+        /// Process id.
+        pid: i32,
+        /// Thread id.
+        tid: i32,
+        /// When.
+        time: u64,
+        /// The cgroup namespace's device and inode.
+        cgroup_ns: (u64, u64),
     },
     /// `PERF_RECORD_MMAP` / `MMAP2` (executable mappings only are needed).
     Mmap {
@@ -385,6 +405,20 @@ impl Builder {
                     t.names.push((time, name));
                 }
             }
+            Input::Cgroup { id, path } => {
+                self.profile.cgroup_names.insert(id, path.to_string());
+            }
+            Input::Namespaces {
+                pid,
+                tid,
+                time,
+                cgroup_ns,
+            } => {
+                let id = self.thread(pid, tid, time);
+                self.profile.threads[id as usize]
+                    .cgroup_ns
+                    .push((time, cgroup_ns));
+            }
             Input::Exit { pid, tid, time } => {
                 let id = self.thread(pid, tid, time);
                 self.profile.threads[id as usize].end = time;
@@ -424,8 +458,10 @@ impl Builder {
                 callchain,
                 user,
                 raw,
+                cgroup,
             } => {
                 let thread = self.thread(pid, tid, time);
+                let cgroup = self.profile.cgroup_index(cgroup);
                 let raw = raw
                     .filter(|_| {
                         self.profile
@@ -525,6 +561,7 @@ impl Builder {
                     raw,
                     chain_broken,
                     count: 1,
+                    cgroup,
                 };
                 match &mut self.folder {
                     Some(f) => f.push(&mut self.profile, sample),
@@ -1078,6 +1115,7 @@ mod tests {
                 callchain: &chain,
                 user: None,
                 raw: None,
+                cgroup: 0,
             });
         }
         b.push(Input::Lost { count: 4 });
@@ -1147,6 +1185,7 @@ mod symbol_ranges {
                             callchain: &[],
                             user: None,
                             raw: None,
+                            cgroup: 0,
                         });
                         a += 13 + u64::from(pid == 200) * 7;
                     }

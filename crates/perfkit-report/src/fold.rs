@@ -33,8 +33,9 @@ impl Aggregation {
     }
 }
 
-/// (thread, index of its name at the sample's time, CPU, event, stack, chain broken).
-type GroupKey = (ThreadId, u32, Option<u32>, u32, Option<StackId>, bool);
+/// (thread, index of its name at the sample's time, CPU, event, stack, chain broken,
+/// cgroup).
+type GroupKey = (ThreadId, u32, Option<u32>, u32, Option<StackId>, bool, u16);
 
 /// The folding state of a builder.
 #[derive(Debug, Default)]
@@ -88,7 +89,15 @@ impl Folder {
                 .iter()
                 .rposition(|(t, _)| *t <= s.time)
                 .map_or(u32::MAX, |i| i as u32);
-            let key = (s.thread, name, s.cpu, s.event, s.stack, s.chain_broken);
+            let key = (
+                s.thread,
+                name,
+                s.cpu,
+                s.event,
+                s.stack,
+                s.chain_broken,
+                s.cgroup,
+            );
             let next = p.samples.len() as u32;
             let i = *self.groups.entry(key).or_insert(next);
             match p.samples.get_mut(i as usize) {

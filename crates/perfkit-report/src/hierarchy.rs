@@ -52,10 +52,12 @@ impl Entry {
         };
         self.children.sort_by(|a, b| {
             b.period.cmp(&a.period).then_with(|| {
+                // (No cgroup names here: cgroups of equal weight go by name.)
                 perf_key_order(
                     &[k],
                     std::slice::from_ref(&a.key),
                     std::slice::from_ref(&b.key),
+                    &HashMap::default(),
                 )
             })
         });

@@ -62,6 +62,7 @@ mod rb_order;
 pub mod report;
 pub mod script;
 mod script_brstack;
+mod script_brstackinsn;
 pub mod script_events;
 pub mod script_fields;
 pub mod script_python;

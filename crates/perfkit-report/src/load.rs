@@ -543,6 +543,7 @@ impl Decoder {
                         callchain: &self.chain,
                         user,
                         raw: s.raw,
+                        cgroup: s.cgroup.unwrap_or(0),
                     }));
                 }
             }
@@ -576,6 +577,21 @@ impl Decoder {
                 exec: c.exec,
                 time,
             })),
+            Record::Cgroup(c) => emit(Fed::Input(Input::Cgroup {
+                id: c.id,
+                path: &String::from_utf8_lossy(c.path),
+            })),
+            Record::Namespaces(n) => {
+                // perf's CGROUP_NS_INDEX.
+                if let Some(l) = n.get(6) {
+                    emit(Fed::Input(Input::Namespaces {
+                        pid: n.pid,
+                        tid: n.tid,
+                        time,
+                        cgroup_ns: (l.dev, l.ino),
+                    }));
+                }
+            }
             Record::Fork(t) => emit(Fed::Input(Input::Fork {
                 pid: t.pid,
                 tid: t.tid,

@@ -61,6 +61,8 @@ pub struct Thread {
     pub unnamed: String,
     /// Names over time: (time it took the name, name); the last is the current one.
     pub names: Vec<(u64, String)>,
+    /// Its cgroup namespace over time (`PERF_RECORD_NAMESPACES`): (time, (dev, inode)).
+    pub cgroup_ns: Vec<(u64, (u64, u64))>,
     /// First and last time seen.
     pub start: u64,
     /// Last time seen.
@@ -109,6 +111,9 @@ pub struct Sample {
     /// How many samples this one stands for: 1, or in a folded profile
     /// ([`Profile::folded`]) the number of like samples whose periods `period` sums.
     pub count: u32,
+    /// Its cgroup (`PERF_SAMPLE_CGROUP`) as an index into [`Profile::cgroups`]; 0 where
+    /// none was recorded. (16 bits keep a sample in 56 bytes.)
+    pub cgroup: u16,
 }
 
 /// A context switch, for timeline markers.
@@ -315,6 +320,11 @@ pub struct Profile {
     /// `init_cpu_features.constprop.0`): its first frame -> the ELF symbol's frame, which
     /// the sample counts for, as perf's report row.
     pub leaf_symbols: HashMap<FrameId, FrameId>,
+    /// The cgroup ids samples carry ([`Sample::cgroup`] indexes it; index 0 is "none").
+    pub cgroups: Vec<u64>,
+    /// Cgroup paths by id, from `PERF_RECORD_CGROUP` (`record --all-cgroups`).
+    pub cgroup_names: HashMap<u64, String>,
+    cgroup_ids: HashMap<u64, u16>,
     func_ids: HashMap<Func, FuncId>,
     /// The symbol start each function of [`Profile::func_at`] stands for, and the
     /// functions of the same name and object at other starts.
@@ -326,6 +336,31 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Intern a sample's cgroup id (0: none) as its [`Sample::cgroup`] index; past
+    /// 65535 distinct cgroups, the last index stands for the rest.
+    pub fn cgroup_index(&mut self, id: u64) -> u16 {
+        if id == 0 {
+            return 0;
+        }
+        if self.cgroups.is_empty() {
+            self.cgroups.push(0);
+        }
+        if let Some(&i) = self.cgroup_ids.get(&id) {
+            return i;
+        }
+        let Ok(i) = u16::try_from(self.cgroups.len()) else {
+            return u16::MAX;
+        };
+        self.cgroups.push(id);
+        self.cgroup_ids.insert(id, i);
+        i
+    }
+
+    /// The cgroup id of a sample's [`Sample::cgroup`] index (0: none).
+    pub fn cgroup_id(&self, index: u16) -> u64 {
+        self.cgroups.get(usize::from(index)).copied().unwrap_or(0)
+    }
+
     /// Intern a function.
     pub fn func(&mut self, f: Func) -> FuncId {
         if let Some(&id) = self.func_ids.get(&f) {
@@ -559,6 +594,7 @@ pub(crate) mod testing {
                 raw: None,
                 chain_broken: false,
                 count: 1,
+                cgroup: 0,
             });
         }
         p.switches.push(Switch {
@@ -631,5 +667,14 @@ mod thread_names {
         assert_eq!(t.name_at(1000), "worker");
         assert_eq!(t.name_at(1999), "worker");
         assert_eq!(t.name_at(5000), "exec'd");
+    }
+}
+
+#[cfg(test)]
+mod sample_size {
+    #[test]
+    fn a_sample_stays_in_56_bytes() {
+        // Scripts and --time keep every sample: the cgroup index fits in the padding.
+        assert_eq!(std::mem::size_of::<super::Sample>(), 56);
     }
 }

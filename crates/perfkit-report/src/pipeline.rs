@@ -54,6 +54,17 @@ pub(crate) enum Owned {
         callchain: Range<usize>,
         user: Option<(u64, u64, Range<usize>, Range<usize>)>,
         raw: Option<Range<usize>>,
+        cgroup: u64,
+    },
+    Cgroup {
+        id: u64,
+        path: String,
+    },
+    Namespaces {
+        pid: i32,
+        tid: i32,
+        time: u64,
+        cgroup_ns: (u64, u64),
     },
     Mmap {
         pid: i32,
@@ -138,6 +149,7 @@ impl Batch {
                     callchain,
                     user,
                     raw,
+                    cgroup,
                 } => Owned::Sample {
                     event,
                     pid,
@@ -150,6 +162,22 @@ impl Batch {
                     callchain: self.words(callchain),
                     user: user.map(|u| (u.abi, u.mask, self.words(u.regs), self.bytes(u.stack))),
                     raw: raw.map(|r| self.bytes(r)),
+                    cgroup,
+                },
+                Input::Cgroup { id, path } => Owned::Cgroup {
+                    id,
+                    path: path.to_string(),
+                },
+                Input::Namespaces {
+                    pid,
+                    tid,
+                    time,
+                    cgroup_ns,
+                } => Owned::Namespaces {
+                    pid,
+                    tid,
+                    time,
+                    cgroup_ns,
                 },
                 Input::Mmap { pid, mapping } => Owned::Mmap { pid, mapping },
                 Input::Comm {
@@ -218,6 +246,7 @@ impl Batch {
                     callchain,
                     user,
                     raw,
+                    cgroup,
                 } => Input::Sample {
                     event,
                     pid,
@@ -235,6 +264,22 @@ impl Batch {
                         stack: &self.bytes[stack],
                     }),
                     raw: raw.map(|r| &self.bytes[r]),
+                    cgroup,
+                },
+                Owned::Cgroup { id, ref path } => {
+                    b.push(Input::Cgroup { id, path });
+                    continue;
+                }
+                Owned::Namespaces {
+                    pid,
+                    tid,
+                    time,
+                    cgroup_ns,
+                } => Input::Namespaces {
+                    pid,
+                    tid,
+                    time,
+                    cgroup_ns,
                 },
                 Owned::Mmap { pid, mapping } => Input::Mmap { pid, mapping },
                 Owned::Comm {

@@ -338,6 +338,7 @@ impl Merge {
                     raw: None,
                     chain_broken: false,
                     count: 1,
+                    cgroup: 0,
                 });
             }
         }

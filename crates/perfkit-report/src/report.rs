@@ -10,6 +10,7 @@ use crate::callgraph;
 use crate::{FrameId, FuncId, Profile, Sample, StackId};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 /// A `--sort` key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,8 +39,12 @@ pub enum SortKey {
     Trace,
     /// The source file of the sampled address (blank where unknown).
     Srcfile,
-    /// The sample's cgroup (`N/A`: perfkit does not record cgroup ids in samples).
+    /// The sample's cgroup (`PERF_SAMPLE_CGROUP`, named by the file's
+    /// `PERF_RECORD_CGROUP`s; `N/A` without one, `unknown` for an id never named).
     Cgroup,
+    /// The thread's cgroup namespace, `DEV/0xINODE` (`record --namespaces`; `0/0x0`
+    /// without).
+    CgroupId,
     /// The size of the symbol (`unknown` without one).
     SymbolSize,
     /// perf's `ipc_null`: the IPC column of a file without branch cycles (`-      -`);
@@ -63,6 +68,7 @@ impl SortKey {
             "trace" => SortKey::Trace,
             "srcfile" => SortKey::Srcfile,
             "cgroup" => SortKey::Cgroup,
+            "cgroup_id" => SortKey::CgroupId,
             "symbol_size" => SortKey::SymbolSize,
             "ipc_null" => SortKey::IpcNull,
             _ => return None,
@@ -70,7 +76,7 @@ impl SortKey {
     }
     /// Every key name, for error messages.
     pub const NAMES: &'static str = "comm, pid, tid, dso, sym, cpu, srcline, srcfile, symoff, parent, trace, cgroup, \
-         symbol_size, ipc_null";
+         cgroup_id, symbol_size, ipc_null";
 
     /// perf's keys of branch-stack reports (`record -b`/`-j`): without branch stacks in
     /// the file perf refuses them.
@@ -104,6 +110,7 @@ impl SortKey {
             SortKey::Trace => "Trace output",
             SortKey::Srcfile => "Source File",
             SortKey::Cgroup => "Cgroup",
+            SortKey::CgroupId => "cgroup id (dev/inode)",
             SortKey::SymbolSize => "Symbol size",
             SortKey::IpcNull => "IPC   [IPC Coverage]",
         }
@@ -179,6 +186,10 @@ pub struct ReportOptions {
     pub exclude_other: bool,
     /// DSOs named by their path (perf's `-v`), not their file name.
     pub long_dso: bool,
+    /// perf's `-v` symbol column: each symbol after its address and the letter of where
+    /// its symbols were read ([`perfkit_symbols::symtab_origin`]), looked up in this
+    /// build-id cache and `--symfs` root.
+    pub sym_origin: Option<(PathBuf, Option<PathBuf>)>,
     /// Events shown together (`--group`).
     pub group: GroupView,
 }
@@ -207,6 +218,7 @@ impl Default for ReportOptions {
             symbol_filter: None,
             exclude_other: false,
             long_dso: false,
+            sym_origin: None,
             group: GroupView::Recorded,
         }
     }
@@ -320,6 +332,9 @@ pub struct Row {
     thread: u32,
     /// The order rows were made in (perf's order of making its entries).
     seq: u32,
+    /// Made by a callchain entry (children), not a sample's own address: perf's entry
+    /// then keeps the address as it ran (`-v` prints it), not relative to its file.
+    from_chain: bool,
     /// The other events of its group, in group order (empty without groups).
     pub members: Vec<MemberStat>,
     /// The privilege level (`[k]` or `[.]`) of a frame outside every mapping, as perf's
@@ -463,8 +478,16 @@ fn views(p: &Profile, opts: &ReportOptions) -> Vec<View> {
 }
 
 /// (thread, stack, cpu, comm-time-bucket, trace text id, chain discarded: see
-/// [`Sample::chain_broken`]).
-type AggKey = (u32, Option<StackId>, Option<u32>, u64, u32, bool);
+/// [`Sample::chain_broken`], cgroup texts: see [`Ids::cgroup_texts`]).
+type AggKey = (
+    u32,
+    Option<StackId>,
+    Option<u32>,
+    u64,
+    u32,
+    bool,
+    (u32, u32),
+);
 
 /// One event's samples aggregated by stack and its rows, before their text is formatted.
 struct EventRows {
@@ -490,6 +513,10 @@ fn event_rows<'p>(
     ignore: Option<&regex::Regex>,
     by_trace: bool,
 ) -> EventRows {
+    let by_cgroup = opts
+        .sort
+        .iter()
+        .any(|k| matches!(k, SortKey::Cgroup | SortKey::CgroupId));
     // (thread, stack, cpu, comm-time-bucket, trace) -> (period, samples), in the order
     // of their first samples (perf's insertion order). The time only matters for the
     // thread's name, so it is reduced to the index of that name.
@@ -522,7 +549,12 @@ fn event_rows<'p>(
         // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
         let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
         let cut = s.chain_broken && !caller_first;
-        let key = (s.thread, s.stack, cpu, name_idx, trace, cut);
+        let cg = if by_cgroup {
+            ids.cgroup_texts(p, s)
+        } else {
+            (0, 0)
+        };
+        let key = (s.thread, s.stack, cpu, name_idx, trace, cut, cg);
         let i = *index.entry(key).or_insert_with(|| {
             agg.push((key, (0, 0)));
             agg.len() - 1
@@ -541,7 +573,9 @@ fn event_rows<'p>(
     // Rows are keyed by interned ids; their text is formatted once, at the end.
     let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
     let mut frames: Vec<FrameId> = Vec::new();
-    for (ai, &((thread, stack, cpu, name_idx, trace, cut), (period, n))) in agg.iter().enumerate() {
+    for (ai, &((thread, stack, cpu, name_idx, trace, cut, cg), (period, n))) in
+        agg.iter().enumerate()
+    {
         let t = &p.threads[thread as usize];
         let comm = t
             .names
@@ -565,11 +599,12 @@ fn event_rows<'p>(
             name_idx,
             cpu,
             parent,
+            cg,
         };
         // Self time goes to the function the address is in, not to what is inlined there
         // (a DWARF leaf's ELF symbol: Profile::sample_frame).
         let leaf = root.or_else(|| p.sample_frame(stack).or(frames.first().copied()));
-        let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, trace);
+        let mut leaf_key = ids.key(p, &opts.sort, leaf, comm_id, t, cpu, parent, (trace, cg));
         // perf keys an unnamed address by its file offset where the sample is its own
         // entry and by the address it ran at where a callchain reaches it: two entries.
         if let (Some(i), Some(f)) = (opts.sort.iter().position(|k| *k == SortKey::Sym), leaf) {
@@ -626,11 +661,12 @@ fn event_rows<'p>(
                 if !unmapped {
                     kernel = func.kernel;
                 }
-                let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, trace);
+                let k = ids.key(p, &opts.sort, Some(f), comm_id, t, cpu, parent, (trace, cg));
                 let seq = rows.len() as u32;
                 let (r, _) = rows.entry(k).or_insert_with(|| {
                     let mut r = Row::new(Some(f), ai as u32, thread);
                     r.seq = seq;
+                    r.from_chain = true;
                     r.kernel = unmapped.then_some(kernel);
                     (r, seed(Some(f)))
                 });
@@ -715,6 +751,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     let mut d = Row::new(row.frame, u32::MAX, row.thread);
                     d.seq = seq;
                     d.kernel = row.kernel;
+                    d.from_chain = row.from_chain;
                     (d, seed)
                 });
                 r.members.resize(nm, MemberStat::default());
@@ -731,6 +768,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         for (r, _) in rows.values_mut() {
             r.members.resize(nm, MemberStat::default());
         }
+        // perf's `-v` origin letter of each object, looked up once.
+        let mut origins: HashMap<String, char> = HashMap::default();
         let rows: HashMap<RowKey, Row> = rows
             .into_iter()
             .map(|(k, (mut row, seed))| {
@@ -743,6 +782,15 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                 // As perf: a sampled address unnamed is printed relative to its file, one
                 // reached only through callchains (children) as it ran.
                 let sampled = row.self_ > 0;
+                let origin = opts.sym_origin.as_ref().map(|(dir, symfs)| {
+                    let dso = seed
+                        .frame
+                        .map_or("[unknown]", |f| p.func_of(f).dso.as_str());
+                    *origins.entry(dso.to_string()).or_insert_with(|| {
+                        let id = p.dso_build_ids.get(dso).map(Vec::as_slice);
+                        perfkit_symbols::symtab_origin(dso, id, dir, symfs.as_deref())
+                    })
+                });
                 row.keys = opts
                     .sort
                     .iter()
@@ -752,9 +800,14 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             kernel: row.kernel,
                             sampled,
                             long_dso: opts.long_dso,
+                            origin,
+                            from_chain: row.from_chain,
                         };
-                        if *k == SortKey::Trace {
-                            return ids.texts[seed.trace as usize].clone();
+                        match k {
+                            SortKey::Trace => return ids.texts[seed.trace as usize].clone(),
+                            SortKey::Cgroup => return ids.texts[seed.cg.0 as usize].clone(),
+                            SortKey::CgroupId => return ids.texts[seed.cg.1 as usize].clone(),
+                            _ => {}
                         }
                         // (perf's `pid` key names the thread as it is named last.)
                         let comm = if *k == SortKey::Pid { t.name() } else { comm };
@@ -769,7 +822,8 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
             rows.retain(|r| entry_shown(p, opts, r));
         }
         let weight = |r: &Row| if opts.children { r.children } else { r.self_ };
-        let by_keys = |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys);
+        let by_keys =
+            |a: &Row, b: &Row| perf_key_order(&opts.sort, &a.keys, &b.keys, &p.cgroup_names);
         // perf's overhead sort of a group: the leader's, then each other event's.
         let by_members = |a: &Row, b: &Row| {
             let (x, y) = (a.members.iter(), b.members.iter());
@@ -970,6 +1024,8 @@ struct Seed {
     name_idx: u64,
     cpu: Option<u32>,
     parent: Option<FuncId>,
+    /// The sample's cgroup texts ([`Ids::cgroup_texts`]).
+    cg: (u32, u32),
 }
 
 impl Row {
@@ -978,6 +1034,7 @@ impl Row {
             first,
             thread,
             seq: 0,
+            from_chain: false,
             members: Vec::new(),
             kernel: None,
             keys: Vec::new(),
@@ -1041,6 +1098,41 @@ impl<'p> Ids<'p> {
                 .then(|| pattern(&patterns.join("|")).ok())
                 .flatten(),
         }
+    }
+
+    /// A text's index in [`Ids::texts`], interned.
+    fn intern_text(&mut self, text: String) -> u32 {
+        if let Some(&i) = self.text_ids.get(&text) {
+            return i;
+        }
+        let i = self.texts.len() as u32;
+        self.texts.push(text.clone());
+        self.text_ids.insert(text, i);
+        i
+    }
+
+    /// The sample's `cgroup` and `cgroup_id` texts, interned: perf's cgroup name (`N/A`
+    /// without a cgroup id, `unknown` for one no CGROUP record named) and its thread's
+    /// cgroup namespace `DEV/0xINODE` at the sample's time.
+    fn cgroup_texts(&mut self, p: &Profile, s: &Sample) -> (u32, u32) {
+        let name = match p.cgroup_id(s.cgroup) {
+            0 => "N/A".to_string(),
+            id => p
+                .cgroup_names
+                .get(&id)
+                .map_or_else(|| "unknown".to_string(), String::clone),
+        };
+        let t = &p.threads[s.thread as usize];
+        let (dev, ino) = t
+            .cgroup_ns
+            .iter()
+            .rev()
+            .find(|(tt, _)| *tt <= s.time)
+            .map_or((0, 0), |(_, ns)| *ns);
+        (
+            self.intern_text(name),
+            self.intern_text(format!("{dev}/0x{ino:x}")),
+        )
     }
 
     /// The index of sample `s`'s trace text as perf's `trace` key prints it (0: `N/A`, not
@@ -1120,7 +1212,7 @@ impl<'p> Ids<'p> {
         t: &crate::Thread,
         cpu: Option<u32>,
         parent: Option<FuncId>,
-        trace: u32,
+        (trace, cg): (u32, (u32, u32)),
     ) -> RowKey {
         let mut key = [0u64; 9];
         let func = frame.map(|f| p.frames[f as usize].func);
@@ -1162,7 +1254,9 @@ impl<'p> Ids<'p> {
                     }
                     None => u64::MAX,
                 },
-                SortKey::Cgroup | SortKey::IpcNull => 0,
+                SortKey::Cgroup => u64::from(cg.0),
+                SortKey::CgroupId => u64::from(cg.1),
+                SortKey::IpcNull => 0,
                 // perf keeps symbols of one size apart (its entries still carry their
                 // symbol): one row per symbol, as `sym`.
                 SortKey::SymbolSize => match (frame, func) {
@@ -1236,7 +1330,7 @@ fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::
                     _ => b.at.cmp(&a.at),
                 }
             }
-            _ => perf_key_order(&[*k], &new.keys[i..=i], &node.keys[i..=i]),
+            _ => perf_key_order(&[*k], &new.keys[i..=i], &node.keys[i..=i], &p.cgroup_names),
         };
         if o.is_ne() {
             return o;
@@ -1248,13 +1342,44 @@ fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::
 /// Rows of equal weight in perf's order: key by key, each as perf's sort function compares
 /// it. Symbols compare by name without the `[k]`/`[.]` mark, unnamed addresses after every
 /// named symbol (perf's `cmp_null`), in address order; rows without a DSO after the others;
-/// other keys as strings.
-pub(crate) fn perf_key_order(sort: &[SortKey], a: &[String], b: &[String]) -> std::cmp::Ordering {
+/// cgroups by id (`cgroups`: their names, from the profile), their namespaces by device
+/// and inode, the larger first (perf's `sort__cgroup_id_cmp` compares them the other way
+/// round); other keys as strings.
+pub(crate) fn perf_key_order(
+    sort: &[SortKey],
+    a: &[String],
+    b: &[String],
+    cgroups: &HashMap<u64, String>,
+) -> std::cmp::Ordering {
     for ((k, x), y) in sort.iter().zip(a).zip(b) {
         let o = match k {
+            SortKey::Cgroup => {
+                let id = |name: &str| match name {
+                    "N/A" => 0,
+                    name => cgroups
+                        .iter()
+                        .find(|(_, n)| *n == name)
+                        .map_or(u64::MAX, |(id, _)| *id),
+                };
+                id(x).cmp(&id(y))
+            }
+            SortKey::CgroupId => {
+                let ns = |s: &str| -> (u64, u64) {
+                    let (dev, ino) = s.split_once("/0x").unwrap_or((s, "0"));
+                    (
+                        dev.parse().unwrap_or(0),
+                        u64::from_str_radix(ino, 16).unwrap_or(0),
+                    )
+                };
+                ns(y).cmp(&ns(x))
+            }
             SortKey::Sym | SortKey::Symoff => {
                 let name = |s: &str| -> (bool, String) {
-                    let n = s.get(4..).unwrap_or(s);
+                    // After the `[k] ` mark (and `-v`'s address and origin before it).
+                    let n = match s.find("[.] ").or_else(|| s.find("[k] ")) {
+                        Some(i) => &s[i + 4..],
+                        None => s.get(4..).unwrap_or(s),
+                    };
                     let unnamed = n.starts_with("0x")
                         || (n.len() == 16 && n.bytes().all(|c| c.is_ascii_hexdigit()))
                         || n == "[unknown]";
@@ -1286,6 +1411,20 @@ struct Place {
     sampled: bool,
     /// DSOs by their path (`-v`), not their short name.
     long_dso: bool,
+    /// With `-v`: the letter of where the row's object's symbols come from (perf's
+    /// `dso__symtab_origin`), printed with the address before the symbol.
+    origin: Option<char>,
+    /// The row was made by a callchain entry ([`Row::from_chain`]).
+    from_chain: bool,
+}
+
+/// Whether a symbol key (`[.] NAME`) names no symbol: an address or `[unknown]`.
+fn is_unnamed_key(key: &str) -> bool {
+    let name = key.rsplit("] ").next().unwrap_or(key);
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_hexdigit());
+    name == "[unknown]"
+        || name.strip_prefix("0x").is_some_and(hex)
+        || (name.len() == 16 && hex(name))
 }
 
 /// An unnamed address as perf prints it (`%#.16llx`: zero has no `0x`): sampled ones
@@ -1334,14 +1473,39 @@ fn format_key(
                 perfkit_symbols::dso_short_name(&f.dso).into_owned()
             }
         }),
-        SortKey::Sym => match (frame, func) {
-            (Some(fr), Some(f)) if f.name == "[unknown]" => {
-                let fr = &p.frames[fr as usize];
-                format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
+        SortKey::Sym => {
+            // perf's `-v`: the address (`%-#18llx`: the sampled one relative to its file,
+            // kernel addresses as they are) and the origin letter first.
+            let mut s = String::new();
+            if let Some(o) = at.origin {
+                let ip = match (frame, func) {
+                    (Some(fr), Some(f)) => {
+                        let fr = &p.frames[fr as usize];
+                        if f.kernel || at.from_chain {
+                            fr.addr
+                        } else {
+                            fr.map_offset.unwrap_or(fr.addr)
+                        }
+                    }
+                    _ => 0,
+                };
+                let ip = if ip == 0 {
+                    "0".to_string()
+                } else {
+                    format!("{ip:#x}")
+                };
+                let _ = write!(s, "{ip:<18} {o} ");
             }
-            (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
-            _ => "[.] [unknown]".into(),
-        },
+            s.push_str(&match (frame, func) {
+                (Some(fr), Some(f)) if f.name == "[unknown]" => {
+                    let fr = &p.frames[fr as usize];
+                    format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
+                }
+                (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
+                _ => "[.] [unknown]".into(),
+            });
+            s
+        }
         SortKey::Symoff => match (frame, func) {
             (Some(fr), Some(f)) => {
                 let fr = &p.frames[fr as usize];
@@ -1371,6 +1535,7 @@ fn format_key(
             .and_then(|f| p.frames[f as usize].srcline.as_ref())
             .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
         SortKey::Trace | SortKey::Cgroup => "N/A".into(),
+        SortKey::CgroupId => "0/0x0".into(),
         SortKey::SymbolSize => frame
             .and_then(|f| p.sym_sizes.get(&p.frames[f as usize].func))
             .map_or("unknown".into(), u64::to_string),
@@ -1494,7 +1659,7 @@ fn call_graph(
     if opts.graph == GraphMode::Folded {
         let mut root = Node::default();
         for &(ai, pos) in &row.contrib {
-            let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
+            let ((_, stack, _, _, _, _, _), (period, _)) = agg[ai as usize];
             let (frames, is_self) = kept(stack, pos);
             let path: Vec<String> = if opts.children && !is_self {
                 frames[..=pos as usize]
@@ -1522,7 +1687,7 @@ fn call_graph(
     }
     let mut tree = callgraph::Tree::new();
     for &(ai, pos) in &row.contrib {
-        let ((_, stack, _, _, _, _), (period, _)) = agg[ai as usize];
+        let ((_, stack, _, _, _, _, _), (period, _)) = agg[ai as usize];
         let (frames, is_self) = kept(stack, pos);
         let pos = pos as usize;
         if opts.children && !is_self && caller_first {
@@ -1695,6 +1860,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 // (perf sizes an inlined function's column by its name alone and
                 // prints ` (inlined)` past it.)
                 let width = |key: &str| match k {
+                    // perf's `-v` column: an unnamed symbol's width leaves the prefix out.
+                    SortKey::Sym if opts.sym_origin.is_some() && is_unnamed_key(key) => 0,
                     SortKey::Sym => key
                         .strip_suffix(" (inlined)")
                         .unwrap_or(key)
@@ -1801,7 +1968,7 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                     let _ = write!(l, " {k:<w$} ");
                 }
             }
-            // A symbol in the last column is not padded (perf's symbol entry prints its
+            // A symbol (or cgroup, or its namespace) in the last column is not padded (perf's entry prints its
             // name as it is); other last columns are.
             if opts.sort.last() == Some(&SortKey::Trace) {
                 // The text as it is, after the separator (even when empty).
@@ -1810,7 +1977,7 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 let _ = writeln!(out, "{} {last:.w$}", &l[..before_last]);
             } else if matches!(
                 opts.sort.last(),
-                Some(SortKey::Sym | SortKey::Symoff) | None
+                Some(SortKey::Sym | SortKey::Symoff | SortKey::Cgroup | SortKey::CgroupId) | None
             ) {
                 let _ = writeln!(out, "{}", l.trim_end());
             } else {

@@ -132,7 +132,14 @@ impl Field {
                 | Field::Tod
                 | Field::Insn
                 | Field::Insnlen
-                | Field::Other("brstack" | "brstacksym" | "brstackoff" | "srccode")
+                | Field::Other(
+                    "brstack"
+                        | "brstacksym"
+                        | "brstackoff"
+                        | "brstackinsn"
+                        | "brstackinsnlen"
+                        | "srccode",
+                )
         )
     }
 
@@ -794,6 +801,11 @@ impl ScriptWriter<'_> {
             for b in &d.insn {
                 let _ = write!(out, " {b:02x}");
             }
+        }
+        if fields.contains(&Field::Other("brstackinsn"))
+            || fields.contains(&Field::Other("brstackinsnlen"))
+        {
+            out.push_str(&d.branch_insns);
         }
         if fields.contains(&Field::PhysAddr) {
             let _ = write!(out, "{:>16x}", d.phys_addr);

@@ -32,6 +32,11 @@ pub struct Want {
     pub branch_names: bool,
     /// Give each branch end as an offset in its object where perf does (`brstackoff`).
     pub branch_offsets: bool,
+    /// The instructions of each branch-stack block (`brstackinsn`), with their lengths
+    /// too when [`Want::branch_insn_len`] (`brstackinsnlen`).
+    pub branch_insns: bool,
+    /// See `branch_insns`.
+    pub branch_insn_len: bool,
     /// COMM, FORK and EXIT records.
     pub task: bool,
     /// MMAP and MMAP2 records.
@@ -150,6 +155,8 @@ pub struct SampleDetail {
     /// The instruction at the ip, read from its file (empty when it cannot be: kernel
     /// code, anonymous memory, an undecodable byte sequence).
     pub insn: Vec<u8>,
+    /// perf's `brstackinsn` text (lines, each ending in a newline, after one), when asked.
+    pub branch_insns: String,
 }
 
 /// A side-band record as `script` prints it: the sample-like prefix fields and perf's
@@ -462,6 +469,7 @@ impl Collector {
             && !self.want.insn
             && !self.want.branch_names
             && !self.want.branch_offsets
+            && !self.want.branch_insns
         {
             return;
         }
@@ -514,6 +522,7 @@ impl Collector {
                 })
                 .unwrap_or_default(),
             insn: Vec::new(),
+            branch_insns: String::new(),
         };
         let fmt = self.extras.events.get(attr).copied().unwrap_or_default();
         if self.want.addr_symbols && fmt.addr_is_data() && s.addr.is_some() {
@@ -550,6 +559,22 @@ impl Collector {
             && let Some(ip) = s.ip
         {
             d.insn = self.instruction(s.pid.unwrap_or(-1), ip);
+        }
+        if self.want.branch_insns
+            && let Some(ip) = s.ip
+        {
+            let mut code = BlockCode {
+                maps: self.maps.get(&s.pid.unwrap_or(-1)),
+                symbolizer: self.symbolizer.as_mut(),
+                x86: matches!(self.extras.arch.as_str(), "x86_64" | "" | "i386" | "i686"),
+            };
+            crate::script_brstackinsn::push_brstackinsn(
+                &mut d.branch_insns,
+                &mut code,
+                ip,
+                &d.branches,
+                self.want.branch_insn_len,
+            );
         }
         for _ in 1..n {
             self.extras.details.push(d.clone());
@@ -661,6 +686,65 @@ impl Collector {
     }
 }
 
+/// A thread's code as `brstackinsn` reads and names it: the mapped files (perf reads no
+/// kernel code here: it has no kcore or vmlinux to read).
+struct BlockCode<'a> {
+    maps: Option<&'a ProcessMaps>,
+    symbolizer: Option<&'a mut Symbolizer>,
+    x86: bool,
+}
+
+impl crate::script_brstackinsn::Code for BlockCode<'_> {
+    fn is_kernel(&self, addr: u64) -> bool {
+        perfkit_symbols::is_kernel_address(addr)
+    }
+
+    fn read(&mut self, addr: u64, len: u64) -> Option<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        if self.is_kernel(addr) {
+            return None;
+        }
+        let m = self.maps?.find(addr)?;
+        if !m.path.starts_with('/') {
+            return None;
+        }
+        let mut f = std::fs::File::open(&m.path).ok()?;
+        let size = f.metadata().ok()?.len();
+        let offset = addr - m.start + m.pgoff;
+        if offset > size {
+            return None;
+        }
+        f.seek(SeekFrom::Start(offset)).ok()?;
+        let mut buf = Vec::new();
+        f.take(len).read_to_end(&mut buf).ok()?;
+        Some(buf)
+    }
+
+    fn symbol(&mut self, addr: u64, kernel: bool) -> Option<(String, u64, u64)> {
+        let in_kernel = self.is_kernel(addr);
+        let sym = self.symbolizer.as_deref_mut()?;
+        let frame = if kernel {
+            if !in_kernel {
+                return None;
+            }
+            sym.symbolize_kernel(addr)
+        } else {
+            let m = self.maps?.find(addr)?;
+            if m.is_anonymous() || m.path.starts_with('[') {
+                return None;
+            }
+            sym.symbolize_in_mapping(m, addr)
+        };
+        let s = frame.symbol?;
+        let start = addr - s.offset;
+        Some((s.name.to_string(), start, start + s.size.max(1)))
+    }
+
+    fn x86(&self) -> bool {
+        self.x86
+    }
+}
+
 /// perf's words for a switch's direction.
 fn in_out(out: bool, preempt: bool) -> &'static str {
     match (out, preempt) {
@@ -709,7 +793,7 @@ pub fn load(
         maps: HashMap::default(),
         kernel_maps: ProcessMaps::new(),
         loaded: Default::default(),
-        symbolizer: (want.addr_symbols || want.branch_names)
+        symbolizer: (want.addr_symbols || want.branch_names || want.branch_insns)
             .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
     };
     if want.rounds {

@@ -64,6 +64,7 @@ fn profile() -> Profile {
             raw: None,
             chain_broken: false,
             count: 1,
+            cgroup: 0,
         });
     }
     p

@@ -116,6 +116,7 @@ pub mod probe_args;
 pub mod probe_lines;
 pub mod probe_range;
 mod symbolizer;
+mod symtab_origin;
 mod types;
 pub mod unwind;
 pub mod uprobe_events;
@@ -130,5 +131,6 @@ pub use kallsyms::{Kallsyms, KernelSymbol, cached_copy as cached_kallsyms, kerne
 pub use maps::{ProcMapsEntry, ProcessMaps, parse_proc_maps, read_proc_maps};
 pub use perfmap::{JitSymbol, PerfMap};
 pub use symbolizer::{Options, Symbolizer, dso_short_name, is_kernel_address};
+pub use symtab_origin::symtab_origin;
 pub use types::{Frame, InlinedFrame, Mapping, SrcLine, Symbol, UnknownReason};
 pub use unwind::{Arch, STACK_HINT, UnwindEnd, UnwindOutput, Unwinder, UserRegs};
