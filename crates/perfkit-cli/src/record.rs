@@ -137,8 +137,6 @@ fn record(args: RecordArgs) -> Result<u8> {
     };
     let system_wide = args.all_cpus || args.cpu.is_some();
     let sopts = args.sampling_options(system_wide)?;
-    let pages = args.ring_pages()?;
-    args.mmap_flush(pages)?;
     let max_size = args.max_size()?;
     let default_event = args.events.is_empty();
     let mut specs = if default_event {
@@ -155,6 +153,8 @@ fn record(args: RecordArgs) -> Result<u8> {
         eprintln!("Warning: {w}");
     }
     let cpus = perfkit_engine::cpus(args.cpu.as_deref())?;
+    let pages = args.ring_pages(cpus.len())?;
+    args.mmap_flush(pages)?;
     // --threads: who drains which CPU's ring (checked before anything is opened, as
     // perf checks it); without it one thread for a few CPUs, more on bigger machines.
     let layout = match &args.threads {
@@ -246,6 +246,11 @@ fn record(args: RecordArgs) -> Result<u8> {
             .context("--off-cpu")?;
         rec = rec.with_off_cpu(off)?;
     }
+    // The draining threads, and this thread that writes what they copy, run at a higher
+    // priority where the kernel allows it (root): on busy CPUs they are scheduled before
+    // the rings fill. The command was forked before, at its own priority.
+    rec.set_drain_priority(Some(perfkit_engine::DrainPriority::RECORD));
+    perfkit_engine::DrainPriority::RECORD.apply_to_current_thread();
     rec.start_threads(&layout)?;
     let stopper = rec.stopper();
 

@@ -288,12 +288,13 @@ impl RecordArgs {
         Ok(n.min(pages as u64 * 4096 / 4))
     }
 
-    /// Ring buffer data pages per CPU (a power of two).
-    pub fn ring_pages(&self) -> Result<usize> {
+    /// Ring buffer data pages per CPU (a power of two) for a recording of `cpus` rings.
+    pub fn ring_pages(&self, cpus: usize) -> Result<usize> {
         let page = 4096u64;
         let Some(m) = &self.mmap_pages else {
-            // perf's default: perf_event_mlock_kb less a page, a power of two (512 KiB).
-            return Ok(perfkit::default_data_pages());
+            // perf's default (perf_event_mlock_kb less a page, a power of two: 512 KiB),
+            // or up to 4 MiB per CPU for root, which the kernel charges no limit.
+            return Ok(perfkit::recorder_data_pages(cpus));
         };
         let pages = if m.chars().all(|c| c.is_ascii_digit()) {
             m.parse::<u64>().context("-m")?
@@ -365,9 +366,9 @@ mod tests {
             Sampling::Period(1000)
         );
         assert!(args(&["-F", "0", "true"]).sampling().is_err());
-        assert_eq!(args(&["-m", "16", "true"]).ring_pages().unwrap(), 16);
-        assert_eq!(args(&["-m", "4M", "true"]).ring_pages().unwrap(), 1024);
-        assert!(args(&["-m", "3", "true"]).ring_pages().is_err());
+        assert_eq!(args(&["-m", "16", "true"]).ring_pages(2).unwrap(), 16);
+        assert_eq!(args(&["-m", "4M", "true"]).ring_pages(2).unwrap(), 1024);
+        assert!(args(&["-m", "3", "true"]).ring_pages(2).is_err());
         assert_eq!(args(&["-z", "true"]).compress, Some(1));
         assert_eq!(
             args(&["--switch-output", "true"]).switch_output.as_deref(),

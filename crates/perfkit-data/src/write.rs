@@ -66,6 +66,10 @@ pub struct PerfDataWriter {
     last_sync: Option<std::time::Instant>,
 }
 
+/// Blocks of at least this many bytes are written with their own `write` rather than
+/// copied into the file's buffer first.
+const DIRECT_WRITE_MIN: usize = 64 << 10;
+
 /// How often [`PerfDataWriter::finish_round`] makes the file readable up to the round.
 pub const HEADER_SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -441,8 +445,15 @@ impl PerfDataWriter {
     /// a draining thread collected from its rings). MMAP/MMAP2 file names are remembered
     /// as [`write_raw`](Self::write_raw) remembers them, and compressed chunks stay within
     /// the chunk size. A block that ends inside a record, or a record whose size is under
-    /// 8 bytes, is an `InvalidData` error naming the offset; nothing after it is written.
+    /// 8 bytes, is an `InvalidData` error naming the offset; nothing after it is written
+    /// (uncompressed, nothing of the block).
     pub fn write_records(&mut self, block: &[u8]) -> io::Result<()> {
+        // Uncompressed, the block goes out as it is (after what the round holds), not
+        // copied into the round: only the headers are read.
+        let direct = self.zstd.is_none();
+        if direct {
+            self.flush_round()?;
+        }
         let mut at = 0usize;
         while at < block.len() {
             let h = RecordHeader::parse(&block[at..], Endian::NATIVE).map_err(|e| {
@@ -461,11 +472,53 @@ impl PerfDataWriter {
                     ),
                 ));
             }
-            let start = self.round.len();
-            self.round.extend_from_slice(&block[at..at + size]);
-            self.appended(h.type_, start)?;
+            let rec = &block[at..at + size];
+            if direct {
+                if matches!(h.type_, sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2) {
+                    self.parsers.note_mapping(rec, &mut self.mapped);
+                }
+            } else {
+                let start = self.round.len();
+                self.round.extend_from_slice(rec);
+                self.appended(h.type_, start)?;
+            }
             at += size;
         }
+        if direct && !block.is_empty() {
+            self.write_direct(block)?;
+        }
+        Ok(())
+    }
+
+    /// [`write_records`](Self::write_records) for a block whose record headers were
+    /// checked already (a draining thread walked them while copying): uncompressed, it
+    /// is written without being read again. `mappings` says whether it holds MMAP or
+    /// MMAP2 records, whose files go into the build-id table; without them, nothing in
+    /// it is looked at.
+    pub fn write_checked_records(&mut self, block: &[u8], mappings: bool) -> io::Result<()> {
+        if self.zstd.is_some() || mappings {
+            return self.write_records(block);
+        }
+        self.flush_round()?;
+        if !block.is_empty() {
+            self.write_direct(block)?;
+        }
+        Ok(())
+    }
+
+    /// Write `block` after everything buffered, without copying it into the buffer when
+    /// it is big (a draining thread's pass): one `write` of the caller's bytes.
+    fn write_direct(&mut self, block: &[u8]) -> io::Result<()> {
+        match &mut self.out {
+            Out::File { w, .. } if block.len() >= DIRECT_WRITE_MIN => {
+                w.flush()?;
+                w.get_mut().write_all(block)?;
+            }
+            Out::File { w, .. } => w.write_all(block)?,
+            Out::Pipe(w) => w.write_all(block)?,
+        }
+        self.raw_bytes += block.len() as u64;
+        self.data_len += block.len() as u64;
         Ok(())
     }
 

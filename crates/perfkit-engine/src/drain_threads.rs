@@ -29,7 +29,7 @@ use perfkit::sys;
 use perfkit::{Poller, Ready, RingBuffer, Stopper};
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -47,6 +47,9 @@ pub(crate) struct Counts {
     /// Oldest and newest sample time.
     pub first_time: u64,
     pub last_time: u64,
+    /// The pass holds MMAP or MMAP2 records (the writer reads the others' records no
+    /// more: they were checked here).
+    pub mappings: bool,
 }
 
 impl Counts {
@@ -58,9 +61,10 @@ impl Counts {
     }
 }
 
-/// Copy every pending record of `ring` (header included) to the end of `block`, count
-/// them into `counts`, and read the time of the ring's first and last sample (a ring's
-/// records come in time order; the others are not parsed).
+/// Copy every pending record of `ring` (header included) to the end of `block` (one copy
+/// of the ring's pending bytes, see [`RingBuffer::drain_copy`]), count them into
+/// `counts`, and read the time of the ring's first and last sample (a ring's records come
+/// in time order; the others are not parsed).
 pub(crate) fn drain_ring(
     ring: &mut RingBuffer,
     block: &mut Vec<u8>,
@@ -69,19 +73,7 @@ pub(crate) fn drain_ring(
 ) -> Result<()> {
     let mut first: Option<usize> = None;
     let mut last: Option<usize> = None;
-    ring.drain(|rec| {
-        let at = block.len();
-        let size = (perfkit::records::HEADER_SIZE + rec.data.len()) as u16;
-        block.extend_from_slice(&rec.type_.to_ne_bytes());
-        block.extend_from_slice(&rec.misc.to_ne_bytes());
-        block.extend_from_slice(&size.to_ne_bytes());
-        match rec.data {
-            perfkit::RawData::Single(a) => block.extend_from_slice(a),
-            perfkit::RawData::Split(a, b) => {
-                block.extend_from_slice(a);
-                block.extend_from_slice(b);
-            }
-        }
+    ring.drain_copy(block, |at, rec| {
         counts.records += 1;
         match rec.type_ {
             sys::PERF_RECORD_SAMPLE => {
@@ -94,6 +86,7 @@ pub(crate) fn drain_ring(
                 counts.lost_chunks += 1;
             }
             sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
+            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => counts.mappings = true,
             _ => {}
         }
     })
@@ -140,6 +133,10 @@ pub(crate) struct Threads {
     /// Something was written since the last FINISHED_ROUND.
     unrounded: bool,
     watcher: Option<(Stopper, JoinHandle<()>)>,
+    /// Set by the watcher when the stop handle is used: seen at once, not after the
+    /// blocks queued before the [`Msg::Stop`] (a writer that fell behind would otherwise
+    /// keep recording until it caught up).
+    stop_seen: Arc<AtomicBool>,
     /// The bytes sent and not yet written.
     budget: Arc<Budget>,
 }
@@ -170,6 +167,7 @@ impl Threads {
         parser: &MultiParser,
         stop_poller: Poller,
         budget: Arc<Budget>,
+        priority: Option<crate::recorder::DrainPriority>,
     ) -> Result<Threads> {
         let (tx, rx) = channel();
         let generation = Arc::new(AtomicU64::new(0));
@@ -185,6 +183,7 @@ impl Threads {
             returns: Vec::new(),
             unrounded: false,
             watcher: None,
+            stop_seen: Arc::new(AtomicBool::new(false)),
             budget: budget.clone(),
         };
         for (i, g) in groups.into_iter().enumerate() {
@@ -216,6 +215,11 @@ impl Threads {
                         // cgroup's cpuset) leaves the thread where it is.
                         let _ = perfkit::cpus::pin_current_thread(&affinity);
                     }
+                    if let Some(p) = priority {
+                        // A priority the kernel refuses (no CAP_SYS_NICE) leaves the
+                        // thread at its own.
+                        p.apply_to_current_thread();
+                    }
                     d.run()
                 })
                 .map_err(|e| Error::io("starting a draining thread", e))?;
@@ -224,11 +228,13 @@ impl Threads {
         let watch_stop = stop_poller.stopper();
         let mut stop_poller = stop_poller;
         let wtx = tx;
+        let seen = t.stop_seen.clone();
         let w = std::thread::Builder::new()
             .name("perfkit-stop".into())
             .spawn(move || {
                 // Anything but a stop (there are no other fds in this set) waits again.
                 while let Ok(Ready::Events(_) | Ready::Timeout) = stop_poller.wait(None) {}
+                seen.store(true, Ordering::Release);
                 let _ = wtx.send(Msg::Stop);
             })
             .map_err(|e| Error::io("starting the stop watcher", e))?;
@@ -245,6 +251,9 @@ impl Threads {
         mut write: impl FnMut(&Pass) -> Result<()>,
         mut round: impl FnMut() -> Result<()>,
     ) -> Result<bool> {
+        if self.stop_seen.load(Ordering::Acquire) {
+            return Ok(true);
+        }
         let mut stopped = false;
         let first = match self.rx.recv_timeout(timeout) {
             Ok(m) => Some(m),
@@ -261,7 +270,7 @@ impl Threads {
             self.maybe_round(&mut round)?;
             next = self.rx.try_recv().ok();
         }
-        Ok(stopped)
+        Ok(stopped || self.stop_seen.load(Ordering::Acquire))
     }
 
     fn handle(&mut self, m: Msg, write: &mut impl FnMut(&Pass) -> Result<()>) -> Result<bool> {
@@ -406,6 +415,9 @@ impl Drainer {
                 continue;
             }
             let mut block = self.returned.try_recv().unwrap_or_default();
+            // One allocation for the pass (not a chain of reallocations and copies).
+            let pending: u64 = self.rings.iter().map(|r| r.pending_bytes()).sum();
+            block.reserve(pending as usize);
             for r in &mut self.rings {
                 if let Err(e) = drain_ring(r, &mut block, &mut counts, &self.parser) {
                     let _ = self.tx.send(Msg::Failed(e));

@@ -52,7 +52,7 @@ mod workload;
 
 pub use error::{Error, Result};
 pub use open::{Note, OpenOptions, Opened, OpenedEvent, Place, Slot, open};
-pub use recorder::{Poll, RecordStats, Recorder};
+pub use recorder::{DrainPriority, Poll, RecordStats, Recorder};
 pub use spec::{EventSpec, default_stat_events, describe_attr, env, parse, parse_with_filters};
 pub use targets::{cpus, existing_tids, parse_task_ids, threads_of_pids};
 pub use workload::Workload;

@@ -119,6 +119,42 @@ pub struct Recorder {
     queue_limit: usize,
     /// The draining threads' queue, once started.
     budget: Option<Arc<Budget>>,
+    /// The priority asked for the draining threads.
+    drain_priority: Option<DrainPriority>,
+}
+
+/// The priority of a recorder's draining threads (and of the thread that writes what
+/// they copy): on CPUs that the sampled tasks keep busy, a thread at the normal priority
+/// may wait hundreds of milliseconds for a CPU after a ring woke it, and the ring fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainPriority {
+    /// `SCHED_FIFO` at this real-time priority, where the kernel allows it.
+    pub realtime: Option<i32>,
+    /// Else this nice value, where the kernel allows it.
+    pub nice: Option<i32>,
+}
+
+impl DrainPriority {
+    /// `perfkit record`'s: `SCHED_FIFO` at the lowest real-time priority (1), else nice
+    /// -10. Both need `CAP_SYS_NICE` (root); without it the threads keep the caller's
+    /// priority. The threads sleep until a ring or a block needs them, so they take no
+    /// more CPU than at the normal priority, only sooner.
+    pub const RECORD: DrainPriority = DrainPriority {
+        realtime: Some(1),
+        nice: Some(-10),
+    };
+
+    /// Give the calling thread this priority (what the kernel refuses is left as it
+    /// was); whether it was raised.
+    pub fn apply_to_current_thread(self) -> bool {
+        if let Some(p) = self.realtime
+            && perfkit::cpus::set_current_thread_realtime(p).is_ok()
+        {
+            return true;
+        }
+        self.nice
+            .is_some_and(|n| perfkit::cpus::set_current_thread_nice(n).is_ok())
+    }
 }
 
 /// Poller tokens of the off-CPU rings start here.
@@ -178,6 +214,7 @@ impl Recorder {
             block: Vec::new(),
             queue_limit: crate::drain_budget::DEFAULT_QUEUE_LIMIT,
             budget: None,
+            drain_priority: None,
             ids,
             parser,
             poller,
@@ -402,7 +439,13 @@ impl Recorder {
         );
         let budget = Arc::new(Budget::new(self.queue_limit));
         self.budget = Some(budget.clone());
-        self.threads = Some(Threads::start(groups, &self.parser, poller, budget)?);
+        self.threads = Some(Threads::start(
+            groups,
+            &self.parser,
+            poller,
+            budget,
+            self.drain_priority,
+        )?);
         Ok(n)
     }
 
@@ -412,6 +455,13 @@ impl Recorder {
     /// of perfkit's memory growing. Set before [`start_threads`](Self::start_threads).
     pub fn set_queue_limit(&mut self, bytes: usize) {
         self.queue_limit = bytes;
+    }
+
+    /// Run the draining threads at `priority` (e.g. [`DrainPriority::RECORD`]): a woken
+    /// thread then gets a CPU before the busy tasks it is sampling, and empties its rings
+    /// before they fill. Set before [`start_threads`](Self::start_threads).
+    pub fn set_drain_priority(&mut self, priority: Option<DrainPriority>) {
+        self.drain_priority = priority;
     }
 
     /// The most bytes the draining threads had queued for the writer at once (0 without
@@ -706,7 +756,9 @@ fn write_pass(
     lost_records: &mut u64,
     last_time: &mut u64,
 ) -> Result<()> {
-    w.write_records(&p.block).map_err(Error::Write)?;
+    // drain_ring checked every record's header.
+    w.write_checked_records(&p.block, p.counts.mappings)
+        .map_err(Error::Write)?;
     let c = &p.counts;
     if c.first_time <= c.last_time {
         w.saw_time(c.first_time);

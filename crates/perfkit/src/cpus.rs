@@ -412,11 +412,87 @@ pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
     Ok(())
 }
 
+/// Give the calling thread the nice value `nice` (`setpriority(PRIO_PROCESS, gettid())`;
+/// on Linux nice is per thread). Lowering it below the current value needs
+/// `CAP_SYS_NICE` (root): without it this is the kernel's `EACCES`/`EPERM`, and the
+/// thread keeps its priority. A recorder's draining threads use it so that a ring is
+/// emptied as soon as the kernel wakes them, even when every CPU is busy.
+pub fn set_current_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid takes no arguments.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority takes only integers.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Run the calling thread under `SCHED_FIFO` at real-time priority `priority` (1 is the
+/// lowest), with `SCHED_RESET_ON_FORK` so that threads and processes it starts get the
+/// normal policy back. Needs `CAP_SYS_NICE` (root) or an `RLIMIT_RTPRIO` allowing it;
+/// otherwise the kernel's `EPERM`, and the thread keeps its policy. A recorder's
+/// draining and writing threads use it: they sleep until a ring needs them, then run
+/// before the busy tasks they sample (the kernel's real-time throttling keeps the
+/// others 5% of each CPU whatever happens).
+pub fn set_current_thread_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pid 0 is the calling thread; param is a valid sched_param.
+    let r = unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const EIGHT: [u32; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+
+    #[test]
+    fn thread_priorities_are_the_calling_threads_own() {
+        std::thread::spawn(|| {
+            // SAFETY: gettid/getpriority/sched_getscheduler take only integers.
+            let tid = unsafe { libc::gettid() } as libc::id_t;
+            // Raising the nice value is allowed to anyone.
+            set_current_thread_nice(7).expect("nice 7");
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }, 7);
+            // CAP_SYS_NICE (bit 23 of CapEff) is what SCHED_FIFO needs; a container's
+            // root may lack it.
+            let sys_nice = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    let l = s.lines().find(|l| l.starts_with("CapEff:"))?;
+                    u64::from_str_radix(l["CapEff:".len()..].trim(), 16).ok()
+                })
+                .is_some_and(|caps| caps & (1 << 23) != 0);
+            match set_current_thread_realtime(1) {
+                Ok(()) => {
+                    // SAFETY: as above.
+                    let policy = unsafe { libc::sched_getscheduler(0) };
+                    assert_eq!(policy & !libc::SCHED_RESET_ON_FORK, libc::SCHED_FIFO);
+                    assert!(policy & libc::SCHED_RESET_ON_FORK != 0, "{policy:#x}");
+                    // A thread it starts is back to the normal policy.
+                    // SAFETY: as above.
+                    let child = std::thread::spawn(|| unsafe { libc::sched_getscheduler(0) });
+                    assert_eq!(child.join().unwrap(), libc::SCHED_OTHER);
+                }
+                Err(e) => assert!(!sys_nice, "CAP_SYS_NICE allows SCHED_FIFO: {e}"),
+            }
+        })
+        .join()
+        .unwrap();
+        // The test thread itself is untouched.
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
+    }
 
     #[test]
     fn lists_with_offline_holes() {

@@ -82,7 +82,8 @@ pub use notify::{
 };
 pub use ring::{
     AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
-    RingRecords, RingSize, RingWalk, default_data_pages, mlock_hint, page_size,
+    RingRecords, RingSize, RingWalk, can_lock_any_memory, default_data_pages, mlock_hint,
+    page_size, recorder_data_pages,
 };
 pub use sample_type::{SampleSupport, SampleType, UnknownSampleField};
 pub use sampler::{DrainEnd, Drainer, RecordError, Sampler, SideBand, open_per_cpu};

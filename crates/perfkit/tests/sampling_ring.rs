@@ -843,3 +843,90 @@ fn overwrite_forward_walk_needs_no_pause_from_the_caller() {
         .count();
     assert!(m >= 50, "{m} samples after the first walk");
 }
+
+#[test]
+fn drain_copy_hands_out_the_kernels_records_as_written_over_many_laps() {
+    require_root!();
+    let attr = switch_attr();
+    // 8 pages: a few dozen switch samples per lap, so the copies wrap around the end.
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(8)).expect("open");
+    let data_size = s.ring_ref().data_size();
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    let mut block = Vec::new();
+    let (mut records, mut samples, mut bytes, mut crossed) = (0usize, 0u64, 0usize, 0usize);
+    let mut sizes = std::collections::BTreeSet::new();
+    s.enable().unwrap();
+    for round in 0..300 {
+        sleep_switches(4);
+        block.clear();
+        // Something before the records stays as it was.
+        block.extend_from_slice(&[0xee; 8]);
+        let mut seen = Vec::new();
+        let n = s
+            .ring()
+            .drain_copy(&mut block, |at, rec| seen.push((at, rec.type_)))
+            .expect("drain_copy");
+        assert_eq!(n, seen.len());
+        assert_eq!(&block[..8], &[0xee; 8], "round {round}");
+        // The offsets handed out are the records of the block, back to back.
+        let mut at = 8;
+        for &(off, type_) in &seen {
+            assert_eq!(off, at, "round {round}");
+            let (raw, size) = perfkit::RawRecord::from_bytes(&block[at..], Endian::NATIVE)
+                .expect("a whole record");
+            assert_eq!(raw.type_, type_);
+            let RawData::Single(body) = raw.data else {
+                panic!("a block record is contiguous");
+            };
+            let p = parser.parse(raw.type_, raw.misc, body).expect("parses");
+            if let Record::Sample(smp) = p.record {
+                assert_eq!(smp.tid, Some(gettid()));
+                assert!(smp.callchain.is_some_and(|c| c.frames().count() > 0));
+                samples += 1;
+            }
+            if bytes % data_size + size > data_size {
+                crossed += 1;
+            }
+            sizes.insert(size);
+            bytes += size;
+            at += size;
+        }
+        assert_eq!(at, block.len(), "round {round}: nothing after the records");
+        records += n;
+        assert_eq!(s.ring_ref().pending_bytes(), 0);
+        assert_eq!(s.ring_ref().control().tail(), s.ring_ref().control().head());
+    }
+    s.disable().unwrap();
+    let mut rest = Vec::new();
+    let n = s.ring().drain_copy(&mut rest, |_, _| {}).unwrap();
+    records += n;
+    samples += {
+        let mut k = 0;
+        let mut at = 0;
+        while at < rest.len() {
+            let (raw, size) = perfkit::RawRecord::from_bytes(&rest[at..], Endian::NATIVE).unwrap();
+            k += u64::from(raw.type_ == sys::PERF_RECORD_SAMPLE);
+            at += size;
+        }
+        k
+    };
+    let c = s.counter().read().unwrap();
+    // Every switch is one sample, written or counted as lost by the kernel.
+    assert_eq!(samples + c.lost.unwrap_or(0), c.value, "{records} records");
+    assert!(samples >= 1200, "4 switches a round at least: {samples}");
+    assert!(
+        bytes > 3 * data_size,
+        "{bytes} bytes: several laps of {data_size}"
+    );
+    // Records of one size that does not divide the ring cannot all end on its end:
+    // some were copied in two pieces. (Mixed sizes may tile it exactly.)
+    eprintln!("{crossed} records wrapped around the end; sizes {sizes:?}");
+    if let [only] = sizes.iter().collect::<Vec<_>>()[..]
+        && !only.is_power_of_two()
+    {
+        assert!(
+            crossed > 0,
+            "a record of {only} bytes wrapped around the end"
+        );
+    }
+}
