@@ -297,10 +297,11 @@ fn record(args: RecordArgs) -> Result<u8> {
         no_build_ids: args.no_buildid,
     };
     // The existing tasks are listed and synthesized before counting starts, as perf does
-    // (reading /proc under sampling is slow, and nothing would drain the rings), then
-    // listed again once counting runs: a task started in between is in the second list or
-    // sends its own COMM/FORK records, never neither (a launched command enables at its
-    // exec instead).
+    // (reading /proc under sampling is slow, and nothing would drain the rings), then the
+    // tasks that started meanwhile are listed and read, still before counting starts: read
+    // later, a task could already carry a name it took after counting started, which its
+    // COMM (time 0) would give its earlier samples. A task started in the short gap left
+    // is unnamed until its own COMM, as in perf (a launched command enables at its exec).
     let delay = args.delay.unwrap_or(0);
     let pids: Vec<i32> = if system_wide {
         perfkit_engine::sideband::all_pids()
@@ -312,6 +313,16 @@ fn record(args: RecordArgs) -> Result<u8> {
     if let Some(c) = &child {
         made.extend(rec.task_namespaces(c.pid()));
     }
+    let late: Vec<i32> = if system_wide {
+        let known: std::collections::HashSet<i32> = pids.iter().copied().collect();
+        perfkit_engine::sideband::all_pids()
+            .into_iter()
+            .filter(|p| !known.contains(p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    made.extend(rec.task_records(&late));
     if child.is_none() || system_wide {
         if delay == 0 {
             rec.enable()?;
@@ -322,15 +333,6 @@ fn record(args: RecordArgs) -> Result<u8> {
     if delay != 0 && !args.quiet {
         eprintln!("Events disabled");
     }
-    let late: Vec<i32> = if system_wide {
-        let known: std::collections::HashSet<i32> = pids.iter().copied().collect();
-        perfkit_engine::sideband::all_pids()
-            .into_iter()
-            .filter(|p| !known.contains(p))
-            .collect()
-    } else {
-        Vec::new()
-    };
     let create = |rec: &Recorder, path: &Path| -> Result<PerfDataWriter> {
         if to_pipe {
             PerfDataWriter::pipe(Box::new(std::io::stdout()), rec.file_events(), wopts)
@@ -348,7 +350,7 @@ fn record(args: RecordArgs) -> Result<u8> {
         Ok(w)
     };
     let mut w = create(&rec, &args.output)?;
-    rec.write_made_preamble(&mut w, &made, &late)?;
+    rec.write_made_preamble(&mut w, &made)?;
     drop(made);
     let mut status = None;
     let workload = match child {

@@ -121,11 +121,12 @@ pub fn kernel_build_id() -> Option<Vec<u8>> {
     None
 }
 
-/// `PERF_RECORD_MMAP` of the kernel image (`[kernel.kallsyms]_text`, pid -1), from
-/// `/proc/kallsyms`. None when kernel addresses are hidden (kptr_restrict, not root).
+/// `PERF_RECORD_MMAP` of the kernel image (`[kernel.kallsyms]_text`, pid -1, `_text` to
+/// `_etext`), from `/proc/kallsyms`. None when kernel addresses are hidden (kptr_restrict, not root).
 pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
     let syms = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let mut text = None;
+    let mut etext = None;
     let mut end = 0u64;
     for line in syms.lines() {
         let mut it = line.split_whitespace();
@@ -137,12 +138,16 @@ pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
         };
         if name == "_text" {
             text = Some(a);
+        } else if name == "_etext" {
+            etext = Some(a);
         }
         if it.next().is_none() {
             end = end.max(a);
         }
     }
     let start = text.filter(|&t| t != 0)?;
+    // As perf: the map ends at `_etext` (kernel text), else at the last core symbol.
+    let end = etext.filter(|&e| e > start).unwrap_or(end);
     let mut b = Vec::new();
     w32(&mut b, u32::MAX);
     w32(&mut b, 0);
@@ -154,7 +159,7 @@ pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
         sys::PERF_RECORD_MMAP,
         sys::PERF_RECORD_MISC_KERNEL,
         &b,
-        &sample_id_trailer(attr, -1, -1, id),
+        &sample_id_trailer(attr, 0, 0, id),
     ))
 }
 

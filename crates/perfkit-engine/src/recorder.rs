@@ -314,8 +314,7 @@ impl Recorder {
     /// The start of a file's side-band preamble for the existing tasks `pids` (kernel and
     /// module maps, COMM/MMAP of the tasks), made before counting starts as perf makes it:
     /// reading `/proc` then costs no lost samples (nothing drains the rings yet) and no
-    /// sampling overhead. [`write_made_preamble`](Self::write_made_preamble) writes it with
-    /// the tasks that started in between.
+    /// sampling overhead. [`write_made_preamble`](Self::write_made_preamble) writes it.
     pub fn make_preamble(&self, pids: &[i32]) -> Vec<Vec<u8>> {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
         let attr = self.preamble_attr();
@@ -336,23 +335,31 @@ impl Recorder {
         synth::namespaces(&attr, id, pid, pid)
     }
 
-    /// Write a preamble made by [`make_preamble`](Self::make_preamble), then COMM/MMAP
-    /// records of the tasks `late` (listed after counting started: those that started in
-    /// between, which would otherwise have neither a synthesized COMM nor one of their
-    /// own), then FINISHED_INIT.
-    pub fn write_made_preamble(
-        &self,
-        w: &mut PerfDataWriter,
-        made: &[Vec<u8>],
-        late: &[i32],
-    ) -> Result<()> {
+    /// COMM/MMAP records of the tasks `pids`, read from `/proc` now: for tasks that
+    /// started while [`make_preamble`](Self::make_preamble) read the others, added to its
+    /// records before counting starts.
+    ///
+    /// Never after: a task read once counting runs may already have renamed itself or
+    /// exec'd, and its synthesized COMM (stamped time 0, before every sample) would give its
+    /// earlier samples the name it took later. A task that starts between this reading and
+    /// the start of counting is unnamed until its own COMM, as in perf.
+    pub fn task_records(&self, pids: &[i32]) -> Vec<Vec<u8>> {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
         let attr = self.preamble_attr();
         let (Some(attr), Some(id)) = (attr, first_id) else {
-            return Ok(());
+            return Vec::new();
         };
-        for r in made.iter().cloned().chain(synth::tasks(&attr, id, late)) {
-            w.write_record(&[&r]).map_err(Error::Write)?;
+        synth::tasks(&attr, id, pids)
+    }
+
+    /// Write a preamble made by [`make_preamble`](Self::make_preamble) (and
+    /// [`task_records`](Self::task_records)), then FINISHED_INIT.
+    pub fn write_made_preamble(&self, w: &mut PerfDataWriter, made: &[Vec<u8>]) -> Result<()> {
+        if self.opened.events.is_empty() {
+            return Ok(());
+        }
+        for r in made {
+            w.write_record(&[r]).map_err(Error::Write)?;
         }
         w.write_record(&[&synth::finished_init()])
             .map_err(Error::Write)

@@ -37,8 +37,13 @@ impl KernelMaps {
         let mut records: Vec<Vec<u8>> = synth::kernel_mmap(attr, id).into_iter().collect();
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         let release = release.trim();
-        let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
-        let dep = std::fs::read_to_string(format!("/lib/modules/{release}/modules.dep"))
+        // `PERFKIT_MODULES_ROOT` reads the module list and files under another root (as
+        // perf's guest `root_dir`): for tests on machines without modules.
+        let root = std::path::PathBuf::from(
+            std::env::var_os(MODULES_ROOT_ENV).unwrap_or_else(|| "/".into()),
+        );
+        let modules = std::fs::read_to_string(root.join("proc/modules")).unwrap_or_default();
+        let dep = std::fs::read_to_string(root.join(format!("lib/modules/{release}/modules.dep")))
             .unwrap_or_default();
         records.extend(module_mmaps(&modules, &dep, release, attr, id));
         KernelMaps { records }
@@ -89,6 +94,10 @@ impl KernelMaps {
     }
 }
 
+/// The environment variable naming the root under which [`KernelMaps::new`] reads
+/// `proc/modules` and `lib/modules/RELEASE/modules.dep` (`/` when unset).
+pub const MODULES_ROOT_ENV: &str = "PERFKIT_MODULES_ROOT";
+
 /// Every process id in /proc (what a system-wide recording synthesizes).
 pub fn all_pids() -> Vec<i32> {
     std::fs::read_dir("/proc")
@@ -100,8 +109,9 @@ pub fn all_pids() -> Vec<i32> {
 }
 
 /// `PERF_RECORD_MMAP` records (pid -1) for the loaded kernel modules, as perf synthesizes
-/// them: address and size from `/proc/modules`, the file from `modules.dep` (else
-/// `[name]`). Hidden addresses (all zero: not root, kptr_restrict) give none.
+/// them (`perf_event__synthesize_modules`): in address order, address and size from
+/// `/proc/modules`, file offset 0, the file from `modules.dep` (else `[name]`). Hidden
+/// addresses (all zero: not root, kptr_restrict) give none.
 fn module_mmaps(
     modules: &str,
     modules_dep: &str,
@@ -109,7 +119,7 @@ fn module_mmaps(
     attr: &sys::perf_event_attr,
     id: u64,
 ) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
+    let mut mods = Vec::new();
     for line in modules.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let (Some(name), Some(size), Some(addr)) = (f.first(), f.get(1), f.get(5)) else {
@@ -134,6 +144,11 @@ fn module_mmaps(
             })
             .map(|p| format!("/lib/modules/{release}/{p}"))
             .unwrap_or_else(|| format!("[{name}]"));
+        mods.push((addr, size, file));
+    }
+    mods.sort_by_key(|m| m.0);
+    let mut out = Vec::new();
+    for (addr, size, file) in mods {
         let mut b = Vec::new();
         b.extend_from_slice(&u32::MAX.to_ne_bytes());
         b.extend_from_slice(&0u32.to_ne_bytes());
@@ -146,7 +161,7 @@ fn module_mmaps(
             sys::PERF_RECORD_MMAP,
             sys::PERF_RECORD_MISC_KERNEL,
             &b,
-            &synth::sample_id_trailer(attr, -1, -1, id),
+            &synth::sample_id_trailer(attr, 0, 0, id),
         ));
     }
     out
@@ -160,14 +175,17 @@ mod tests {
     fn module_maps_from_proc_modules() {
         let modules = "nvme 57344 2 - Live 0xffffffffc0123000\n\
                        kvm_amd 200704 0 - Live 0xffffffffc0200000\n\
-                       hidden 4096 0 - Live 0x0000000000000000\n";
+                       hidden 4096 0 - Live 0x0000000000000000\n\
+                       nvidia_uvm 1830912 - - Live 0xffffffffc080c000 (O)\n";
         let dep = "kernel/drivers/nvme/host/nvme.ko.xz: kernel/drivers/nvme/host/nvme-core.ko.xz\n\
                    kernel/arch/x86/kvm/kvm-amd.ko.xz: kernel/arch/x86/kvm/kvm.ko.xz\n";
         let mut attr = sys::perf_event_attr::new();
         attr.set(sys::attr_flags::SAMPLE_ID_ALL, true);
         attr.sample_type = sys::PERF_SAMPLE_TID | sys::PERF_SAMPLE_TIME;
         let recs = module_mmaps(modules, dep, "6.1.0", &attr, 7);
-        assert_eq!(recs.len(), 2, "hidden addresses give no record");
+        // (The nvidia line is as a GPU machine's kernel writes it: no reference count, a
+        // taint flag.)
+        assert_eq!(recs.len(), 3, "hidden addresses give no record");
         let parser = perfkit_records::RecordParser::new(&attr, perfkit_records::Endian::NATIVE);
         let mut seen = Vec::new();
         for r in &recs {
@@ -186,6 +204,7 @@ mod tests {
                 String::from_utf8_lossy(m.filename).into_owned(),
             ));
         }
+        // In address order, as perf synthesizes them.
         assert_eq!(
             seen[0],
             (
@@ -197,6 +216,10 @@ mod tests {
         assert_eq!(
             seen[1].2,
             "/lib/modules/6.1.0/kernel/arch/x86/kvm/kvm-amd.ko.xz"
+        );
+        assert_eq!(
+            seen[2],
+            (0xffffffffc080c000, 1830912, "[nvidia_uvm]".into())
         );
     }
 }

@@ -170,7 +170,7 @@ pub struct Builder {
     chain: Vec<u32>,
     /// Kernel frames whose symbols are looked up in `finish`, when kallsyms (loaded on
     /// another thread meanwhile) is ready.
-    pending_kernel: Vec<u32>,
+    pending_kernel: Vec<(u32, perfkit_symbols::KernelPlace)>,
     pending_func: Option<u32>,
     unwinder: Option<perfkit_symbols::unwind::Unwinder>,
     /// Interned [`crate::Image`]s.
@@ -635,15 +635,19 @@ impl Builder {
                     kernel: true,
                 })
             });
+            // The kernel map the recording puts it in decides its object (a module's,
+            // `[unknown]` outside them all); module addresses print relative to the map.
+            let place = perfkit_symbols::kernel_place(&self.kernel_maps, addr);
             let frame = self.profile.frame(Frame {
                 func,
                 addr,
-                map_offset: None,
+                map_offset: matches!(place, perfkit_symbols::KernelPlace::Module { .. })
+                    .then(|| place.map_ip(addr)),
                 sym_offset: None,
                 srcline: None,
                 inlined: false,
             });
-            self.pending_kernel.push(frame);
+            self.pending_kernel.push((frame, place));
             if let Some(m) = self.kernel_maps.find(addr).cloned() {
                 let image = self.image(-1, &m);
                 self.profile.frame_images.entry(frame).or_insert(image);
@@ -930,9 +934,9 @@ impl Builder {
     /// Name the kernel frames seen so far (kernel symbols load in the background and are
     /// looked up in one pass): a live view calls this before each look at the profile.
     pub fn resolve_kernel_frames(&mut self) {
-        for f in std::mem::take(&mut self.pending_kernel) {
+        for (f, place) in std::mem::take(&mut self.pending_kernel) {
             let addr = self.profile.frames[f as usize].addr;
-            let sym = self.symbolizer.symbolize_kernel(addr);
+            let sym = self.symbolizer.symbolize_kernel_in(addr, &place);
             if let Some(r) = sym.unknown_reason
                 && sym.symbol.is_none()
             {

@@ -237,8 +237,9 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
     let func = p.func_of(f);
     let mut s = String::new();
     if fields.contains(&Field::Ip) {
-        // Like perf: callchain entries in files show the file-relative address.
-        let addr = if in_chain {
+        // Like perf: callchain entries in files show the file-relative address (kernel
+        // modules' the address itself).
+        let addr = if in_chain && !func.kernel {
             fr.map_offset.unwrap_or(fr.addr)
         } else {
             fr.addr

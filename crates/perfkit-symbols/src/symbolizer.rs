@@ -510,6 +510,59 @@ impl Symbolizer {
         }
     }
 
+    /// Symbolize a kernel address in the kernel map `place` holds it in (see
+    /// [`kernel_place`](crate::kernel_place)), as perf does: a module's address is that
+    /// module's, named only by kallsyms symbols tagged with the module; the core kernel's
+    /// by untagged symbols; an address outside every map is `[unknown]`.
+    pub fn symbolize_kernel_in(&mut self, addr: u64, place: &crate::KernelPlace) -> Frame {
+        use crate::KernelPlace as P;
+        match place {
+            P::NoKernelMap | P::Guest => self.symbolize_kernel(addr),
+            P::Unmapped => {
+                // BPF programs get their maps from KSYMBOL records, which the profile
+                // does not turn into maps yet: kallsyms' `[bpf]` lines name them meanwhile.
+                let f = self.symbolize_kernel(addr);
+                if f.symbol.is_some() && &*f.dso == "[bpf]" {
+                    return f;
+                }
+                unknown(addr, self.unknown_dso.clone(), UnknownReason::NoMapping)
+            }
+            P::Core => {
+                let f = self.symbolize_kernel(addr);
+                match &f.symbol {
+                    // A module's symbol where the recording maps the core kernel: perf
+                    // moves it to that module (or drops it), and the core symbol before
+                    // it ends where it starts.
+                    Some(_) if f.dso != self.kernel_dso => unknown(
+                        addr,
+                        self.kernel_dso.clone(),
+                        UnknownReason::NoSymbolAtAddress,
+                    ),
+                    None if f.unknown_reason == Some(UnknownReason::NoMapping) => unknown(
+                        addr,
+                        self.kernel_dso.clone(),
+                        UnknownReason::NoSymbolAtAddress,
+                    ),
+                    _ => f,
+                }
+            }
+            P::Module { name, .. } => {
+                let mut f = self.symbolize_kernel(addr);
+                if f.symbol.is_some() && *f.dso == **name {
+                    f.dso = name.clone();
+                    return f;
+                }
+                let reason = match f.unknown_reason {
+                    Some(
+                        r @ (UnknownReason::KernelHidden | UnknownReason::KernelSymbolsUnavailable),
+                    ) => r,
+                    _ => UnknownReason::NoSymbolAtAddress,
+                };
+                unknown(addr, name.clone(), reason)
+            }
+        }
+    }
+
     /// Symbolize an address of anonymous memory through `PERF_MAP_DIR/perf-PID.map`;
     /// `missing` is the reason given when the map has no entry.
     pub fn symbolize_jit(&mut self, pid: u32, addr: u64, missing: UnknownReason) -> Frame {
