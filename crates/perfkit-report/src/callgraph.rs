@@ -46,6 +46,22 @@ pub(crate) struct Entry {
     pub named: bool,
 }
 
+/// The name perf compares an inlined frame by (its label without the mark).
+fn bare_name(e: &Entry) -> &str {
+    e.label.strip_suffix(" (inlined)").unwrap_or(&e.label)
+}
+
+/// perf's `match_chain` with the `function` key: a pair with an inlined function matches
+/// by name (`match_chain_strings`: an inlined `f` and the real `f` are one node), other
+/// pairs by function (or unnamed address).
+fn same_frame(a: &Entry, b: &Entry) -> bool {
+    if (a.inlined || b.inlined) && a.named && b.named {
+        bare_name(a) == bare_name(b)
+    } else {
+        a.key == b.key
+    }
+}
+
 struct Node {
     entry: usize,
     hit: u64,
@@ -81,7 +97,7 @@ impl Tree {
                 .children
                 .iter()
                 .copied()
-                .find(|&c| self.entries[self.nodes[c].entry].key == e.key);
+                .find(|&c| same_frame(&self.entries[self.nodes[c].entry], &e));
             at = match found {
                 Some(c) => c,
                 None => {
@@ -123,13 +139,9 @@ impl Tree {
         let entry = |n: &usize| &self.entries[self.nodes[*n].entry];
         let perf_cmp = |a: &Entry, b: &Entry| {
             if a.inlined || b.inlined {
-                let name = |e: &Entry| {
-                    e.label
-                        .strip_suffix(" (inlined)")
-                        .unwrap_or(&e.label)
-                        .to_string()
-                };
-                name(a).cmp(&name(b)).then_with(|| a.order.cmp(&b.order))
+                bare_name(a)
+                    .cmp(bare_name(b))
+                    .then_with(|| a.order.cmp(&b.order))
             } else if a.named && b.named {
                 a.order.cmp(&b.order)
             } else {
