@@ -7,12 +7,19 @@
 //! the [`Symbolizer`]'s file cache, and tells whether it reached the outermost frame or ran
 //! out of stack copy ([`UnwindEnd::StackTruncated`]: perf's default 8 KiB copy ends most
 //! walks early; see [`STACK_HINT`]).
+//!
+//! Where the CFI runs out, the walk ends as perf 6.1's libunwind walk ends (see
+//! [`cfi_ends`]): a frame in no file whose unwind tables can be read (a deleted memfd,
+//! anonymous JIT code, an address in no mapping) is the last frame; an instruction pointer
+//! that no FDE covers is unwound by the frame-pointer chain, and a zero frame pointer ends
+//! the walk, where framehop would take the top of the stack as the return address (the
+//! `argc` of a process sampled at `ld.so`'s `_start`).
 
 use std::collections::HashMap;
 
 use framehop::aarch64::{CacheAarch64, PtrAuthMask, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder as _};
 use object::{Object, ObjectSection};
 
 use crate::elf::ElfFile;
@@ -152,6 +159,86 @@ struct ProcessUnwinder {
     generation: u64,
     x86_64: UnwinderX86_64<SectionBytes>,
     aarch64: UnwinderAarch64<SectionBytes>,
+    /// The mappings whose unwind tables were read, by start address.
+    cfi: Vec<CfiRange>,
+}
+
+/// A mapping with unwind tables, and what finding its FDEs needs.
+struct CfiRange {
+    avma: std::ops::Range<u64>,
+    /// Runtime address minus file address.
+    bias: u64,
+    /// `.eh_frame_hdr` and `.eh_frame` with their file addresses, where both exist.
+    eh: Option<EhTables>,
+}
+
+struct EhTables {
+    hdr: SectionBytes,
+    hdr_svma: u64,
+    frame: SectionBytes,
+    frame_svma: u64,
+}
+
+impl ProcessUnwinder {
+    fn cfi_for(&self, address: u64) -> Option<&CfiRange> {
+        let i = self.cfi.partition_point(|c| c.avma.start <= address);
+        let c = self.cfi.get(i.checked_sub(1)?)?;
+        c.avma.contains(&address).then_some(c)
+    }
+}
+
+impl CfiRange {
+    /// Whether an FDE of `.eh_frame` covers `address` (true where it cannot be told).
+    fn covers(&self, address: u64) -> bool {
+        let Some(eh) = &self.eh else {
+            return true;
+        };
+        let svma = address.wrapping_sub(self.bias);
+        let hdr_bytes: &[u8] = &eh.hdr;
+        let frame_bytes: &[u8] = &eh.frame;
+        let bases = gimli::BaseAddresses::default()
+            .set_eh_frame_hdr(eh.hdr_svma)
+            .set_eh_frame(eh.frame_svma);
+        let hdr = gimli::EhFrameHdr::new(hdr_bytes, gimli::LittleEndian);
+        let Ok(parsed) = hdr.parse(&bases, 8) else {
+            return true;
+        };
+        let Some(table) = parsed.table() else {
+            return true;
+        };
+        let frame = gimli::EhFrame::new(frame_bytes, gimli::LittleEndian);
+        match table.fde_for_address(&frame, &bases, svma, |f, b, o| {
+            use gimli::UnwindSection as _;
+            f.cie_from_offset(b, o)
+        }) {
+            Ok(fde) => fde.contains(svma),
+            Err(gimli::Error::NoUnwindInfoForAddress) => false,
+            Err(_) => true,
+        }
+    }
+}
+
+/// What perf's libunwind walk does at a frame that framehop would unwind differently.
+#[derive(Debug, PartialEq, Eq)]
+enum CfiEnd {
+    /// Unwind with framehop.
+    Continue,
+    /// The frame is the last one: its file's unwind tables cannot be read (perf's
+    /// `find_proc_info` fails with `-EINVAL`, which ends libunwind's `unw_step`).
+    Stop,
+    /// No FDE covers the instruction pointer: follow the frame-pointer chain
+    /// (libunwind's fallback for `-UNW_ENOINFO`).
+    FramePointer,
+}
+
+/// perf's verdict for frame `index` at `lookup` (the instruction pointer, or a return
+/// address minus one).
+fn cfi_ends(p: &ProcessUnwinder, index: usize, lookup: u64) -> CfiEnd {
+    match p.cfi_for(lookup) {
+        None => CfiEnd::Stop,
+        Some(c) if index == 0 && !c.covers(lookup) => CfiEnd::FramePointer,
+        Some(_) => CfiEnd::Continue,
+    }
 }
 
 /// Unwinds samples of many processes; keeps per-process module lists (rebuilt when the
@@ -245,13 +332,15 @@ impl Unwinder {
         let end = match arch {
             Arch::X86_64 => {
                 let bp = regs.get(PERF_REG_X86_BP).unwrap_or(0);
-                let mut it = p.x86_64.iter_frames(
-                    pc,
-                    UnwindRegsX86_64::new(pc, sp, bp),
-                    &mut self.cache_x86_64,
-                    &mut read_stack,
-                );
-                walk(|| it.next(), &mut frames, max)
+                let mut uregs = UnwindRegsX86_64::new(pc, sp, bp);
+                let cache = &mut self.cache_x86_64;
+                walk(p, pc, &mut frames, max, &mut |address, fp| {
+                    if fp {
+                        return frame_pointer_step(&mut uregs, &mut read_stack);
+                    }
+                    p.x86_64
+                        .unwind_frame(address, &mut uregs, cache, &mut read_stack)
+                })
             }
             Arch::Aarch64 => {
                 let fp = regs.get(PERF_REG_ARM64_X29).unwrap_or(0);
@@ -259,28 +348,47 @@ impl Unwinder {
                 // Strip pointer-authentication bits from return addresses: bits above the
                 // highest code address of the process cannot be address bits.
                 let mask = PtrAuthMask::from_max_known_address(p.aarch64.max_known_code_address());
-                let uregs = UnwindRegsAarch64::new_with_ptr_auth_mask(mask, lr, sp, fp);
-                let mut it =
+                let mut uregs = UnwindRegsAarch64::new_with_ptr_auth_mask(mask, lr, sp, fp);
+                let cache = &mut self.cache_aarch64;
+                // perf's frame-pointer fallback is x86's; aarch64 keeps framehop's rules
+                // where no FDE covers the address.
+                walk(p, pc, &mut frames, max, &mut |address, _| {
                     p.aarch64
-                        .iter_frames(pc, uregs, &mut self.cache_aarch64, &mut read_stack);
-                walk(|| it.next(), &mut frames, max)
+                        .unwind_frame(address, &mut uregs, cache, &mut read_stack)
+                })
             }
         };
         UnwindOutput { frames, end }
     }
 }
 
+/// Walk from `pc`, asking `step` for each caller's return address (with `true` where perf
+/// follows the frame-pointer chain instead of the CFI).
 fn walk(
-    mut next: impl FnMut() -> Result<Option<framehop::FrameAddress>, framehop::Error>,
+    p: &ProcessUnwinder,
+    pc: u64,
     frames: &mut Vec<u64>,
     max: usize,
+    step: &mut dyn FnMut(FrameAddress, bool) -> Result<Option<u64>, framehop::Error>,
 ) -> UnwindEnd {
+    let mut address = FrameAddress::from_instruction_pointer(pc);
     loop {
         if frames.len() >= max {
             return UnwindEnd::TooDeep;
         }
-        match next() {
-            Ok(Some(f)) => frames.push(f.address()),
+        frames.push(address.address());
+        let how = cfi_ends(p, frames.len() - 1, address.address_for_lookup());
+        if how == CfiEnd::Stop {
+            return UnwindEnd::Complete;
+        }
+        if frames.len() >= max {
+            return UnwindEnd::TooDeep;
+        }
+        match step(address, how == CfiEnd::FramePointer) {
+            Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                Some(a) => address = a,
+                None => return UnwindEnd::Complete,
+            },
             Ok(None) => return UnwindEnd::Complete,
             Err(framehop::Error::CouldNotReadStack(address)) => {
                 return UnwindEnd::StackTruncated { address };
@@ -290,9 +398,31 @@ fn walk(
     }
 }
 
+/// libunwind's x86_64 frame-chain step: a zero frame pointer ends the chain; otherwise the
+/// caller's frame pointer is at `[bp]` and the return address at `[bp + 8]`.
+fn frame_pointer_step(
+    regs: &mut UnwindRegsX86_64,
+    read_stack: &mut impl FnMut(u64) -> Result<u64, ()>,
+) -> Result<Option<u64>, framehop::Error> {
+    let bp = regs.bp();
+    if bp == 0 {
+        return Ok(None);
+    }
+    let read = |read_stack: &mut dyn FnMut(u64) -> Result<u64, ()>, at: u64| {
+        read_stack(at).map_err(|_| framehop::Error::CouldNotReadStack(at))
+    };
+    let new_bp = read(read_stack, bp)?;
+    let ra_at = bp.checked_add(8).ok_or(framehop::Error::IntegerOverflow)?;
+    let ra = read(read_stack, ra_at)?;
+    regs.set_sp(ra_at + 8);
+    regs.set_bp(new_bp);
+    Ok(Some(ra))
+}
+
 fn build_process(symbolizer: &mut Symbolizer, maps: &ProcessMaps) -> ProcessUnwinder {
     let mut x86_64 = UnwinderX86_64::new();
     let mut aarch64 = UnwinderAarch64::new();
+    let mut cfi = Vec::new();
     for m in maps.iter() {
         if m.is_anonymous() || m.is_kernel() {
             continue;
@@ -312,14 +442,38 @@ fn build_process(symbolizer: &mut Symbolizer, maps: &ProcessMaps) -> ProcessUnwi
         let Some(info) = section_info(&dso.binary, dso.debug.as_ref()) else {
             continue;
         };
+        if info.eh_frame.is_none() && info.debug_frame.is_none() {
+            continue;
+        }
+        let eh = match (
+            &info.eh_frame_hdr,
+            info.eh_frame_hdr_svma.as_ref(),
+            &info.eh_frame,
+            info.eh_frame_svma.as_ref(),
+        ) {
+            (Some(hdr), Some(hs), Some(frame), Some(fs)) => Some(EhTables {
+                hdr: hdr.clone(),
+                hdr_svma: hs.start,
+                frame: frame.clone(),
+                frame_svma: fs.start,
+            }),
+            _ => None,
+        };
+        cfi.push(CfiRange {
+            avma: m.start..m.end,
+            bias: base_avma,
+            eh,
+        });
         let module = Module::new(m.path.clone(), m.start..m.end, base_avma, info);
         x86_64.add_module(module.clone());
         aarch64.add_module(module);
     }
+    cfi.sort_by_key(|c: &CfiRange| c.avma.start);
     ProcessUnwinder {
         generation: maps.generation(),
         x86_64,
         aarch64,
+        cfi,
     }
 }
 
