@@ -116,7 +116,7 @@ pub struct Session {
     pub status: Status,
     /// Zero the history at each refresh.
     pub zero: bool,
-    unresolved: top::Unresolved,
+    live: top::Live,
     samples_at_refresh: u64,
     refreshed_at: Instant,
 }
@@ -148,7 +148,7 @@ impl Session {
 
     /// The view of the profile as it is (after a key changed what it shows).
     pub fn view_now(&mut self) -> top::View {
-        top::view_live(self.loader.profile(), &self.view, &mut self.unresolved)
+        top::view_live(self.loader.profile(), &self.view, &mut self.live)
     }
 
     /// [`snapshot`](Self::snapshot) of the shown event, or with `all` of every event
@@ -171,18 +171,18 @@ impl Session {
                     event: e,
                     ..self.view.clone()
                 };
-                let view = top::view_live(profile, &opts, &mut self.unresolved);
+                let view = top::view_live(profile, &opts, &mut self.live);
                 if view.events[e].1 > 0 {
                     v.push(view);
                 }
             }
             if v.is_empty() {
                 // Nothing sampled yet: the first event's empty screen.
-                v.push(top::view_live(profile, &self.view, &mut self.unresolved));
+                v.push(top::view_live(profile, &self.view, &mut self.live));
             }
             v
         } else {
-            vec![top::view_live(profile, &self.view, &mut self.unresolved)]
+            vec![top::view_live(profile, &self.view, &mut self.live)]
         };
         if self.zero {
             self.loader.clear_samples();
@@ -292,6 +292,9 @@ pub fn start(args: &TopArgs) -> Result<Session> {
         .collect();
     let mut loader = Loader::new(&events, TraceInfo::default(), &LoadOptions::default());
     loader.cache_symbol_ranges();
+    // Like samples fold as they come: each refresh's view and decay cost the distinct
+    // stacks, not the samples since the last one.
+    loader.fold_live();
     if child.is_none() || system_wide {
         recorder.enable()?;
     }
@@ -345,7 +348,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             ..Status::default()
         },
         zero: args.zero,
-        unresolved: top::Unresolved::default(),
+        live: top::Live::default(),
         samples_at_refresh: 0,
         refreshed_at: Instant::now(),
     })

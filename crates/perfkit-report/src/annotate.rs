@@ -175,26 +175,26 @@ pub fn annotate(
             continue;
         }
         let ev = (s.event as usize).min(nevents - 1);
-        totals[ev].0 += 1;
+        totals[ev].0 += u64::from(s.count);
         totals[ev].1 += s.period;
         let Some(leaf) = profile.sample_frame(s.stack) else {
             continue;
         };
         let frame = &profile.frames[leaf as usize];
         let acc = accs[ev].entry(frame.func).or_default();
-        acc.hits += 1;
+        acc.hits += u64::from(s.count);
         acc.period += s.period;
         if let Some(so) = frame.sym_offset
             && profile.funcs[frame.func as usize].kernel
         {
             acc.kernel_start.get_or_insert(frame.addr.wrapping_sub(so));
             let e = acc.by_offset.entry(so).or_default();
-            e.0 += 1;
+            e.0 += u64::from(s.count);
             e.1 += s.period;
         } else if let (Some(mo), Some(so)) = (frame.map_offset, frame.sym_offset) {
             acc.file_offset.get_or_insert(mo);
             let e = acc.by_offset.entry(so).or_default();
-            e.0 += 1;
+            e.0 += u64::from(s.count);
             e.1 += s.period;
         }
     }

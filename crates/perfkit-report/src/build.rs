@@ -4,7 +4,7 @@
 //! serves perf.data files (ours and perf's) and live rings (`top`).
 
 use crate::chain_memo::{ChainKey, ChainMemo};
-use crate::{EventDesc, Frame, FrameId, Func, Profile, Sample, Switch, ThreadId};
+use crate::{EventDesc, Frame, FrameId, Func, Profile, Sample, StackId, Switch, ThreadId};
 use perfkit_symbols::{Mapping, Options, ProcessMaps, Symbolizer, UnknownReason};
 use perfkit_sys as sys;
 use rustc_hash::FxHashMap as HashMap;
@@ -151,6 +151,10 @@ pub struct UserStack<'a> {
 /// What [`Builder::decay_samples`] merges samples by: thread, stack, CPU, event.
 type DecayKey = (u32, Option<u32>, Option<u32>, u32);
 
+/// What a live view's samples fold by as they come ([`Builder::fold_live`]): what
+/// [`Builder::decay_samples`] merges them by.
+type LiveKey = (ThreadId, Option<StackId>, Option<u32>, u32);
+
 /// Turns [`Input`]s into a [`Profile`].
 pub struct Builder {
     profile: Profile,
@@ -193,8 +197,12 @@ pub struct Builder {
     /// only with the extent cache).
     image_memo: HashMap<(i32, u64, u64, u64), crate::ImageId>,
     /// [`decay_samples`](Self::decay_samples)'s buffers, kept between refreshes (fresh
-    /// ones each time cost page faults as they grow).
-    decay_scratch: (Vec<Sample>, HashMap<DecayKey, usize>),
+    /// ones each time cost page faults as they grow), and where each entry moved (with
+    /// [`fold_live`](Self::fold_live)).
+    decay_scratch: (Vec<Sample>, HashMap<DecayKey, usize>, Vec<u32>),
+    /// A live view's folding index ([`fold_live`](Self::fold_live)): each group's entry in
+    /// [`Profile::samples`].
+    live: Option<HashMap<LiveKey, u32>>,
 }
 
 impl Builder {
@@ -227,6 +235,7 @@ impl Builder {
             sym_ranges: None,
             image_memo: HashMap::default(),
             decay_scratch: Default::default(),
+            live: None,
         }
     }
 
@@ -238,6 +247,36 @@ impl Builder {
         let o = self.symbolizer.options();
         if !o.srcline && !o.inline {
             self.sym_ranges.get_or_insert_with(Default::default);
+        }
+    }
+
+    /// Fold like samples into one as they come, for a live view that ages them with
+    /// [`decay_samples`](Self::decay_samples): samples of one thread, stack, CPU and
+    /// event add their periods to one entry (the one the decay would merge them into),
+    /// whose time is the latest and whose [`Sample::count`] grows by one each. The
+    /// entries stay in the order of their first samples, so every sum and count a view
+    /// sees is the one it would see in the samples one by one; the view and the decay then
+    /// cost what is distinct, not what came in since the last refresh. Two differences:
+    /// a thread renamed since the last decay counts all its samples of a stack under its
+    /// new name at once (the decay merged them so anyway), and rows of equal weight keep
+    /// the order first seen (the decay sorted them by time). Tracepoint samples (with RAW
+    /// data) stay one by one.
+    pub fn fold_live(&mut self) {
+        if self.live.is_none() {
+            let mut index = HashMap::default();
+            Self::index_live(&self.profile, &mut index);
+            self.live = Some(index);
+        }
+    }
+
+    /// Rebuild a live folding index from the samples as they are.
+    fn index_live(p: &Profile, index: &mut HashMap<LiveKey, u32>) {
+        index.clear();
+        for (i, s) in p.samples.iter().enumerate() {
+            if s.raw.is_none() {
+                let key = (s.thread, s.stack, s.cpu, s.event);
+                index.entry(key).or_insert(i as u32);
+            }
         }
     }
 
@@ -506,9 +545,12 @@ impl Builder {
                         let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
                         self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
                     }
-                } else if let Some(stack) = self
-                    .chains
-                    .get(&self.chain_key(pid, ip, kernel, callchain), callchain)
+                } else if let Some(stack) = (self.live.is_none() || !callchain.is_empty())
+                    .then(|| {
+                        self.chains
+                            .get(&self.chain_key(pid, ip, kernel, callchain), callchain)
+                    })
+                    .flatten()
                 {
                     cached = Some(stack);
                 } else if callchain.is_empty() {
@@ -543,7 +585,11 @@ impl Builder {
                     Some(stack) => stack,
                     None => {
                         let stack = self.profile.stack_from_root(chain.iter().rev().copied());
-                        if dwarf.is_none() {
+                        // A live view's samples without a chain skip the memo: its
+                        // frame memo already names an ip once for every process (a
+                        // kernel one for all), where this one would grow by every
+                        // process that ever ran the same code.
+                        if dwarf.is_none() && (self.live.is_none() || !callchain.is_empty()) {
                             let key = self.chain_key(pid, ip, kernel, callchain);
                             self.chains.insert(key, callchain, stack);
                         }
@@ -563,9 +609,23 @@ impl Builder {
                     count: 1,
                     cgroup,
                 };
-                match &mut self.folder {
-                    Some(f) => f.push(&mut self.profile, sample),
-                    None => self.profile.samples.push(sample),
+                match (&mut self.folder, &mut self.live) {
+                    (Some(f), _) => f.push(&mut self.profile, sample),
+                    (None, Some(index)) if sample.raw.is_none() => {
+                        let p = &mut self.profile;
+                        let key = (thread, stack, cpu, event);
+                        let n = p.samples.len() as u32;
+                        let i = *index.entry(key).or_insert(n);
+                        if i == n {
+                            p.samples.push(sample);
+                        } else {
+                            let s = &mut p.samples[i as usize];
+                            s.period += period;
+                            s.time = s.time.max(time);
+                            s.count += 1;
+                        }
+                    }
+                    (None, _) => self.profile.samples.push(sample),
                 }
             }
         }
@@ -970,6 +1030,9 @@ impl Builder {
     /// Forget the samples (not the threads, maps and symbols): `top -z`.
     pub fn clear_samples(&mut self) {
         self.profile.samples.clear();
+        if let Some(index) = &mut self.live {
+            index.clear();
+        }
         if let Some(f) = &mut self.folder {
             f.clear();
         }
@@ -979,8 +1042,47 @@ impl Builder {
     /// CPU and event merge into one (the latest time) whose period is scaled by
     /// `num / den`; those that reach zero go. The view then weighs recent samples most,
     /// and its cost stays bounded by the distinct stacks, not the time top has run.
+    ///
+    /// Each entry left counts as one sample ([`Sample::count`]) until more fold into it
+    /// ([`fold_live`](Self::fold_live)), as when the samples are kept one by one. Samples
+    /// folded as they came are already merged: they are only scaled, and stay in the order
+    /// first seen; else the merged samples are put in time order.
     pub fn decay_samples(&mut self, num: u64, den: u64) {
-        let (mut out, mut merged) = std::mem::take(&mut self.decay_scratch);
+        let scale = |p: u64| (u128::from(p) * u128::from(num) / u128::from(den.max(1))) as u64;
+        if let Some(index) = &mut self.live {
+            // Folded as they came: every entry is already one of its kind. Scale them in
+            // place, in the order first seen; those that reach zero go, and the index
+            // follows the entries that move.
+            let samples = &mut self.profile.samples;
+            let moved = &mut self.decay_scratch.2;
+            moved.clear();
+            let mut kept = 0usize;
+            for i in 0..samples.len() {
+                let mut s = samples[i];
+                s.period = scale(s.period);
+                s.count = 1;
+                if s.period > 0 {
+                    samples[kept] = s;
+                    moved.push(kept as u32);
+                    kept += 1;
+                } else {
+                    moved.push(u32::MAX);
+                }
+            }
+            if kept < samples.len() {
+                samples.truncate(kept);
+                index.retain(|_, at| match moved[*at as usize] {
+                    u32::MAX => false,
+                    to => {
+                        *at = to;
+                        true
+                    }
+                });
+            }
+            return;
+        }
+        let (out, merged, _) = &mut self.decay_scratch;
+        let (mut out, mut merged) = (std::mem::take(out), std::mem::take(merged));
         out.clear();
         merged.clear();
         for s in self.profile.samples.drain(..) {
@@ -1001,14 +1103,16 @@ impl Builder {
             }
         }
         for s in &mut out {
-            s.period = (u128::from(s.period) * u128::from(num) / u128::from(den.max(1))) as u64;
+            s.period = scale(s.period);
+            s.count = 1;
         }
         out.retain(|s| s.period > 0);
         // In time order; entries are unique by (thread, stack, CPU, event) but for raw
         // samples, so an unstable sort (no scratch buffer) on the whole key is stable.
         out.sort_unstable_by_key(|s| (s.time, s.thread, s.stack, s.cpu, s.event, s.raw));
         let drained = std::mem::replace(&mut self.profile.samples, out);
-        self.decay_scratch = (drained, merged);
+        self.decay_scratch.0 = drained;
+        self.decay_scratch.1 = merged;
     }
 
     /// The profile.
@@ -1067,6 +1171,134 @@ mod decay {
             b.profile.samples.is_empty(),
             "old samples fade out entirely"
         );
+    }
+    /// A builder fed this process's maps and name, folding live or not.
+    fn live_builder(live: bool) -> Builder {
+        let mut b = Builder::new(
+            vec![EventDesc {
+                name: "cpu-clock".into(),
+                callchain: false,
+                trace: None,
+            }],
+            Options::default(),
+        );
+        b.cache_symbol_ranges();
+        if live {
+            b.fold_live();
+        }
+        let pid = std::process::id() as i32;
+        for m in perfkit_symbols::read_proc_maps(std::process::id())
+            .unwrap()
+            .iter()
+        {
+            b.push(Input::Mmap {
+                pid,
+                mapping: m.clone(),
+            });
+        }
+        b.push(Input::Comm {
+            pid,
+            tid: pid,
+            name: "tester",
+            exec: false,
+            time: 1,
+        });
+        b
+    }
+
+    #[test]
+    fn folding_as_samples_come_shows_what_samples_one_by_one_show() {
+        use crate::report::SortKey;
+        use crate::top::{Live, View, ViewOptions, view, view_live};
+        let (mut plain, mut live) = (live_builder(false), live_builder(true));
+        let pid = std::process::id() as i32;
+        let ip = decay_marker as *const () as usize as u64;
+        let feed = |b: &mut Builder, round: u64| {
+            let time = 10 + 100 * round;
+            for i in 0..60u64 {
+                let (tid, cpu) = (pid + (i % 2) as i32, Some((i % 3 % 2) as u32));
+                b.push(Input::Sample {
+                    event: 0,
+                    pid,
+                    tid,
+                    time: time + i,
+                    cpu,
+                    period: 1000 + 37 * i + round,
+                    ip: ip + i % 5,
+                    kernel: false,
+                    callchain: &[],
+                    user: None,
+                    raw: None,
+                });
+                if i == 30 {
+                    // A rename halfway through the first round.
+                    b.push(Input::Comm {
+                        pid,
+                        tid: pid + 1,
+                        name: "renamed",
+                        exec: false,
+                        time: time + i,
+                    });
+                }
+            }
+        };
+        // Rows of equal weight may come in another order (first seen against the time
+        // the decay sorts by): compare them by weight, then keys.
+        let norm = |mut v: View| {
+            v.rows
+                .sort_by(|a, b| b.overhead.total_cmp(&a.overhead).then(a.keys.cmp(&b.keys)));
+            v
+        };
+        let mut state = Live::default();
+        for round in 0..4 {
+            feed(&mut plain, round);
+            feed(&mut live, round);
+            assert!(live.profile.samples.len() < plain.profile.samples.len());
+            let mut sorts = vec![
+                vec![SortKey::Dso, SortKey::Sym],
+                vec![SortKey::Sym],
+                vec![SortKey::Pid, SortKey::Sym],
+                vec![SortKey::Cpu],
+            ];
+            if round > 0 {
+                // A renamed thread's samples of a stack go under its new name at the
+                // decay: folding puts them there at once.
+                sorts.push(vec![SortKey::Comm, SortKey::Dso, SortKey::Sym]);
+                sorts.push(vec![SortKey::Tid, SortKey::Cpu]);
+            }
+            for sort in sorts {
+                let opts = ViewOptions {
+                    sort,
+                    ..ViewOptions::default()
+                };
+                let want = norm(view(&plain.profile, &opts));
+                assert!(!want.rows.is_empty());
+                assert_eq!(norm(view(&live.profile, &opts)), want, "{opts:?}");
+                // A live view's state kept across refreshes and option changes.
+                assert_eq!(
+                    norm(view_live(&live.profile, &opts, &mut state)),
+                    want,
+                    "{opts:?}"
+                );
+            }
+            plain.decay_samples(7, 8);
+            live.decay_samples(7, 8);
+        }
+        for _ in 0..200 {
+            live.decay_samples(7, 8);
+        }
+        assert!(live.profile.samples.is_empty(), "old samples fade out");
+        // Samples come back into a fresh entry.
+        feed(&mut live, 9);
+        assert_eq!(
+            live.profile.samples.iter().map(|s| s.count).sum::<u32>(),
+            60
+        );
+    }
+
+    #[inline(never)]
+    fn decay_marker() -> u64 {
+        decay_marker as *const () as usize as u64
     }
 }
 

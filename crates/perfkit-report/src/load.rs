@@ -409,6 +409,12 @@ impl Loader {
         self.builder.cache_symbol_ranges();
     }
 
+    /// Fold like samples as they come, for a live view that decays them (see
+    /// [`Builder::fold_live`](crate::build::Builder::fold_live)).
+    pub fn fold_live(&mut self) {
+        self.builder.fold_live();
+    }
+
     /// Add a header fact (`key : value`, shown by `report --header`).
     pub fn meta(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.builder.meta(key, value);

@@ -7,8 +7,8 @@
 
 use std::fmt::Write as _;
 
-use crate::Profile;
 use crate::report::{self, Filter, GraphMode, ReportOptions, SortKey};
+use crate::{Profile, StackId};
 
 /// What the view is narrowed to (Enter on a row in the TUI).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,26 +118,61 @@ pub struct View {
 
 /// The rows of `p` as `opts` narrow them.
 pub fn view(p: &Profile, opts: &ViewOptions) -> View {
-    view_with(p, opts, true, &mut Unresolved::default())
+    view_with(p, opts, true, &mut Live::default())
 }
 
-/// [`view`] for a live profile: `unresolved` counts the frames that could not be named
-/// across calls, looking only at the frames added since the last (frames are only ever
-/// added, and named before the profile is looked at), so a refresh costs what is new, not
-/// every address top has seen.
-pub fn view_live(p: &Profile, opts: &ViewOptions, unresolved: &mut Unresolved) -> View {
-    view_with(p, opts, true, unresolved)
+/// [`view`] for a live profile, with what `live` kept from the last call: a refresh costs
+/// a pass over the profile's samples (folded by the builder for a live view) with what
+/// each of their stacks stands for already known, not a look at every frame again.
+pub fn view_live(p: &Profile, opts: &ViewOptions, live: &mut Live) -> View {
+    view_with(p, opts, true, live)
 }
 
-/// The running count of unnamed frames of a growing profile (see [`view_live`]).
+/// What a live view keeps between refreshes of a growing profile (see [`view_live`]):
+/// the running count of unnamed frames, looking only at the frames added since the last
+/// call, and what each stack's leaf is (frames, functions and stacks are only ever added,
+/// and named before the profile is looked at). With sort keys that depend on the stack
+/// alone (`dso`, `sym`), also each stack's row.
 #[derive(Clone, Debug, Default)]
-pub struct Unresolved {
+pub struct Live {
     frames_seen: usize,
     count: u64,
     unknown_funcs: Vec<bool>,
+    /// Each stack's leaf, by stack id.
+    stacks: Vec<StackLeaf>,
+    /// Rows by stack, for the sort keys and DSO zoom they were made for.
+    rows: Option<StackRows>,
 }
 
-impl Unresolved {
+/// What a view needs of a stack: its leaf frame (as [`Profile::sample_frame`] gives it),
+/// the leaf's function and whether that is kernel code.
+#[derive(Clone, Copy, Debug)]
+struct StackLeaf {
+    frame: u32,
+    func: u32,
+    kernel: bool,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Each stack's row for sort keys of the stack alone, and the rows' keys.
+#[derive(Clone, Debug, Default)]
+struct StackRows {
+    sort: Vec<SortKey>,
+    zoom_dso: Option<String>,
+    /// The row of each stack ([`NONE`]: not met yet, [`OUTSIDE`]: outside the zoom).
+    by_stack: Vec<u32>,
+    /// The row of samples without a stack.
+    no_stack: u32,
+    /// Each row's keys and a leaf frame of it.
+    rows: Vec<(FastKey, Option<u32>)>,
+    index: rustc_hash::FxHashMap<FastKey, u32>,
+    dso_ids: rustc_hash::FxHashMap<String, u32>,
+}
+
+const OUTSIDE: u32 = u32::MAX - 1;
+
+impl Live {
     /// The frames of `p` named `[unknown]`, counting those added since the last call.
     pub fn count(&mut self, p: &Profile) -> u64 {
         for f in &p.funcs[self.unknown_funcs.len().min(p.funcs.len())..] {
@@ -156,11 +191,43 @@ impl Unresolved {
         self.frames_seen = p.frames.len();
         self.count
     }
+
+    /// Learn the leaves of the stacks added since the last call.
+    fn learn_stacks(&mut self, p: &Profile) {
+        if self.stacks.len() > p.stacks.len() {
+            // Another profile: start again.
+            *self = Live::default();
+        }
+        for id in self.stacks.len()..p.stacks.len() {
+            let leaf = p.sample_frame(Some(id as StackId));
+            self.stacks.push(match leaf {
+                Some(f) => {
+                    let func = p.frames[f as usize].func;
+                    StackLeaf {
+                        frame: f,
+                        func,
+                        kernel: p.funcs[func as usize].kernel,
+                    }
+                }
+                None => StackLeaf {
+                    frame: NONE,
+                    func: NONE,
+                    kernel: false,
+                },
+            });
+        }
+    }
+
+    /// The leaf of a sample's stack (after [`learn_stacks`](Self::learn_stacks)).
+    fn leaf(&self, stack: Option<StackId>) -> Option<StackLeaf> {
+        let l = *self.stacks.get(stack? as usize)?;
+        (l.frame != NONE).then_some(l)
+    }
 }
 
 /// [`view`], with `fast`: self rows by [`self_rows`] where the keys allow (else, and for
 /// the children column, report's aggregation).
-fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unresolved) -> View {
+fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, live: &mut Live) -> View {
     let mut filter = Filter::default();
     match &opts.zoom {
         Some(Zoom::Dso(d)) => filter.dsos = vec![d.clone()],
@@ -187,17 +254,18 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
     let n = p.events.len();
     let (mut counts, mut periods, mut kernel_periods) =
         (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+    // Which functions are unnamed, and each stack's leaf (kept up to date across
+    // refreshes of a live view).
+    let unresolved_frames = live.count(p);
+    live.learn_stacks(p);
     for s in &p.samples {
         let e = s.event as usize;
         if e >= n {
             continue;
         }
-        counts[e] += 1;
+        counts[e] += u64::from(s.count);
         periods[e] += s.period;
-        if p.stack_frames(s.stack)
-            .next()
-            .is_some_and(|f| p.func_of(f).kernel)
-        {
+        if live.leaf(s.stack).is_some_and(|l| l.kernel) {
             kernel_periods[e] += s.period;
         }
     }
@@ -216,15 +284,13 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, unresolved: &mut Unres
         && !opts.graph
         && opts.sort.len() <= MAX_FAST_KEYS
         && opts.sort.iter().all(|k| FAST_KEYS.contains(k));
-    // Which functions are unnamed (kept up to date across refreshes of a live view).
-    let unresolved_frames = unresolved.count(p);
     let sections = if fast || section.is_none() {
         Vec::new()
     } else {
         report::build(p, &ropts)
     };
     if fast && section.is_some() {
-        (rows, samples) = self_rows(p, opts, shown, &unresolved.unknown_funcs);
+        (rows, samples) = self_rows(p, opts, shown, live);
     } else if let Some(s) = section.and_then(|i| sections.get(i)) {
         samples = s.samples;
         event = s.event.clone();
@@ -317,93 +383,208 @@ enum KeyId {
     Cpu(Option<u32>),
 }
 
+/// A row's keys, as ids.
+type FastKey = [KeyId; MAX_FAST_KEYS];
+
+/// Whether every sort key depends on a sample's stack alone (its leaf's function and
+/// object), so that a stack's row can be kept from one refresh to the next.
+fn stack_only(sort: &[SortKey]) -> bool {
+    sort.iter()
+        .all(|k| matches!(k, SortKey::Dso | SortKey::Sym))
+}
+
+/// Whether a leaf is inside the zoomed DSO `d`.
+fn in_dso(p: &Profile, leaf: Option<StackLeaf>, d: &str) -> bool {
+    leaf.is_some_and(|l| {
+        let dso = &p.funcs[l.func as usize].dso;
+        dso == d || perfkit_symbols::dso_short_name(dso) == d
+    })
+}
+
+/// The stack-and-leaf part of a row's keys: `sym` and `dso` (the others are left as
+/// they are). `dso_id` interns an object's name.
+fn leaf_keys(
+    sort: &[SortKey],
+    leaf: Option<StackLeaf>,
+    unknown_funcs: &[bool],
+    key: &mut FastKey,
+    mut dso_id: impl FnMut(u32) -> u32,
+) {
+    for (slot, k) in key.iter_mut().zip(sort) {
+        match k {
+            SortKey::Sym => {
+                *slot = match leaf {
+                    Some(l) if unknown_funcs.get(l.func as usize) == Some(&true) => {
+                        KeyId::Frame(l.frame)
+                    }
+                    Some(l) => KeyId::Func(l.func),
+                    None => KeyId::Func(u32::MAX),
+                }
+            }
+            SortKey::Dso => {
+                *slot = KeyId::Dso(leaf.map_or(u32::MAX, |l| dso_id(l.func)));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The self rows of event `event` without report's general machinery: each sample's leaf
-/// is keyed by ids (functions, DSOs and commands interned once per view), summed, and only
-/// then are rows formatted, in report's formats and order (period, then first seen). A
-/// live view refreshes every few seconds over every sample it keeps, so this is what its
-/// cost is. Returns the rows (narrowed as `opts` says) and the samples they cover.
-///
-/// `unknown_funcs`: whether each function of `p` is unnamed (`[unknown]`), by id.
+/// is keyed by ids (functions, DSOs and commands interned), summed, and only then are
+/// rows formatted, in report's formats and order (period, then first seen). A live view
+/// refreshes every few seconds over every sample it keeps, so this is what its cost is:
+/// with sort keys of the stack alone, each stack's row is kept in `live` and a sample
+/// costs an index and two additions. Returns the rows (narrowed as `opts` says) and the
+/// samples they cover.
 fn self_rows(
     p: &Profile,
     opts: &ViewOptions,
     event: usize,
-    unknown_funcs: &[bool],
+    live: &mut Live,
 ) -> (Vec<ViewRow>, u64) {
     use rustc_hash::FxHashMap as HashMap;
-    type Key = [KeyId; MAX_FAST_KEYS];
-    let mut dso_ids: HashMap<&str, u32> = HashMap::default();
-    let mut comm_ids: HashMap<&str, u32> = HashMap::default();
-    // The DSO id of each function, by function id (u32::MAX: not met yet).
-    let mut func_dso: Vec<u32> = vec![u32::MAX; p.funcs.len()];
-    let mut index: HashMap<Key, usize> = HashMap::default();
-    // (keys, period, samples, leaf frame, thread, cpu, command) in first-seen order.
-    type Agg<'a> = (Key, u64, u64, Option<u32>, u32, Option<u32>, &'a str);
+    // (keys, period, samples, leaf frame, thread, cpu, time) in first-seen order.
+    type Agg = (FastKey, u64, u64, Option<u32>, u32, Option<u32>, u64);
     let mut agg: Vec<Agg> = Vec::new();
     let (mut total, mut samples) = (0u64, 0u64);
     let zoom_dso = match &opts.zoom {
         Some(Zoom::Dso(d)) => Some(d.as_str()),
         _ => None,
     };
-    for s in p.samples.iter().filter(|s| s.event as usize == event) {
-        let t = &p.threads[s.thread as usize];
-        if let Some(Zoom::Thread(tid)) = &opts.zoom
-            && t.tid != *tid
-        {
-            continue;
-        }
-        let leaf = p.sample_frame(s.stack);
-        let func = leaf.map(|f| p.frames[f as usize].func);
-        if let Some(d) = zoom_dso {
-            let keep = func.is_some_and(|f| {
-                let dso = &p.funcs[f as usize].dso;
-                dso == d || perfkit_symbols::dso_short_name(dso) == d
+    let zoom_tid = match &opts.zoom {
+        Some(Zoom::Thread(t)) => Some(*t),
+        _ => None,
+    };
+    let event = event as u32;
+    if stack_only(&opts.sort) {
+        let mut rows = live
+            .rows
+            .take()
+            .filter(|r| r.sort == opts.sort && r.zoom_dso.as_deref() == zoom_dso)
+            .unwrap_or_else(|| StackRows {
+                sort: opts.sort.clone(),
+                zoom_dso: zoom_dso.map(str::to_string),
+                no_stack: NONE,
+                ..StackRows::default()
             });
-            if !keep {
+        rows.by_stack.resize(live.stacks.len(), NONE);
+        // Each row's entry in `agg` this time.
+        let mut slot: Vec<u32> = vec![NONE; rows.rows.len()];
+        for s in &p.samples {
+            if s.event != event {
                 continue;
             }
-        }
-        total += s.period;
-        samples += 1;
-        let comm = t.name_at(s.time);
-        let mut comm_id = || {
-            let n = comm_ids.len() as u32;
-            *comm_ids.entry(comm).or_insert(n)
-        };
-        let mut key: Key = [KeyId::Cpu(None); MAX_FAST_KEYS];
-        for (slot, k) in key.iter_mut().zip(&opts.sort) {
-            *slot = match k {
-                SortKey::Sym => match (leaf, func) {
-                    (Some(fr), Some(f)) if unknown_funcs.get(f as usize) == Some(&true) => {
-                        KeyId::Frame(fr)
-                    }
-                    (_, Some(f)) => KeyId::Func(f),
-                    _ => KeyId::Func(u32::MAX),
-                },
-                SortKey::Dso => match func {
-                    Some(f) => {
-                        let id = &mut func_dso[f as usize];
-                        if *id == u32::MAX {
-                            let n = dso_ids.len() as u32;
-                            *id = *dso_ids.entry(p.funcs[f as usize].dso.as_str()).or_insert(n);
-                        }
-                        KeyId::Dso(*id)
-                    }
-                    None => KeyId::Dso(u32::MAX),
-                },
-                SortKey::Comm => KeyId::Comm(comm_id()),
-                // perf's `pid` key is the thread, named as it is named last.
-                SortKey::Pid => KeyId::Pid(t.tid, 0),
-                SortKey::Tid => KeyId::Tid(t.tid, comm_id()),
-                _ => KeyId::Cpu(s.cpu),
+            if let Some(tid) = zoom_tid
+                && p.threads[s.thread as usize].tid != tid
+            {
+                continue;
+            }
+            let known = match s.stack {
+                Some(id) => rows.by_stack[id as usize],
+                None => rows.no_stack,
             };
+            let r = if known != NONE {
+                known
+            } else {
+                let leaf = live.leaf(s.stack);
+                let r = if zoom_dso.is_some_and(|d| !in_dso(p, leaf, d)) {
+                    OUTSIDE
+                } else {
+                    let mut key: FastKey = [KeyId::Cpu(None); MAX_FAST_KEYS];
+                    let StackRows {
+                        dso_ids,
+                        index,
+                        rows: list,
+                        ..
+                    } = &mut rows;
+                    leaf_keys(&opts.sort, leaf, &live.unknown_funcs, &mut key, |f| {
+                        let dso = &p.funcs[f as usize].dso;
+                        match dso_ids.get(dso.as_str()) {
+                            Some(&id) => id,
+                            None => {
+                                let id = dso_ids.len() as u32;
+                                dso_ids.insert(dso.clone(), id);
+                                id
+                            }
+                        }
+                    });
+                    *index.entry(key).or_insert_with(|| {
+                        list.push((key, leaf.map(|l| l.frame)));
+                        (list.len() - 1) as u32
+                    })
+                };
+                match s.stack {
+                    Some(id) => rows.by_stack[id as usize] = r,
+                    None => rows.no_stack = r,
+                }
+                r
+            };
+            if r == OUTSIDE {
+                continue;
+            }
+            total += s.period;
+            samples += u64::from(s.count);
+            if slot.len() <= r as usize {
+                slot.resize(rows.rows.len(), NONE);
+            }
+            let a = &mut slot[r as usize];
+            if *a == NONE {
+                *a = agg.len() as u32;
+                let (key, leaf) = rows.rows[r as usize];
+                agg.push((key, 0, 0, leaf, s.thread, s.cpu, s.time));
+            }
+            let a = &mut agg[*a as usize];
+            a.1 += s.period;
+            a.2 += u64::from(s.count);
         }
-        let i = *index.entry(key).or_insert_with(|| {
-            agg.push((key, 0, 0, leaf, s.thread, s.cpu, comm));
-            agg.len() - 1
-        });
-        agg[i].1 += s.period;
-        agg[i].2 += 1;
+        live.rows = Some(rows);
+    } else {
+        let mut dso_ids: HashMap<&str, u32> = HashMap::default();
+        let mut comm_ids: HashMap<&str, u32> = HashMap::default();
+        // The DSO id of each function, by function id (u32::MAX: not met yet).
+        let mut func_dso: Vec<u32> = vec![u32::MAX; p.funcs.len()];
+        let mut index: HashMap<FastKey, usize> = HashMap::default();
+        for s in p.samples.iter().filter(|s| s.event == event) {
+            let t = &p.threads[s.thread as usize];
+            if zoom_tid.is_some_and(|tid| t.tid != tid) {
+                continue;
+            }
+            let leaf = live.leaf(s.stack);
+            if zoom_dso.is_some_and(|d| !in_dso(p, leaf, d)) {
+                continue;
+            }
+            total += s.period;
+            samples += u64::from(s.count);
+            let mut comm_id = || {
+                let comm = t.name_at(s.time);
+                let n = comm_ids.len() as u32;
+                *comm_ids.entry(comm).or_insert(n)
+            };
+            let mut key: FastKey = [KeyId::Cpu(None); MAX_FAST_KEYS];
+            for (slot, k) in key.iter_mut().zip(&opts.sort) {
+                *slot = match k {
+                    SortKey::Comm => KeyId::Comm(comm_id()),
+                    // perf's `pid` key is the thread, named as it is named last.
+                    SortKey::Pid => KeyId::Pid(t.tid, 0),
+                    SortKey::Tid => KeyId::Tid(t.tid, comm_id()),
+                    _ => KeyId::Cpu(s.cpu),
+                };
+            }
+            leaf_keys(&opts.sort, leaf, &live.unknown_funcs, &mut key, |f| {
+                let id = &mut func_dso[f as usize];
+                if *id == u32::MAX {
+                    let n = dso_ids.len() as u32;
+                    *id = *dso_ids.entry(p.funcs[f as usize].dso.as_str()).or_insert(n);
+                }
+                *id
+            });
+            let i = *index.entry(key).or_insert_with(|| {
+                agg.push((key, 0, 0, leaf.map(|l| l.frame), s.thread, s.cpu, s.time));
+                agg.len() - 1
+            });
+            agg[i].1 += s.period;
+            agg[i].2 += u64::from(s.count);
+        }
     }
     // Heaviest first; ties in the order first seen (perf's insertion order).
     let mut order: Vec<usize> = (0..agg.len()).collect();
@@ -421,7 +602,7 @@ fn self_rows(
         if rows.len() >= limit {
             break;
         }
-        let (_, period, n, leaf, thread, cpu, comm) = &agg[i];
+        let (_, period, n, leaf, thread, cpu, time) = &agg[i];
         let overhead = pct(*period);
         if overhead < opts.percent_limit {
             // Sorted: the rest are smaller.
@@ -429,6 +610,7 @@ fn self_rows(
         }
         let func = leaf.map(|f| p.func_of(f));
         let t = &p.threads[*thread as usize];
+        let comm = t.name_at(*time);
         let kernel_code = func.is_some_and(|f| f.kernel);
         let mode = if kernel_code { "[k]" } else { "[.]" };
         let keys: Vec<String> = opts
@@ -562,7 +744,7 @@ pub fn hottest_thread(p: &Profile, symbol: &str) -> Option<(i32, String)> {
         if let Some(leaf) = p.stack_frames(s.stack).next()
             && p.func_of(leaf).name == symbol
         {
-            *by_thread.entry(s.thread).or_default() += 1;
+            *by_thread.entry(s.thread).or_default() += u64::from(s.count);
         }
     }
     let (&t, _) = by_thread
@@ -613,8 +795,8 @@ mod tests {
                         v
                     };
                     assert_eq!(
-                        norm(view_with(&p, &opts, true, &mut Unresolved::default())),
-                        norm(view_with(&p, &opts, false, &mut Unresolved::default())),
+                        norm(view_with(&p, &opts, true, &mut Live::default())),
+                        norm(view_with(&p, &opts, false, &mut Live::default())),
                         "{opts:?}"
                     );
                 }
