@@ -1,6 +1,6 @@
 //! A folded profile (what `report` loads) and a streamed load (what `script` reads) keep
-//! memory flat as the file doubles: the
-//! heap the load leaves live grows with the distinct stacks and threads, not the samples.
+//! memory flat as the file doubles: the heap the load leaves live grows with the distinct
+//! stacks and threads, not the samples.
 //! Measured with an allocation counter (bytes live at the end of a load, and the peak
 //! during it) on generated files of N and 2N samples with the same processes, threads and
 //! call paths; the unfolded profile of the same files is measured beside it, to show
