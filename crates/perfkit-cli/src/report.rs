@@ -415,7 +415,7 @@ pub(crate) fn load_profile(
 ) -> Result<(Profile, Diagnostics)> {
     require_input(path)?;
     let file = open(path)?;
-    load_file(&file, path, opts, quiet)
+    load_file(&file, path, opts, quiet, None)
 }
 
 /// [`load_profile`] of a file already open.
@@ -424,10 +424,13 @@ fn load_file(
     path: &Path,
     opts: &LoadOptions,
     quiet: bool,
+    sink: Option<&mut perfkit_report::build::SampleSink<'_>>,
 ) -> Result<(Profile, Diagnostics)> {
     let mut show = None;
     let mut shown = 0;
-    let loaded = load_with_progress(file, opts, |done, total| {
+    // (Streamed samples go to standard output as they come: no progress on a terminal.)
+    let quiet = quiet || (sink.is_some() && std::io::stdout().is_terminal());
+    let progress = |done: usize, total: usize| {
         let show = *show
             .get_or_insert_with(|| !quiet && std::io::stderr().is_terminal() && total > 16 << 20);
         if show && done * 100 / total >= shown + 5 {
@@ -435,7 +438,11 @@ fn load_file(
             eprint!("\rreading {}: {shown:3}%", path.display());
             let _ = std::io::stderr().flush();
         }
-    });
+    };
+    let loaded = match sink {
+        Some(sink) => perfkit_report::load::stream(file, opts, sink, progress),
+        None => load_with_progress(file, opts, progress),
+    };
     if show == Some(true) {
         eprintln!("\rreading {}: 100%", path.display());
     }
@@ -668,7 +675,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
                     .with_context(|| format!("{}", input.display()))?,
             );
         }
-        load_file(&file, &input, &load, args.quiet)?
+        load_file(&file, &input, &load, args.quiet, None)?
     } else {
         load_profile(&input, &load, args.quiet)?
     };
@@ -963,11 +970,26 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     want.cgroup = args.show_cgroup_events;
     want.bpf = args.show_bpf_events;
     want.rounds = args.show_round_events;
+    let look = ScriptLook {
+        args: &args,
+        spec: &spec,
+        formats: &formats,
+        per_event: &per_event,
+        clock,
+    };
+    let whole = want.any()
+        || args.only.time.is_some()
+        || args.script.is_some()
+        || args.per_event_dump
+        || args.unnamed.as_deref() == Some("function");
+    if !whole && let Some((has_cpu, has_time)) = sample_columns(&file) {
+        return stream_script(&args, &file, &load, &look, has_cpu, has_time);
+    }
     let (profile, diag, extras) = if want.any() {
         script_events::load(&file, &load, want)
             .with_context(|| format!("{}", args.input.display()))?
     } else {
-        let (p, d) = load_file(&file, &args.input, &load, args.quiet)?;
+        let (p, d) = load_file(&file, &args.input, &load, args.quiet, None)?;
         (p, d, script_events::Extras::default())
     };
     let mut profile = profile;
@@ -977,69 +999,20 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
-    let defaults = spec.explicit.is_none();
     let has_cpu = profile.samples.iter().any(|s| s.cpu.is_some());
-    // A recording without timestamps (perf record --per-thread) prints no time column, as
-    // perf's defaults leave it out when the samples have no PERF_SAMPLE_TIME.
     let has_time = profile.samples.iter().any(|s| s.time != 0);
-    let no_time = |f: Vec<Field>| -> Vec<Field> {
-        f.into_iter()
-            .filter(|f| has_time || *f != Field::Time)
-            .collect()
-    };
-    let fields = match &spec.explicit {
-        Some(f) => f.clone(),
-        None => spec.apply(no_time(Field::defaults(has_cpu))),
-    };
+    let fields = look.fields(has_cpu, has_time);
     if fields.contains(&Field::Cpu) && !has_cpu && !profile.samples.is_empty() {
-        let ev = profile.events.first().map_or("", |e| e.name.as_str());
-        bail!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.");
+        bail!(no_cpu_field(&profile));
     }
     if args.only.cpu.is_some() && !has_cpu {
         bail!("File does not contain CPU events. Remove -C option to proceed.");
     }
-    let filter = Filter {
-        comms: args.only.comm.clone(),
-        pids: args.only.pid.clone(),
-        tids: args.only.tid.clone(),
-        symbols: args.symbols.clone(),
-        cpus: match &args.only.cpu {
-            Some(list) => cpu_list(list).context("--cpu")?,
-            None => Vec::new(),
-        },
-        time: time_ranges(args.only.time.as_deref(), &profile, args.reltime)?,
-        ..Filter::default()
-    };
-    let time_fmt = script::TimeFormat {
-        ns: args.ns,
-        latency: args.latency,
-        base: if args.deltatime {
-            script::TimeBase::Previous
-        } else if args.reltime {
-            script::TimeBase::First
-        } else {
-            script::TimeBase::Absolute
-        },
-    };
-    let mut sw = script::ScriptWriter::new(&profile, &fields)
-        .with_time_format(time_fmt)
-        .with_callchains(!args.hide_call_graph)
+    let time = time_ranges(args.only.time.as_deref(), &profile, args.reltime)?;
+    let filter = look.filter(time)?;
+    let mut sw = look
+        .writer(&profile, &fields, has_cpu, has_time)
         .with_extras(&extras);
-    if defaults {
-        sw = sw.with_trace_fields(spec.apply(no_time(Field::tracepoint_defaults(has_cpu))));
-    }
-    if let Some(n) = args.max_stack {
-        sw = sw.with_max_stack(n);
-    }
-    if let Some((_, _, wall, perf)) = clock {
-        sw = sw.with_clock(wall, perf);
-    }
-    for (i, (e, f)) in formats.iter().zip(&per_event).enumerate() {
-        // perf's own defaults per event type where they differ from the common ones.
-        if f.iter().any(|f| f.needs_details()) || (defaults && e.is_raw()) {
-            sw = sw.with_event_fields(i, f.clone());
-        }
-    }
     let keep_side = |e: &script_events::SideEvent| {
         filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
     };
@@ -1078,7 +1051,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
                 .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
         let mut text = String::new();
         for e in extras.side.iter().filter(|e| keep_side(e)) {
-            sw.side_event(e, &mut text);
+            sw.side_event(&profile, e, &mut text);
         }
         print!("{text}");
         for (path, bytes, n) in written {
@@ -1096,7 +1069,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         for (i, s) in profile.samples.iter().enumerate() {
             while let Some(e) = side.next_if(|e| e.before <= i) {
                 if keep_side(e) {
-                    sw.side_event(e, &mut text);
+                    sw.side_event(&profile, e, &mut text);
                 }
             }
             if !filter.keep(&profile, s) {
@@ -1106,7 +1079,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
                 text.push_str(&script::sample_json(&profile, s).to_string());
                 text.push('\n');
             } else {
-                sw.sample_at(i, s, &mut text);
+                sw.sample_at(&profile, i, s, &mut text);
             }
             if text.len() > 1 << 15 {
                 w.write_all(text.as_bytes())?;
@@ -1114,11 +1087,216 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             }
         }
         for e in side.filter(|e| keep_side(e)) {
-            sw.side_event(e, &mut text);
+            sw.side_event(&profile, e, &mut text);
         }
         w.write_all(text.as_bytes())
     })?;
     exit_code(&args.input, diag)
+}
+
+/// perf's refusal of `-F cpu` for samples without `PERF_SAMPLE_CPU`.
+fn no_cpu_field(p: &Profile) -> String {
+    let ev = p.events.first().map_or("", |e| e.name.as_str());
+    format!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.")
+}
+
+/// Whether every event's samples carry a CPU and a time, when all events agree (the
+/// columns script's defaults show, known before any sample is read, as perf knows them
+/// from the attrs); None when they differ.
+fn sample_columns(file: &perfkit_data::PerfData) -> Option<(bool, bool)> {
+    use perfkit::sys::{PERF_SAMPLE_CPU, PERF_SAMPLE_TIME};
+    let mut types = file
+        .attrs
+        .iter()
+        .map(|a| a.attr.sample_type & (PERF_SAMPLE_CPU | PERF_SAMPLE_TIME));
+    let first = types.next()?;
+    types
+        .all(|t| t == first)
+        .then_some((first & PERF_SAMPLE_CPU != 0, first & PERF_SAMPLE_TIME != 0))
+}
+
+/// What shapes script's text besides the samples: the flags and the file's events.
+struct ScriptLook<'a> {
+    args: &'a ScriptArgs,
+    spec: &'a script::FieldSpec,
+    formats: &'a [script_events::EventFormat],
+    per_event: &'a [Vec<Field>],
+    clock: Option<(u32, u32, u64, u64)>,
+}
+
+impl ScriptLook<'_> {
+    /// The fields for samples with (or without) a CPU and a time.
+    fn fields(&self, has_cpu: bool, has_time: bool) -> Vec<Field> {
+        match &self.spec.explicit {
+            Some(f) => f.clone(),
+            None => self
+                .spec
+                .apply(without_time(Field::defaults(has_cpu), has_time)),
+        }
+    }
+
+    /// Which samples to show; `time`: the `--time` ranges.
+    fn filter(&self, time: Vec<(u64, u64)>) -> Result<Filter> {
+        let only = &self.args.only;
+        Ok(Filter {
+            comms: only.comm.clone(),
+            pids: only.pid.clone(),
+            tids: only.tid.clone(),
+            symbols: self.args.symbols.clone(),
+            cpus: match &only.cpu {
+                Some(list) => cpu_list(list).context("--cpu")?,
+                None => Vec::new(),
+            },
+            time,
+            ..Filter::default()
+        })
+    }
+
+    /// The writer of `fields` for samples of `p`'s events.
+    fn writer<'e>(
+        &self,
+        p: &Profile,
+        fields: &[Field],
+        has_cpu: bool,
+        has_time: bool,
+    ) -> script::ScriptWriter<'e> {
+        let args = self.args;
+        let time_fmt = script::TimeFormat {
+            ns: args.ns,
+            latency: args.latency,
+            base: if args.deltatime {
+                script::TimeBase::Previous
+            } else if args.reltime {
+                script::TimeBase::First
+            } else {
+                script::TimeBase::Absolute
+            },
+        };
+        let mut sw = script::ScriptWriter::new(p, fields)
+            .with_time_format(time_fmt)
+            .with_callchains(!args.hide_call_graph);
+        let defaults = self.spec.explicit.is_none();
+        if defaults {
+            sw = sw.with_trace_fields(
+                self.spec
+                    .apply(without_time(Field::tracepoint_defaults(has_cpu), has_time)),
+            );
+        }
+        if let Some(n) = args.max_stack {
+            sw = sw.with_max_stack(n);
+        }
+        if let Some((_, _, wall, perf)) = self.clock {
+            sw = sw.with_clock(wall, perf);
+        }
+        for (i, (e, f)) in self.formats.iter().zip(self.per_event).enumerate() {
+            // perf's own defaults per event type where they differ from the common ones.
+            if f.iter().any(|f| f.needs_details()) || (defaults && e.is_raw()) {
+                sw = sw.with_event_fields(i, f.clone());
+            }
+        }
+        sw
+    }
+}
+
+/// A recording without timestamps (perf record --per-thread) prints no time column, as
+/// perf's defaults leave it out when the samples have no PERF_SAMPLE_TIME.
+fn without_time(fields: Vec<Field>, has_time: bool) -> Vec<Field> {
+    fields
+        .into_iter()
+        .filter(|f| has_time || *f != Field::Time)
+        .collect()
+}
+
+/// `script` without side-band records, per-sample details, `--time`, Python or per-event
+/// files: each sample is written as it is built and then forgotten, so memory grows with
+/// the distinct stacks and threads, not with the file.
+fn stream_script(
+    args: &ScriptArgs,
+    file: &perfkit_data::PerfData,
+    load: &LoadOptions,
+    look: &ScriptLook<'_>,
+    has_cpu: bool,
+    has_time: bool,
+) -> Result<u8> {
+    if args.only.cpu.is_some() && !has_cpu {
+        bail!("File does not contain CPU events. Remove -C option to proceed.");
+    }
+    if !args.script_args.is_empty() {
+        bail!("arguments after `--` are for a script: name it with -s FILE.py");
+    }
+    let fields = look.fields(has_cpu, has_time);
+    let filter = look.filter(Vec::new())?;
+    // Text goes out in chunks written by another thread: the write system calls (a
+    // third of the time on a pipe) overlap the building and formatting of the next.
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<String>(4);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<String>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> std::io::Result<()> {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            for mut text in full_rx {
+                out.write_all(text.as_bytes())?;
+                text.clear();
+                let _ = empty_tx.send(text);
+            }
+            out.flush()
+        });
+        let mut text = String::with_capacity(1 << 16);
+        let mut sw = None;
+        let (mut index, mut refused, mut failed) = (0usize, None, false);
+        let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
+            if refused.is_some() || failed {
+                return;
+            }
+            let sw = match &mut sw {
+                Some(sw) => sw,
+                None if fields.contains(&Field::Cpu) && !has_cpu => {
+                    refused = Some(no_cpu_field(p));
+                    return;
+                }
+                None => sw.insert(look.writer(p, &fields, has_cpu, has_time)),
+            };
+            for s in samples {
+                index += 1;
+                if !filter.keep(p, s) {
+                    continue;
+                }
+                if args.json {
+                    text.push_str(&script::sample_json(p, s).to_string());
+                    text.push('\n');
+                } else {
+                    sw.sample_at(p, index - 1, s, &mut text);
+                }
+                if text.len() > 1 << 16 {
+                    let next = empty_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| String::with_capacity(1 << 17));
+                    // The writer is gone only after a write failed.
+                    if full_tx.send(std::mem::replace(&mut text, next)).is_err() {
+                        failed = true;
+                        return;
+                    }
+                }
+            }
+        };
+        let loaded = load_file(file, &args.input, load, args.quiet, Some(&mut sink));
+        if !failed && refused.is_none() {
+            let _ = full_tx.send(text);
+        }
+        drop(full_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let (_, diag) = loaded?;
+        if let Some(why) = refused {
+            bail!(why);
+        }
+        for d in &diag.warnings {
+            eprintln!("perfkit: {d}");
+        }
+        written?;
+        exit_code(&args.input, diag)
+    })
 }
 
 /// A `--cpu` filter list (`0,2-3`): any CPU numbers, the file may come from a bigger machine.

@@ -29,6 +29,13 @@ const COMMANDS: &[&[&str]] = &[
     ],
     &["report", "--stdio", "-n", "--sort", "pid,cpu"],
     &["script"],
+    &[
+        "script",
+        "-F",
+        "comm,pid,tid,time,period,event,ip,sym,symoff,dso",
+        "--ns",
+        "--deltatime",
+    ],
     &["report", "--format", "folded"],
 ];
 
@@ -225,4 +232,40 @@ fn recordings_report_the_same_bytes_on_one_thread_and_two() {
             same_bytes_both_ways(&f, false);
         }
     }
+}
+
+/// `script` writes each sample as it is built and forgets it (the load's samples stream);
+/// with `--time` it keeps them all first (percent ranges need the first and last). The
+/// two must print the same bytes, with every layout option, at every thread count.
+#[test]
+fn streamed_script_is_the_whole_profiles_script() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gen.data");
+    let mut a = generator::Args::new(30_000, file.clone());
+    a.processes = 6;
+    a.threads = 4;
+    a.paths = 300;
+    if let Err(e) = generator::run(a) {
+        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+        return;
+    }
+    let mut lines = 0;
+    for extra in [
+        &[][..],
+        &["-G", "--deltatime"],
+        &["-F", "comm,tid,time,ip,sym", "--max-stack", "3", "--ns"],
+        &["--json"],
+        &["--comm", "postgres-w2"],
+    ] {
+        let args: Vec<&str> = ["script"].iter().chain(extra).copied().collect();
+        let whole: Vec<&str> = args.iter().chain(&["--time", "0%-100%"]).copied().collect();
+        let kept = output(&whole, &file, "1");
+        assert_eq!(kept.0, Some(0), "perfkit {}", whole.join(" "));
+        let shown = kept.1.iter().filter(|&&b| b == b'\n').count();
+        assert!(shown > 100, "perfkit {}: {shown} lines", whole.join(" "));
+        for threads in ["1", "2", "3"] {
+            lines += same_as_one(&args, &file, &kept, threads, true);
+        }
+    }
+    assert!(lines > 100_000, "only {lines} lines compared");
 }

@@ -203,7 +203,16 @@ pub struct Builder {
     /// A live view's folding index ([`fold_live`](Self::fold_live)): each group's entry in
     /// [`Profile::samples`].
     live: Option<HashMap<LiveKey, u32>>,
+    /// Samples are handed out as they come ([`stream`](Self::stream)), not kept.
+    stream: bool,
 }
+
+/// Samples held at most before [`Builder::push_to`] hands them out.
+const STREAM_BATCH: usize = 4096;
+
+/// Where a streaming [`Builder`] hands its samples: the profile as built so far (every
+/// frame named) and the samples to show, in the order they came.
+pub type SampleSink<'a> = dyn FnMut(&Profile, &[Sample]) + 'a;
 
 impl Builder {
     /// A builder for a file with these events.
@@ -236,6 +245,60 @@ impl Builder {
             image_memo: HashMap::default(),
             decay_scratch: Default::default(),
             live: None,
+            stream: false,
+        }
+    }
+
+    /// Hand samples out as they come instead of keeping them (`script`, whose memory then
+    /// grows with the distinct stacks and threads, not with the samples): feed the builder
+    /// with [`push_to`](Self::push_to) and end with [`flush`](Self::flush).
+    pub fn stream(&mut self) {
+        self.stream = true;
+    }
+
+    /// [`push`](Self::push), handing the samples out to `sink` when streaming: at most
+    /// every [`STREAM_BATCH`] samples, and before a record that names a thread, so each
+    /// sample is shown with the names the records before it gave (as perf's ordered
+    /// processing shows them). Where the batches end depends only on the records, so the
+    /// output is the same however the records were read.
+    pub fn push_to(&mut self, input: Input<'_>, sink: &mut SampleSink<'_>) {
+        if !self.stream {
+            return self.push(input);
+        }
+        if matches!(input, Input::Comm { .. } | Input::Fork { .. }) {
+            self.flush(sink);
+        }
+        self.push(input);
+        if self.profile.samples.len() >= STREAM_BATCH {
+            self.flush(sink);
+        }
+    }
+
+    /// When streaming, hand the samples held to `sink` (their kernel frames named first)
+    /// and forget them.
+    pub fn flush(&mut self, sink: &mut SampleSink<'_>) {
+        if !self.stream || self.profile.samples.is_empty() {
+            return;
+        }
+        self.resolve_kernel_frames();
+        self.trace_symbols();
+        let samples = std::mem::take(&mut self.profile.samples);
+        sink(&self.profile, &samples);
+        self.profile.samples = samples;
+        self.profile.samples.clear();
+        self.profile.raw.clear();
+    }
+
+    /// The kernel's symbols for tracepoint formats that print addresses (`%pS`).
+    fn trace_symbols(&mut self) {
+        if self.profile.trace_kernel.symbols.is_none()
+            && self
+                .profile
+                .events
+                .iter()
+                .any(|e| e.trace.as_ref().is_some_and(|t| t.uses_symbols()))
+        {
+            self.profile.trace_kernel.symbols = self.symbolizer.kernel_symbols();
         }
     }
 
@@ -470,7 +533,7 @@ impl Builder {
             } => {
                 let thread = self.thread(pid, tid, time);
                 // (A folded profile's reports have no timeline to mark them on.)
-                if self.folder.is_none() {
+                if self.folder.is_none() && !self.stream {
                     self.profile.switches.push(Switch { thread, time, out });
                 }
             }
@@ -1134,14 +1197,7 @@ impl Builder {
             .collect();
         reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
         self.profile.unknown.by_reason = reasons;
-        if self
-            .profile
-            .events
-            .iter()
-            .any(|e| e.trace.as_ref().is_some_and(|t| t.uses_symbols()))
-        {
-            self.profile.trace_kernel.symbols = self.symbolizer.kernel_symbols();
-        }
+        self.trace_symbols();
         for d in self.symbolizer.diagnostics() {
             self.profile.meta.push(("note".into(), d.clone()));
         }

@@ -15,7 +15,7 @@
 //! than `QUEUE` per decoding thread (+2) are on their way to the builder; buffers are
 //! reused.
 
-use crate::build::Builder;
+use crate::build::{Builder, SampleSink};
 use crate::load::Decoder;
 use crate::pipeline::Batch;
 use perfkit_data::{Item, PerfData, ReadError};
@@ -63,6 +63,7 @@ pub(crate) fn fan_out(
     file: &PerfData,
     dec: &mut Decoder,
     b: &mut Builder,
+    sink: &mut SampleSink<'_>,
     decoders: usize,
     mut progress: impl FnMut(usize),
 ) -> Option<Result<(), ReadError>> {
@@ -171,7 +172,7 @@ pub(crate) fn fan_out(
             }
             waiting.insert(seq, batch);
             while let Some(mut batch) = waiting.remove(&next) {
-                batch.replay(b);
+                batch.replay(b, sink);
                 if batch.done != last {
                     last = batch.done;
                     progress(last);

@@ -1,7 +1,7 @@
 //! From records to a [`Profile`]: [`load`] reads a whole perf.data file, [`Loader`] is fed
 //! records one at a time (a live tool feeds it ring records as they come).
 
-use crate::build::{Builder, Input, UserStack};
+use crate::build::{Builder, Input, SampleSink, UserStack};
 use crate::error::LoadError;
 use crate::trace_info::TraceInfo;
 use crate::{EventDesc, Profile, TraceEvent};
@@ -38,6 +38,9 @@ pub struct LoadOptions {
     /// (as perf takes it) only when its build id is the recorded kernel's or the
     /// recording has none; otherwise kernel addresses stay unnamed.
     pub vmlinux: Option<PathBuf>,
+    /// Threads to read the file with (None: [`crate::pipeline::threads`], from
+    /// `PERFKIT_REPORT_THREADS` or the CPUs; 1 is the single-threaded path).
+    pub threads: Option<usize>,
 }
 
 impl LoadOptions {
@@ -447,6 +450,22 @@ impl Loader {
         self.dec.user_record(type_);
     }
 
+    /// [`item`](Self::item), a streaming builder's samples going to `sink`
+    /// ([`Builder::push_to`]).
+    fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
+        match item {
+            Item::Event { attr, record } => {
+                let b = &mut self.builder;
+                self.dec.decode(attr, &record, &mut |fed| match fed {
+                    Fed::Input(i) => b.push_to(i, sink),
+                    Fed::Mark(m) => b.mark(m),
+                });
+            }
+            Item::User { type_, .. } => self.user_record(type_),
+            _ => {}
+        }
+    }
+
     /// Feed a record as [`PerfData::for_each`] delivers it.
     pub fn item(&mut self, item: Item<'_>) {
         match item {
@@ -698,33 +717,89 @@ pub fn load(file: &PerfData, opts: &LoadOptions) -> Result<(Profile, Diagnostics
 pub fn load_with_progress(
     file: &PerfData,
     opts: &LoadOptions,
+    progress: impl FnMut(usize, usize),
+) -> Result<(Profile, Diagnostics), LoadError> {
+    load_into(file, opts, None, progress)
+}
+
+/// [`load_with_progress`], handing the samples to `sink` as they are built, in the file's
+/// order, instead of keeping them (`script`: memory then grows with the distinct stacks,
+/// threads and symbols, not with the samples). `sink` gets the profile as built so far,
+/// every frame named, and the next samples; what comes back is the profile without
+/// samples. The samples and the profile state each sees are the same whatever
+/// [`crate::pipeline::threads`] says ([`Builder::push_to`]).
+pub fn stream(
+    file: &PerfData,
+    opts: &LoadOptions,
+    sink: &mut SampleSink<'_>,
+    progress: impl FnMut(usize, usize),
+) -> Result<(Profile, Diagnostics), LoadError> {
+    load_into(file, opts, Some(sink), progress)
+}
+
+fn load_into(
+    file: &PerfData,
+    opts: &LoadOptions,
+    sink: Option<&mut SampleSink<'_>>,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<(Profile, Diagnostics), LoadError> {
     // The one error before any record: samples that cannot be told apart.
     file.parser().map_err(LoadError::Read)?;
-    let mut loader = Loader::for_file(file, opts);
+    let streaming = sink.is_some();
+    let new_loader = || {
+        let mut loader = Loader::for_file(file, opts);
+        if streaming {
+            loader.builder.stream();
+        }
+        loader
+    };
+    let mut loader = new_loader();
+    let mut ignore = |_: &Profile, _: &[crate::Sample]| {};
+    let sink: &mut SampleSink<'_> = match sink {
+        Some(s) => s,
+        None => &mut ignore,
+    };
+    // A load that starts again (below) hands out the samples it already gave once more:
+    // they are skipped.
+    let (given, skip) = (std::cell::Cell::new(0usize), std::cell::Cell::new(0usize));
+    let mut sink = |p: &Profile, samples: &[crate::Sample]| {
+        let k = skip.get().min(samples.len());
+        skip.set(skip.get() - k);
+        if k < samples.len() {
+            given.set(given.get() + samples.len() - k);
+            sink(p, &samples[k..]);
+        }
+    };
     let total = file.data_len();
-    let threads = crate::pipeline::threads();
+    let threads = opts
+        .threads
+        .filter(|&n| n > 0)
+        .unwrap_or_else(crate::pipeline::threads);
     let mut fanned = None;
     if threads > 2 && crate::fan_out::possible(file) {
         let Loader { builder, dec, .. } = &mut loader;
-        fanned = crate::fan_out::fan_out(file, dec, builder, threads - 2, |done| {
+        fanned = crate::fan_out::fan_out(file, dec, builder, &mut sink, threads - 2, |done| {
             progress(done, total)
         });
         if fanned.is_none() {
             // A record did not decode: start again on the path that stops at it as the
             // single-threaded one does.
-            loader = Loader::for_file(file, opts);
+            loader = new_loader();
+            skip.set(given.get());
         }
     }
     let result = if let Some(result) = fanned {
         result
     } else if threads > 1 {
         let Loader { builder, dec, .. } = &mut loader;
-        crate::pipeline::feed(file, dec, builder, |done| progress(done, total))
+        crate::pipeline::feed(file, dec, builder, &mut sink, |done| progress(done, total))
     } else {
-        file.for_each(|item| loader.item(item), |done| progress(done, total))
+        file.for_each(
+            |item| loader.item_to(item, &mut sink),
+            |done| progress(done, total),
+        )
     };
+    loader.builder.flush(&mut sink);
     let (profile, mut diag) = loader.finish();
     diag.error = result.err();
     Ok((profile, diag))

@@ -208,6 +208,12 @@ impl RawStore {
         self.bytes.get(start..end)
     }
 
+    /// Forget every payload (indices start again at 0).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
     /// Number of payloads.
     pub fn len(&self) -> usize {
         self.ends.len()

@@ -11,7 +11,7 @@
 //! `PERFKIT_REPORT_THREADS=1` (or a machine with one CPU) keeps the single-threaded path;
 //! 3 or more add decoding threads ([`crate::fan_out`]).
 
-use crate::build::{Builder, Input, UserStack};
+use crate::build::{Builder, Input, SampleSink, UserStack};
 use crate::load::{Decoder, Fed};
 use perfkit_data::{Item, PerfData, ReadError};
 use perfkit_symbols::Mapping;
@@ -226,8 +226,9 @@ impl Batch {
         self.items.push(item);
     }
 
-    /// Give every item to the builder, in order, as the decoder gave it.
-    pub(crate) fn replay(&mut self, b: &mut Builder) {
+    /// Give every item to the builder, in order, as the decoder gave it (samples going to
+    /// `sink` when it streams, [`Builder::push_to`]).
+    pub(crate) fn replay(&mut self, b: &mut Builder, sink: &mut SampleSink<'_>) {
         for item in self.items.drain(..) {
             let input = match item {
                 Owned::Mark(m) => {
@@ -289,13 +290,16 @@ impl Batch {
                     exec,
                     time,
                 } => {
-                    b.push(Input::Comm {
-                        pid,
-                        tid,
-                        name: &name,
-                        exec,
-                        time,
-                    });
+                    b.push_to(
+                        Input::Comm {
+                            pid,
+                            tid,
+                            name: &name,
+                            exec,
+                            time,
+                        },
+                        sink,
+                    );
                     continue;
                 }
                 Owned::Fork {
@@ -327,7 +331,7 @@ impl Batch {
                 Owned::Throttle { time, on } => Input::Throttle { time, on },
                 Owned::LostSamples(count) => Input::LostSamples { count },
             };
-            b.push(input);
+            b.push_to(input, sink);
         }
     }
 }
@@ -339,6 +343,7 @@ pub(crate) fn feed(
     file: &PerfData,
     dec: &mut Decoder,
     b: &mut Builder,
+    sink: &mut SampleSink<'_>,
     mut progress: impl FnMut(usize),
 ) -> Result<(), ReadError> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
@@ -374,7 +379,7 @@ pub(crate) fn feed(
         });
         let mut last = 0;
         for mut batch in full_rx {
-            batch.replay(b);
+            batch.replay(b, sink);
             if batch.done != last {
                 last = batch.done;
                 progress(last);

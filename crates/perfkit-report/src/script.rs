@@ -393,7 +393,6 @@ pub struct TimeFormat {
 /// Renders samples, formatting each distinct frame once (a profile's callchains repeat
 /// the same frames over and over; formatting them is most of `script`'s work otherwise).
 pub struct ScriptWriter<'p> {
-    profile: &'p Profile,
     fields: Vec<Field>,
     /// The fields of tracepoint samples, when they differ (perf's per-type defaults).
     trace_fields: Option<Vec<Field>>,
@@ -421,13 +420,13 @@ pub struct ScriptWriter<'p> {
 }
 
 impl<'p> ScriptWriter<'p> {
-    /// A writer of `fields` for samples of `profile`.
-    pub fn new(profile: &'p Profile, fields: &[Field]) -> Self {
+    /// A writer of `fields` for samples of `profile` (or of a profile still being built,
+    /// with these events: each method takes the profile as it is then).
+    pub fn new(profile: &Profile, fields: &[Field]) -> Self {
         ScriptWriter {
-            profile,
             fields: fields.to_vec(),
             trace_fields: None,
-            chain_lines: vec![None; profile.frames.len()],
+            chain_lines: Vec::new(),
             event_width: event_width(profile),
             time_format: TimeFormat::default(),
             first_time: None,
@@ -504,14 +503,14 @@ impl<'p> ScriptWriter<'p> {
 
     /// Append sample number `index` of the profile to `out`, with its own fields when
     /// they were asked for.
-    pub fn sample_at(&mut self, index: usize, s: &Sample, out: &mut String) {
+    pub fn sample_at(&mut self, p: &Profile, index: usize, s: &Sample, out: &mut String) {
         if self.event_fields.is_empty()
             && self
                 .extras
                 .is_none_or(|e| e.details.is_empty() && e.comms.is_empty())
         {
             // Nothing beyond the profile was asked for: the plain path.
-            return self.sample(s, out);
+            return self.sample(p, s, out);
         }
         let own = self
             .event_fields
@@ -521,26 +520,24 @@ impl<'p> ScriptWriter<'p> {
         let detail = self.extras.and_then(|e| e.details.get(index));
         self.comm_now = self.extras.and_then(|e| e.comms.get(&index)).cloned();
         if let Some(d) = detail.filter(|_| fields.iter().any(|f| f.needs_details()))
-            && trace_of(self.profile, s).is_none()
+            && trace_of(p, s).is_none()
         {
             let fields = fields.clone();
-            return self.detailed(s, d, &fields, out);
+            return self.detailed(p, s, d, &fields, out);
         }
         if let Some(own) = own.filter(|f| **f != self.fields).cloned() {
             let fields = std::mem::replace(&mut self.fields, own);
             let lines = std::mem::take(&mut self.chain_lines);
-            self.chain_lines = vec![None; self.profile.frames.len()];
-            self.sample(s, out);
+            self.sample(p, s, out);
             self.fields = fields;
             self.chain_lines = lines;
             return;
         }
-        self.sample(s, out)
+        self.sample(p, s, out)
     }
 
-    /// Append one sample's text to `out`.
-    pub fn sample(&mut self, s: &Sample, out: &mut String) {
-        let p = self.profile;
+    /// Append one sample of `p` to `out`.
+    pub fn sample(&mut self, p: &Profile, s: &Sample, out: &mut String) {
         let comm = self.comm_now.take();
         let time = Shown {
             comm: comm.as_deref(),
@@ -576,6 +573,10 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
+        if self.chain_lines.len() < p.frames.len() {
+            // (Frames made since the last sample: a streamed profile grows.)
+            self.chain_lines.resize(p.frames.len(), None);
+        }
         for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
             let line = self.chain_lines[f as usize]
                 .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
@@ -690,8 +691,14 @@ impl ScriptWriter<'_> {
     }
 
     /// A sample with its own fields, in perf's order (`process_event`).
-    fn detailed(&mut self, s: &Sample, d: &SampleDetail, fields: &[Field], out: &mut String) {
-        let p = self.profile;
+    fn detailed(
+        &mut self,
+        p: &Profile,
+        s: &Sample,
+        d: &SampleDetail,
+        fields: &[Field],
+        out: &mut String,
+    ) {
         let t = &p.threads[s.thread as usize];
         let chain = self.callchains && has_chain(p, s) && fields.contains(&Field::Ip);
         let comm = self.comm_now.take();
@@ -829,7 +836,7 @@ impl ScriptWriter<'_> {
 
     /// Append a side-band record (`--show-task-events` ...) as perf prints it: the
     /// prefix fields of its event, then perf's text for the record.
-    pub fn side_event(&mut self, e: &SideEvent, out: &mut String) {
+    pub fn side_event(&mut self, p: &Profile, e: &SideEvent, out: &mut String) {
         if e.type_ == perfkit_sys::PERF_RECORD_FINISHED_ROUND {
             // perf prints a round's end without the sample prefix.
             out.push_str(&e.text);
@@ -841,12 +848,7 @@ impl ScriptWriter<'_> {
             .and_then(Option::as_ref)
             .unwrap_or(&self.fields)
             .clone();
-        let chain = self.callchains
-            && self
-                .profile
-                .events
-                .get(e.event)
-                .is_some_and(|ev| ev.callchain);
+        let chain = self.callchains && p.events.get(e.event).is_some_and(|ev| ev.callchain);
         self.start(
             &fields, &e.comm, e.pid, e.tid, e.cpu, e.misc, e.type_, e.time, chain, out,
         );
@@ -881,7 +883,7 @@ pub fn per_event_dump(
             continue;
         };
         text.clear();
-        sw.sample_at(i, s, &mut text);
+        sw.sample_at(p, i, s, &mut text);
         w.write_all(text.as_bytes())?;
         *bytes += text.len() as u64;
         *n += 1;

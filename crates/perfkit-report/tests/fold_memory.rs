@@ -1,5 +1,6 @@
-//! A folded profile (what `report` loads) keeps memory flat as the file doubles: the
-//! heap the load leaves live grows with the distinct stacks and threads, not the samples.
+//! A folded profile (what `report` loads) and a streamed load (what `script` reads) keep
+//! memory flat as the file doubles: the heap the load leaves live grows with the distinct
+//! stacks and threads, not the samples.
 //! Measured with an allocation counter (bytes live at the end of a load, and the peak
 //! during it) on generated files of N and 2N samples with the same processes, threads and
 //! call paths; the unfolded profile of the same files is measured beside it, to show
@@ -140,4 +141,49 @@ fn a_folded_profile_stays_flat_as_the_file_doubles() {
         grown(&folded, |m| m.1) * 10 <= size * N as usize,
         "peak bytes: folded {folded:?}, unfolded {unfolded:?}"
     );
+    streamed_stays_flat(&files, N as usize);
+}
+
+/// (bytes live after a streamed load, peak during it above the start, samples handed out,
+/// samples kept) of streaming `file`, as `script` reads it.
+fn measure_streamed(file: &Path) -> (usize, usize, usize, usize) {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut opts = LoadOptions::default();
+    opts.kallsyms = Some(file.with_extension("no-kallsyms"));
+    // One thread: batches in flight come and go at times that differ from run to run.
+    opts.threads = Some(1);
+    let data = open(file).expect("open the generated file");
+    let start = LIVE.load(Ordering::Relaxed);
+    PEAK.store(start, Ordering::Relaxed);
+    let mut given = 0;
+    let (profile, _) = perfkit_report::load::stream(
+        &data,
+        &opts,
+        &mut |_, samples| given += samples.len(),
+        |_, _| {},
+    )
+    .expect("stream the file");
+    let live = LIVE.load(Ordering::Relaxed).saturating_sub(start);
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(start);
+    let kept = profile.samples.len();
+    drop((profile, data));
+    (live, peak, given, kept)
+}
+
+/// The streamed load (what `script` reads) of the same files: every sample handed out
+/// once, none kept, and memory that does not grow with them (`unfolded`: the whole
+/// profile's measurements, for the per-sample size the counter sees there).
+fn streamed_stays_flat(files: &[std::path::PathBuf], n: usize) {
+    let streamed: Vec<_> = files.iter().map(|f| measure_streamed(f)).collect();
+    eprintln!("streamed (live, peak, given, kept): {streamed:?}");
+    assert_eq!((streamed[0].2, streamed[1].2), (n, 2 * n));
+    assert_eq!((streamed[0].3, streamed[1].3), (0, 0));
+    // Growth by less than a tenth of a sample's size per sample added (the few paths
+    // not met in the first N samples).
+    let size = std::mem::size_of::<perfkit_report::Sample>();
+    let grown = |f: fn(&(usize, usize, usize, usize)) -> usize| {
+        f(&streamed[1]).saturating_sub(f(&streamed[0]))
+    };
+    assert!(grown(|m| m.1) * 10 <= size * n, "peak bytes: {streamed:?}");
+    assert!(grown(|m| m.0) * 10 <= size * n, "live bytes: {streamed:?}");
 }
