@@ -1285,6 +1285,7 @@ mod decay {
                     callchain: &[],
                     user: None,
                     raw: None,
+                    cgroup: 0,
                 });
                 if i == 30 {
                     // A rename halfway through the first round.
