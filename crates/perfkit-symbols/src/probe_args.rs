@@ -740,22 +740,13 @@ impl ArgResolver {
         unit: &gimli::Unit<Reader>,
         e: &gimli::DebuggingInformationEntry<Reader>,
     ) -> Result<Option<String>, gimli::Error> {
-        let mut cur = e.clone();
-        for _ in 0..4 {
-            if let Some(v) = cur.attr_value(gimli::DW_AT_name)? {
+        match self.integrated(unit, e, gimli::DW_AT_name)? {
+            Some(v) => {
                 let s = self.dwarf.attr_string(unit, v)?;
-                return Ok(Some(s.to_string_lossy()?.into_owned()));
+                Ok(Some(s.to_string_lossy()?.into_owned()))
             }
-            let next = match cur.attr_value(gimli::DW_AT_abstract_origin)? {
-                Some(gimli::AttributeValue::UnitRef(o)) => o,
-                _ => match cur.attr_value(gimli::DW_AT_specification)? {
-                    Some(gimli::AttributeValue::UnitRef(o)) => o,
-                    _ => return Ok(None),
-                },
-            };
-            cur = unit.entry(next)?;
+            None => Ok(None),
         }
-        Ok(None)
     }
 
     /// An attribute of a DIE or of its abstract origin (a variable's type in an inlined
