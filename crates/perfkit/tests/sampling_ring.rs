@@ -862,6 +862,9 @@ fn drain_copy_hands_out_the_kernels_records_as_written_over_many_laps() {
         // Something before the records stays as it was.
         block.extend_from_slice(&[0xee; 8]);
         let mut seen = Vec::new();
+        // What the kernel had written before the copy: all of it is taken (a switch of this
+        // thread after the copy, under load, may add more; that stays for the next round).
+        let head_before = s.ring_ref().control().head();
         let n = s
             .ring()
             .drain_copy(&mut block, |at, rec| seen.push((at, rec.type_)))
@@ -893,8 +896,10 @@ fn drain_copy_hands_out_the_kernels_records_as_written_over_many_laps() {
         }
         assert_eq!(at, block.len(), "round {round}: nothing after the records");
         records += n;
-        assert_eq!(s.ring_ref().pending_bytes(), 0);
-        assert_eq!(s.ring_ref().control().tail(), s.ring_ref().control().head());
+        assert!(
+            s.ring_ref().control().tail() >= head_before,
+            "round {round}: the copy left records written before it"
+        );
     }
     s.disable().unwrap();
     let mut rest = Vec::new();
