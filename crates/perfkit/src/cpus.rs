@@ -464,15 +464,8 @@ mod tests {
             set_current_thread_nice(7).expect("nice 7");
             // SAFETY: as above.
             assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }, 7);
-            // CAP_SYS_NICE (bit 23 of CapEff) is what SCHED_FIFO needs; a container's
-            // root may lack it.
-            let sys_nice = std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|s| {
-                    let l = s.lines().find(|l| l.starts_with("CapEff:"))?;
-                    u64::from_str_radix(l["CapEff:".len()..].trim(), 16).ok()
-                })
-                .is_some_and(|caps| caps & (1 << 23) != 0);
+            // CAP_SYS_NICE is what SCHED_FIFO needs; a container's root may lack it.
+            let sys_nice = crate::caps::effective(crate::caps::CAP_SYS_NICE);
             match set_current_thread_realtime(1) {
                 Ok(()) => {
                     // SAFETY: as above.

@@ -32,6 +32,7 @@
 //! and user page.
 
 mod attr;
+mod caps;
 mod counter;
 mod counter_set;
 pub mod cpus;

@@ -481,12 +481,12 @@ fn default_pages_for(mlock_kb: Option<usize>, page: usize) -> usize {
         Some(kb) => kb.saturating_sub(page / 1024),
         None => 512,
     };
-    let pages = (kb * 1024 / page).max(1);
-    if pages.is_power_of_two() {
-        pages
-    } else {
-        1 << (usize::BITS - 1 - pages.leading_zeros())
-    }
+    floor_power_of_two((kb * 1024 / page).max(1))
+}
+
+/// The largest power of two not above `n` (`n` > 0): ring data areas are powers of two.
+fn floor_power_of_two(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.leading_zeros())
 }
 
 /// Most bytes per CPU [`recorder_data_pages`] gives a ring beyond perf's default.
@@ -513,22 +513,13 @@ pub fn recorder_data_pages(cpus: usize) -> usize {
 /// [`recorder_data_pages`] for a privileged process.
 fn privileged_pages_for(base: usize, cpus: usize, page: usize) -> usize {
     let per_cpu = PRIVILEGED_RING_BYTES.min(PRIVILEGED_RINGS_TOTAL / cpus.max(1));
-    let pages = (per_cpu / page).max(1);
-    let pages = 1 << (usize::BITS - 1 - pages.leading_zeros());
-    pages.max(base)
+    floor_power_of_two((per_cpu / page).max(1)).max(base)
 }
 
 /// Whether the process has `CAP_IPC_LOCK` in its effective set (`CapEff` of
 /// `/proc/self/status`).
 pub fn can_lock_any_memory() -> bool {
-    const CAP_IPC_LOCK: u32 = 14;
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("CapEff:"))?;
-            u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
+    crate::caps::effective(crate::caps::CAP_IPC_LOCK)
 }
 
 /// An explanation of an mmap failure for lack of lockable memory (EPERM/ENOMEM).
