@@ -138,9 +138,7 @@ fn module_mmaps(
             .lines()
             .filter_map(|l| l.split(':').next())
             .find(|p| {
-                let base = p.rsplit('/').next().unwrap_or(p);
-                let stem = base.split(".ko").next().unwrap_or(base);
-                stem.replace('-', "_") == name.replace('-', "_")
+                perfkit_records::kmod::module_name(p).is_some_and(|m| m == name.replace('-', "_"))
             })
             .map(|p| format!("/lib/modules/{release}/{p}"))
             .unwrap_or_else(|| format!("[{name}]"));

@@ -67,6 +67,7 @@
 
 mod endian;
 mod error;
+pub mod kmod;
 mod layout;
 mod multi;
 mod raw;

@@ -59,6 +59,17 @@ pub enum Input<'a> {
         /// The cgroup namespace's device and inode.
         cgroup_ns: (u64, u64),
     },
+    /// `PERF_RECORD_KSYMBOL`: kernel code (a BPF program) registered or unregistered.
+    Ksymbol {
+        /// Start address.
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// The symbol's name.
+        name: &'a str,
+        /// The unregister flag: the code went away.
+        unregister: bool,
+    },
     /// `PERF_RECORD_MMAP` / `MMAP2` (executable mappings only are needed).
     Mmap {
         /// Process id (-1 for the kernel).
@@ -161,6 +172,8 @@ pub struct Builder {
     symbolizer: Symbolizer,
     maps: HashMap<i32, ProcessMaps>,
     kernel_maps: ProcessMaps,
+    /// Kernel code KSYMBOL records registered (BPF programs), maps of their own.
+    ksymbols: perfkit_symbols::Ksymbols,
     memo: HashMap<(i32, u64, u64), u32>,
     /// Frames of the functions inlined at a frame's address (`--inline`), innermost first.
     inlined_at: HashMap<FrameId, Vec<FrameId>>,
@@ -227,6 +240,7 @@ impl Builder {
             symbolizer: Symbolizer::new(opts),
             maps: HashMap::default(),
             kernel_maps: ProcessMaps::new(),
+            ksymbols: perfkit_symbols::Ksymbols::new(),
             memo: HashMap::default(),
             inlined_at: HashMap::default(),
             dwarf_frames: HashMap::default(),
@@ -507,6 +521,18 @@ impl Builder {
                     t.names.push((time, name));
                 }
             }
+            Input::Ksymbol {
+                addr,
+                len,
+                name,
+                unregister,
+            } => {
+                if unregister {
+                    self.ksymbols.unregister(addr);
+                } else {
+                    self.ksymbols.register(addr, len, name);
+                }
+            }
             Input::Cgroup { id, path } => {
                 self.profile.cgroup_names.insert(id, path.to_string());
             }
@@ -700,7 +726,7 @@ impl Builder {
         ChainKey {
             pid,
             user_generation: self.maps.get(&pid).map_or(0, ProcessMaps::generation),
-            kernel_generation: self.kernel_maps.generation(),
+            kernel_generation: self.kernel_generation(),
             kernel,
             ip: if callchain.is_empty() { ip } else { 0 },
         }
@@ -735,13 +761,21 @@ impl Builder {
         out.frames
     }
 
+    /// Changes whenever the kernel's maps or its KSYMBOL maps do (both draw from one
+    /// counter).
+    fn kernel_generation(&self) -> u64 {
+        self.kernel_maps
+            .generation()
+            .max(self.ksymbols.generation())
+    }
+
     /// `kernel`: the address came in the kernel's part of the sample (its cpumode or its
     /// callchain context). As perf, that alone picks the maps it is looked up in: a
     /// kernel-half address in the user part has no map (`[.]`), a user address in the
     /// kernel part none either (`[k]`).
     fn frame(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
         let generation = if kernel {
-            self.kernel_maps.generation()
+            self.kernel_generation()
         } else {
             self.maps.get(&pid).map_or(0, ProcessMaps::generation)
         };
@@ -760,7 +794,7 @@ impl Builder {
             });
             // The kernel map the recording puts it in decides its object (a module's,
             // `[unknown]` outside them all); module addresses print relative to the map.
-            let place = perfkit_symbols::kernel_place(&self.kernel_maps, addr);
+            let place = perfkit_symbols::kernel_place(&self.kernel_maps, &self.ksymbols, addr);
             let frame = self.profile.frame(Frame {
                 func,
                 addr,

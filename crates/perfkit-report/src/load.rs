@@ -572,6 +572,12 @@ impl Decoder {
                     }));
                 }
             }
+            Record::Ksymbol(k) => emit(Fed::Input(Input::Ksymbol {
+                addr: k.addr,
+                len: u64::from(k.len),
+                name: bytes_str(k.name),
+                unregister: k.flags & sys::PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER != 0,
+            })),
             Record::Mmap(m) if !m.data => emit(Fed::Input(Input::Mmap {
                 pid: m.pid,
                 mapping: Mapping {

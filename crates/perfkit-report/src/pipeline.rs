@@ -66,6 +66,12 @@ pub(crate) enum Owned {
         time: u64,
         cgroup_ns: (u64, u64),
     },
+    Ksymbol {
+        addr: u64,
+        len: u64,
+        name: String,
+        unregister: bool,
+    },
     Mmap {
         pid: i32,
         mapping: Mapping,
@@ -179,6 +185,17 @@ impl Batch {
                     time,
                     cgroup_ns,
                 },
+                Input::Ksymbol {
+                    addr,
+                    len,
+                    name,
+                    unregister,
+                } => Owned::Ksymbol {
+                    addr,
+                    len,
+                    name: name.to_string(),
+                    unregister,
+                },
                 Input::Mmap { pid, mapping } => Owned::Mmap { pid, mapping },
                 Input::Comm {
                     pid,
@@ -281,6 +298,17 @@ impl Batch {
                     tid,
                     time,
                     cgroup_ns,
+                },
+                Owned::Ksymbol {
+                    addr,
+                    len,
+                    ref name,
+                    unregister,
+                } => Input::Ksymbol {
+                    addr,
+                    len,
+                    name,
+                    unregister,
                 },
                 Owned::Mmap { pid, mapping } => Input::Mmap { pid, mapping },
                 Owned::Comm {

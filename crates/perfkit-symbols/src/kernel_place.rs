@@ -7,13 +7,14 @@
 //! those maps first: a module's address belongs to the module (`[kvm]`) and takes its name
 //! only from the kallsyms lines tagged with that module; an address that no map covers is
 //! `[unknown]`, whatever kallsyms says is there (an ftrace trampoline, a module unloaded
-//! before the recording). [`kernel_place`] makes that decision, and
+//! before the recording) or a code that a `PERF_RECORD_KSYMBOL` registered (a BPF program:
+//! its own map, see [`Ksymbols`]). [`kernel_place`] makes that decision, and
 //! [`Symbolizer::symbolize_kernel_in`](crate::Symbolizer::symbolize_kernel_in) names the
 //! address in the place it gives.
 
 use std::sync::Arc;
 
-use crate::ProcessMaps;
+use crate::{Ksymbol, Ksymbols, ProcessMaps};
 
 /// Where a kernel address lies in a recording's kernel maps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +36,9 @@ pub enum KernelPlace {
         /// The map's file offset.
         pgoff: u64,
     },
+    /// The map of a symbol a `PERF_RECORD_KSYMBOL` registered (a BPF program): the
+    /// symbol names the whole map and its object.
+    Ksymbol(Ksymbol),
     /// No kernel map covers the address.
     Unmapped,
 }
@@ -47,14 +51,16 @@ impl KernelPlace {
             KernelPlace::Module { start, pgoff, .. } => {
                 addr.wrapping_sub(*start).wrapping_add(*pgoff)
             }
+            KernelPlace::Ksymbol(k) => addr.wrapping_sub(k.start),
             _ => addr,
         }
     }
 }
 
 /// The place of kernel address `addr` in `maps`, a recording's kernel maps (those of
-/// pid -1 and the `[kernel.kallsyms]`/`[guest.kernel...]` ones).
-pub fn kernel_place(maps: &ProcessMaps, addr: u64) -> KernelPlace {
+/// pid -1 and the `[kernel.kallsyms]`/`[guest.kernel...]` ones), and `ksyms`, the symbols
+/// its KSYMBOL records registered so far.
+pub fn kernel_place(maps: &ProcessMaps, ksyms: &Ksymbols, addr: u64) -> KernelPlace {
     if let Some(m) = maps.find(addr) {
         let p = m.path.as_str();
         if p.starts_with("[kernel.kallsyms]") {
@@ -68,6 +74,9 @@ pub fn kernel_place(maps: &ProcessMaps, addr: u64) -> KernelPlace {
             start: m.start,
             pgoff: m.pgoff,
         };
+    }
+    if let Some(k) = ksyms.find(addr) {
+        return KernelPlace::Ksymbol(k.clone());
     }
     if maps.iter().any(|m| m.path.starts_with("[kernel.kallsyms]")) {
         KernelPlace::Unmapped
@@ -86,13 +95,9 @@ pub fn kernel_map_dso_name(path: &str) -> String {
     if base.starts_with('[') || !base.contains('.') {
         return base.to_string();
     }
-    let stem = [".gz", ".xz"]
-        .iter()
-        .find_map(|c| base.strip_suffix(c))
-        .unwrap_or(base);
-    match stem.strip_suffix(".ko") {
-        Some(name) if !name.is_empty() => format!("[{}]", name.replace('-', "_")),
-        _ => base.replace('-', "_"),
+    match perfkit_records::kmod::module_name(base) {
+        Some(name) => format!("[{name}]"),
+        None => base.replace('-', "_"),
     }
 }
 
@@ -138,10 +143,10 @@ mod tests {
         let kvm = map(0xffff_ffff_c0a0_0000, 0xffff_ffff_c0a0_8000, "/x/kvm.ko");
         let maps = ProcessMaps::from_mappings([kernel.clone(), kvm]);
         assert_eq!(
-            kernel_place(&maps, 0xffff_ffff_8100_0010),
+            kernel_place(&maps, &Ksymbols::new(), 0xffff_ffff_8100_0010),
             KernelPlace::Core
         );
-        let p = kernel_place(&maps, 0xffff_ffff_c0a0_0010);
+        let p = kernel_place(&maps, &Ksymbols::new(), 0xffff_ffff_c0a0_0010);
         assert_eq!(
             p,
             KernelPlace::Module {
@@ -152,17 +157,17 @@ mod tests {
         );
         assert_eq!(p.map_ip(0xffff_ffff_c0a0_0010), 0x10);
         assert_eq!(
-            kernel_place(&maps, 0xffff_ffff_c0b0_0000),
+            kernel_place(&maps, &Ksymbols::new(), 0xffff_ffff_c0b0_0000),
             KernelPlace::Unmapped
         );
         // Without the core kernel's map, kallsyms decides.
         let only_module = ProcessMaps::from_mappings([map(1 << 63, (1 << 63) + 4096, "[m]")]);
         assert_eq!(
-            kernel_place(&only_module, 0xffff_ffff_8100_0010),
+            kernel_place(&only_module, &Ksymbols::new(), 0xffff_ffff_8100_0010),
             KernelPlace::NoKernelMap
         );
         assert_eq!(
-            kernel_place(&ProcessMaps::new(), 1 << 63),
+            kernel_place(&ProcessMaps::new(), &Ksymbols::new(), 1 << 63),
             KernelPlace::NoKernelMap
         );
     }

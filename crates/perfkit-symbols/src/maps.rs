@@ -89,7 +89,7 @@ impl ProcessMaps {
     }
 }
 
-fn next_generation() -> u64 {
+pub(crate) fn next_generation() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }

@@ -518,15 +518,20 @@ impl Symbolizer {
         use crate::KernelPlace as P;
         match place {
             P::NoKernelMap | P::Guest => self.symbolize_kernel(addr),
-            P::Unmapped => {
-                // BPF programs get their maps from KSYMBOL records, which the profile
-                // does not turn into maps yet: kallsyms' `[bpf]` lines name them meanwhile.
-                let f = self.symbolize_kernel(addr);
-                if f.symbol.is_some() && &*f.dso == "[bpf]" {
-                    return f;
-                }
-                unknown(addr, self.unknown_dso.clone(), UnknownReason::NoMapping)
-            }
+            P::Unmapped => unknown(addr, self.unknown_dso.clone(), UnknownReason::NoMapping),
+            P::Ksymbol(k) => Frame {
+                address: addr,
+                symbol: Some(Symbol {
+                    name: k.name.clone(),
+                    start: k.start,
+                    size: k.end - k.start,
+                    offset: addr - k.start,
+                }),
+                dso: k.name.clone(),
+                srcline: None,
+                inlined: Vec::new(),
+                unknown_reason: None,
+            },
             P::Core => {
                 let f = self.symbolize_kernel(addr);
                 match &f.symbol {
