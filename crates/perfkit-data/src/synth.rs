@@ -163,6 +163,40 @@ pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
     ))
 }
 
+/// The `PERF_RECORD_KSYMBOL` perf synthesizes for a function of a BPF program loaded before
+/// the recording (`PERF_RECORD_KSYMBOL_TYPE_BPF`, no flags): `name` at `addr`, `len` bytes.
+pub fn ksymbol_bpf(attr: &perf_event_attr, id: u64, addr: u64, len: u32, name: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    w64(&mut b, addr);
+    w32(&mut b, len);
+    b.extend_from_slice(&sys::PERF_RECORD_KSYMBOL_TYPE_BPF.to_ne_bytes());
+    b.extend_from_slice(&0u16.to_ne_bytes());
+    b.extend_from_slice(name.as_bytes());
+    b.push(0);
+    record(
+        sys::PERF_RECORD_KSYMBOL,
+        0,
+        &b,
+        &sample_id_trailer(attr, 0, 0, id),
+    )
+}
+
+/// The `PERF_RECORD_BPF_EVENT` (`PERF_BPF_EVENT_PROG_LOAD`) perf synthesizes for a BPF
+/// program loaded before the recording: its id and tag.
+pub fn bpf_prog_load(attr: &perf_event_attr, id: u64, prog_id: u32, tag: [u8; 8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&sys::PERF_BPF_EVENT_PROG_LOAD.to_ne_bytes());
+    b.extend_from_slice(&0u16.to_ne_bytes());
+    w32(&mut b, prog_id);
+    b.extend_from_slice(&tag);
+    record(
+        sys::PERF_RECORD_BPF_EVENT,
+        0,
+        &b,
+        &sample_id_trailer(attr, 0, 0, id),
+    )
+}
+
 /// perf's order of a `PERF_RECORD_NAMESPACES` record's namespaces (`NET_NS_INDEX` ..
 /// `CGROUP_NS_INDEX`), by their names in `/proc/PID/ns`.
 const NAMESPACES: [&str; 7] = ["net", "uts", "ipc", "pid", "user", "mnt", "cgroup"];

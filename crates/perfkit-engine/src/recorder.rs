@@ -260,11 +260,12 @@ impl Recorder {
 
     /// The attr the synthesized side-band records carry the sample id of: the first
     /// event's, with the records any event asks for (`--namespaces`: each task's
-    /// NAMESPACES; `--all-cgroups`: the CGROUP records of every cgroup).
+    /// NAMESPACES; `--all-cgroups`: the CGROUP records of every cgroup; `bpf_event`: the
+    /// KSYMBOL and BPF_EVENT records of the loaded BPF programs).
     fn preamble_attr(&self) -> Option<sys::perf_event_attr> {
         use sys::attr_flags as f;
         let mut attr = self.opened.events.first()?.attr;
-        for flag in [f::NAMESPACES, f::CGROUP] {
+        for flag in [f::NAMESPACES, f::CGROUP, f::BPF_EVENT] {
             if self.opened.events.iter().any(|e| e.attr.has(flag)) {
                 attr.set(flag, true);
             }

@@ -1,5 +1,6 @@
 //! The side-band records a recording starts with, as perf synthesizes them: the kernel's
-//! map, the loaded modules, the tasks that already run, and FINISHED_INIT.
+//! map, the loaded modules, the loaded BPF programs, the tasks that already run, and
+//! FINISHED_INIT.
 
 use perfkit::sys;
 use perfkit_data::{PerfDataWriter, synth};
@@ -72,6 +73,9 @@ impl KernelMaps {
         pids: &[i32],
     ) -> Vec<Vec<u8>> {
         let mut out = self.records.clone();
+        if attr.has(sys::attr_flags::BPF_EVENT) {
+            out.extend(bpf_program_records(attr, id));
+        }
         if attr.has(sys::attr_flags::CGROUP) {
             out.extend(synth::cgroups(attr, id));
         }
@@ -97,6 +101,52 @@ impl KernelMaps {
 /// The environment variable naming the root under which [`KernelMaps::new`] reads
 /// `proc/modules` and `lib/modules/RELEASE/modules.dep` (`/` when unset).
 pub const MODULES_ROOT_ENV: &str = "PERFKIT_MODULES_ROOT";
+
+/// The `PERF_RECORD_KSYMBOL` and `PERF_RECORD_BPF_EVENT` records of the BPF programs
+/// loaded now, as `perf record` synthesizes them (unless `--no-bpf-event`): each JIT-compiled
+/// function's symbol, then the program's load event. Without the privileges to list them,
+/// none (perf says nothing either). A program with BTF takes the names the kernel gave its
+/// functions (its kallsyms `[bpf]` lines, what perf reads from the BTF); one without, perf's
+/// `bpf_prog_TAG_NAME`.
+fn bpf_program_records(attr: &sys::perf_event_attr, id: u64) -> Vec<Vec<u8>> {
+    let Ok(progs) = perfkit::bpf_programs() else {
+        return Vec::new();
+    };
+    let kernel_names = if progs.iter().any(|p| p.btf_id != 0) {
+        bpf_kallsyms_names()
+    } else {
+        std::collections::HashMap::new()
+    };
+    let mut out = Vec::new();
+    for p in &progs {
+        for (i, &(addr, len, _)) in p.functions.iter().enumerate() {
+            if addr == 0 {
+                continue;
+            }
+            let name = kernel_names
+                .get(&addr)
+                .cloned()
+                .unwrap_or_else(|| p.function_name(i));
+            out.push(synth::ksymbol_bpf(attr, id, addr, len, &name));
+        }
+        out.push(synth::bpf_prog_load(attr, id, p.id, p.tag));
+    }
+    out
+}
+
+/// The kernel's names of BPF functions by address: the `[bpf]` lines of `/proc/kallsyms`.
+fn bpf_kallsyms_names() -> std::collections::HashMap<u64, String> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    text.lines()
+        .filter(|l| l.ends_with("[bpf]"))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let addr = u64::from_str_radix(f.next()?, 16).ok()?;
+            let name = f.nth(1)?;
+            Some((addr, name.to_string()))
+        })
+        .collect()
+}
 
 /// Every process id in /proc (what a system-wide recording synthesizes).
 pub fn all_pids() -> Vec<i32> {
