@@ -1074,6 +1074,12 @@ impl Builder {
         self.profile.trace_kernel.printk.extend(formats);
     }
 
+    /// The symbolizer's options (kallsyms, symfs, ... as the loader resolved them for the
+    /// file): for another symbolizer of the same file (`script`'s sample addresses).
+    pub(crate) fn symbol_options(&self) -> perfkit_symbols::Options {
+        self.symbolizer.options().clone()
+    }
+
     /// Explanations of the symbolizer (kptr_restrict ...), for the report header.
     pub fn diagnostics(&self) -> &[String] {
         self.symbolizer.diagnostics()

@@ -191,6 +191,11 @@ pub(crate) struct Decoder {
 }
 
 impl Loader {
+    /// The options its symbolizer names the file's addresses with.
+    pub(crate) fn symbol_options(&self) -> perfkit_symbols::Options {
+        self.builder.symbol_options()
+    }
+
     /// A loader for records of these events (attrs, with the ids their samples carry and
     /// their names), decoding tracepoint samples with `trace`'s formats.
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {

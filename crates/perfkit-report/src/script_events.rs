@@ -254,6 +254,8 @@ struct Collector {
     /// Every mapping (data too), for page-fault addresses.
     maps: HashMap<i32, ProcessMaps>,
     kernel_maps: ProcessMaps,
+    /// Kernel code KSYMBOL records registered (BPF programs).
+    ksymbols: perfkit_symbols::Ksymbols,
     symbolizer: Option<Symbolizer>,
     /// Objects perf would have read symbols of by now (`brstackoff`).
     loaded: std::collections::HashSet<String>,
@@ -437,7 +439,11 @@ impl Collector {
                 );
                 side(self, sys::PERF_RECORD_CGROUP, stid, text);
             }
+            Record::Ksymbol(k) if self.symbolizer.is_some() && !self.want.bpf => {
+                self.ksymbol(k);
+            }
             Record::Ksymbol(k) if self.want.bpf => {
+                self.ksymbol(k);
                 let text = format!(
                     "PERF_RECORD_KSYMBOL addr {:x} len {} type {} flags 0x{:x} name {}\n",
                     k.addr,
@@ -460,6 +466,16 @@ impl Collector {
                 side(self, sys::PERF_RECORD_LOST, stid, text);
             }
             _ => {}
+        }
+    }
+
+    /// Keep a KSYMBOL record's map (a BPF program's) for sample addresses in it.
+    fn ksymbol(&mut self, k: &perfkit_records::Ksymbol<'_>) {
+        if k.flags & sys::PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER != 0 {
+            self.ksymbols.unregister(k.addr);
+        } else {
+            self.ksymbols
+                .register(k.addr, u64::from(k.len), &String::from_utf8_lossy(k.name));
         }
     }
 
@@ -644,7 +660,9 @@ impl Collector {
             return AddrSymbol::default();
         };
         if perfkit_symbols::is_kernel_address(addr) {
-            let f = sym.symbolize_kernel(addr);
+            // In the recording's kernel maps, as the sample's ip (perf's thread__resolve).
+            let place = perfkit_symbols::kernel_place(&self.kernel_maps, &self.ksymbols, addr);
+            let f = sym.symbolize_kernel_in(addr, &place);
             return AddrSymbol {
                 name: f
                     .symbol
@@ -792,9 +810,12 @@ pub fn load(
         comms: HashMap::default(),
         maps: HashMap::default(),
         kernel_maps: ProcessMaps::new(),
+        ksymbols: perfkit_symbols::Ksymbols::new(),
         loaded: Default::default(),
+        // The sample addresses are named with the kernel symbols and files the samples'
+        // code is (`--kallsyms`, `--symfs`, the build-id cache's kallsyms).
         symbolizer: (want.addr_symbols || want.branch_names || want.branch_insns)
-            .then(|| Symbolizer::new(perfkit_symbols::Options::default())),
+            .then(|| Symbolizer::new(loader.symbol_options())),
     };
     if want.rounds {
         let result = in_file_order(file, &mut loader, &mut c);

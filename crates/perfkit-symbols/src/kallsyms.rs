@@ -33,7 +33,7 @@ pub struct Kallsyms {
 /// The table being built from kallsyms lines.
 #[derive(Default)]
 struct Parse {
-    symbols: Vec<(u8, KernelSymbol)>,
+    symbols: Vec<KernelSymbol>,
     modules: std::collections::HashMap<String, Arc<str>>,
     any_nonzero: bool,
     total: usize,
@@ -101,7 +101,8 @@ impl Parse {
         self.symbol(addr, ty, name, module_field, &at)
     }
 
-    /// One symbol line, split: only text symbols are kept.
+    /// One symbol line, split: only the symbols perf loads are kept (its
+    /// `symbol_type__filter`: text, weak, data and bss, `u` and `l`).
     fn symbol(
         &mut self,
         addr: u64,
@@ -111,7 +112,10 @@ impl Parse {
         at: &At<'_>,
     ) -> Result<(), ParseError> {
         let err = |message: &str| at.err(message);
-        if !matches!(ty, 't' | 'T' | 'w' | 'W') {
+        if !matches!(
+            ty,
+            't' | 'T' | 'w' | 'W' | 'd' | 'D' | 'b' | 'B' | 'u' | 'l'
+        ) {
             if let Some(m) = module_field
                 && !(m.starts_with(b"[") && m.ends_with(b"]"))
             {
@@ -134,13 +138,6 @@ impl Parse {
         };
         self.total += 1;
         self.any_nonzero |= addr != 0;
-        // Text symbols (perf loads only these for the kernel map), then the rest.
-        let rank = match ty {
-            'T' => 0u8,
-            'W' | 'w' => 1,
-            't' => 2,
-            _ => 3,
-        };
         let module = module.map(|m| match self.modules.get(m) {
             Some(a) => a.clone(),
             None => {
@@ -149,15 +146,12 @@ impl Parse {
                 a
             }
         });
-        self.symbols.push((
-            rank,
-            KernelSymbol {
-                start: addr,
-                size: 0,
-                name: Arc::from(name),
-                module,
-            },
-        ));
+        self.symbols.push(KernelSymbol {
+            start: addr,
+            size: 0,
+            name: Arc::from(name),
+            module,
+        });
         Ok(())
     }
 
@@ -168,17 +162,25 @@ impl Parse {
         }
         // Aliases share an address (`memcpy`, `__memcpy`, `__pi_memcpy`): perf names the
         // address with the last one listed (its symbols__fixup_end gives the others a zero
-        // size, and choose_best_symbol prefers a sized one), among text symbols only.
-        self.symbols.retain(|(rank, _)| *rank < 3);
-        self.symbols.sort_by_key(|(_, s)| s.start);
+        // size, and choose_best_symbol prefers a sized one).
+        self.symbols.sort_by_key(|s| s.start);
         self.symbols.reverse();
-        self.symbols.dedup_by_key(|(_, s)| s.start);
+        self.symbols.dedup_by_key(|s| s.start);
         self.symbols.reverse();
-        let mut symbols: Vec<KernelSymbol> = self.symbols.into_iter().map(|(_, s)| s).collect();
+        let mut symbols = self.symbols;
+        // A symbol ends where the next of its object starts; the last of an object (the
+        // core kernel's, a module's) a page past its page, as perf's symbols__fixup_end.
         for i in 0..symbols.len() {
+            let s = &symbols[i];
             symbols[i].size = match symbols.get(i + 1) {
-                Some(next) => next.start - symbols[i].start,
-                None => LAST_SYMBOL_SIZE,
+                Some(next) if next.module == s.module => next.start - s.start,
+                _ => {
+                    s.start
+                        .checked_next_multiple_of(LAST_SYMBOL_SIZE)
+                        .and_then(|e| e.checked_add(LAST_SYMBOL_SIZE))
+                        .unwrap_or(u64::MAX)
+                        - s.start
+                }
             };
         }
         Kallsyms { symbols, hidden }
@@ -230,7 +232,8 @@ pub fn cached_copy_in(
     (saved != 0 && text_address(proc_kallsyms) == Some(saved)).then_some(path)
 }
 
-/// Size given to the last symbol of the table (kallsyms has no sizes; perf does the same).
+/// The page past which the last symbol of an object ends (kallsyms has no sizes; perf does
+/// the same).
 const LAST_SYMBOL_SIZE: u64 = 4096;
 
 impl Kallsyms {
@@ -348,7 +351,7 @@ ffffffffc0001100 T nft_register\t[nf_tables]
     fn parses_and_finds() {
         let k = Kallsyms::parse(FIXTURE, "fixture").unwrap();
         assert!(!k.hidden());
-        assert_eq!(k.len(), 6);
+        assert_eq!(k.len(), 7);
         // Aliases: the last listed names the address, as perf names it (`__pi_memcpy`
         // after `memcpy` and `__memcpy` on this kernel).
         assert_eq!(&*k.find(0xffffffff81000004).unwrap().name, "startup_64");
@@ -358,19 +361,26 @@ ffffffffc0001100 T nft_register\t[nf_tables]
         assert_eq!(s.module, None);
         let s = k.find(0xffffffff81000150).unwrap();
         assert_eq!(&*s.name, "secondary_startup_64");
-        // data symbol skipped: its range belongs to the preceding text symbol
-        assert_eq!(s.size, 0xf00);
+        // Data symbols are perf's too (its symbol_type__filter): one ends the text before.
+        assert_eq!(s.size, 0x100);
+        assert_eq!(&*k.find(0xffffffff81000250).unwrap().name, "some_data");
+        // The last symbol of an object ends a page past its page, as perf's fixup_end:
+        // the core kernel's, before the modules' symbols.
+        let s = k.find(0xffffffff81002fff).unwrap();
+        assert_eq!((&*s.name, s.size), ("weak_fn", 0x1f80));
+        assert!(k.find(0xffffffff81003000).is_none());
         let m = k.find(0xffffffffc0001004).unwrap();
         assert_eq!(&*m.name, "nft_do_chain");
         assert_eq!(m.module.as_deref(), Some("nf_tables"));
         assert!(k.find(0xffffffff80000000).is_none());
-        assert!(k.find(0xffffffffc0001100 + LAST_SYMBOL_SIZE).is_none());
+        assert_eq!(&*k.find(0xffffffffc0002fff).unwrap().name, "nft_register");
+        assert!(k.find(0xffffffffc0003000).is_none());
         // The kernel's map, as perf draws it: garbage of the kernel half outside it has no
         // map at all.
         assert!(k.covers(0xffffffff81000004));
         assert!(k.covers(0xffffffffc0001004));
         assert!(!k.covers(0xffffffff80000000));
-        assert!(!k.covers(0xffffffffc0001100 + LAST_SYMBOL_SIZE));
+        assert!(!k.covers(0xffffffffc0003000));
         assert!(!k.covers(0xff5bba430e94b77c));
     }
 

@@ -518,7 +518,16 @@ impl Symbolizer {
         use crate::KernelPlace as P;
         match place {
             P::NoKernelMap | P::Guest => self.symbolize_kernel(addr),
-            P::Unmapped => unknown(addr, self.unknown_dso.clone(), UnknownReason::NoMapping),
+            P::Unmapped => {
+                // perf's map of the core kernel reaches past the recorded `_etext` to the
+                // end of the last core kallsyms symbol (`.rodata`'s `__start_rodata` ...,
+                // which ends a page after its page): its symbols name those addresses.
+                let f = self.symbolize_kernel(addr);
+                if f.symbol.is_some() && f.dso == self.kernel_dso {
+                    return f;
+                }
+                unknown(addr, self.unknown_dso.clone(), UnknownReason::NoMapping)
+            }
             P::Ksymbol(k) => Frame {
                 address: addr,
                 symbol: Some(Symbol {
