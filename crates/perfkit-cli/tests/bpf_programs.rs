@@ -143,6 +143,21 @@ fn samples_in_a_bpf_program_are_named_from_its_ksymbol_record() {
             "{tool}'s file:\n{events}"
         );
         same_as_perf(&data);
+        // Its code is not in the file: annotate says so and fails, naming the program.
+        let sym = format!("bpf_prog_{tag}_perfkit_spin");
+        let out = perfkit()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg(&sym)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && err.contains(&format!("cannot annotate {sym}"))
+                && err.contains("BPF program's JIT code"),
+            "{out:?}"
+        );
     }
 }
 

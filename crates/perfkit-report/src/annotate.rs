@@ -245,6 +245,17 @@ pub fn annotate(
                     &kcore,
                 ) {
                     Ok(c) => c,
+                    Err(_) if func.dso.starts_with("bpf_prog_") => {
+                        // Named by a KSYMBOL record: JIT code that no kernel image holds.
+                        skipped.push(skip(
+                            "a BPF program's JIT code is in no kernel image, and the \
+                             recording does not keep it (perf reads it from the \
+                             HEADER_BPF_PROG_INFO section, which perfkit neither writes nor \
+                             reads)"
+                                .into(),
+                        ));
+                        continue;
+                    }
                     Err(why) => {
                         skipped.push(skip(why));
                         continue;
