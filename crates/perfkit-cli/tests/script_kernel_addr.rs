@@ -58,8 +58,12 @@ fn mmap(attr: &sys::perf_event_attr, start: u64, len: u64, pgoff: u64, name: &st
     )
 }
 
+/// In the `samples` of [`write`]: the BPF program's unregistering KSYMBOL record, not a
+/// sample.
+const UNREGISTER: (u64, u64) = (0, 0);
+
 /// Write the recording: the idle task's page-fault samples, one per (ip, address) of
-/// `samples`.
+/// `samples` (or [`UNREGISTER`]).
 fn write(path: &Path, samples: &[(u64, u64)]) {
     let mut attr = sys::perf_event_attr {
         type_: sys::PERF_TYPE_SOFTWARE,
@@ -99,6 +103,23 @@ fn write(path: &Path, samples: &[(u64, u64)]) {
     }
     for (i, &(ip, addr)) in samples.iter().enumerate() {
         let time = 1_000_000_000 + i as u64 * 1000;
+        w.saw_time(time);
+        if (ip, addr) == UNREGISTER {
+            let mut body = Vec::new();
+            body.extend_from_slice(&BPF.to_ne_bytes());
+            body.extend_from_slice(&0x40u32.to_ne_bytes());
+            body.extend_from_slice(&sys::PERF_RECORD_KSYMBOL_TYPE_BPF.to_ne_bytes());
+            body.extend_from_slice(&sys::PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER.to_ne_bytes());
+            body.extend_from_slice(BPF_NAME.as_bytes());
+            body.push(0);
+            // sample_id: pid, tid, time, cpu.
+            let mut id = vec![0; 8];
+            id.extend_from_slice(&time.to_ne_bytes());
+            id.extend_from_slice(&[0; 8]);
+            w.write_record(&[&record(sys::PERF_RECORD_KSYMBOL, 0, &body, &id)])
+                .unwrap();
+            continue;
+        }
         let mut body = Vec::new();
         body.extend_from_slice(&ip.to_ne_bytes());
         body.extend_from_slice(&[0; 8]);
@@ -106,7 +127,6 @@ fn write(path: &Path, samples: &[(u64, u64)]) {
         body.extend_from_slice(&addr.to_ne_bytes());
         body.extend_from_slice(&[0; 8]);
         body.extend_from_slice(&1u64.to_ne_bytes());
-        w.saw_time(time);
         w.write_record(&[&record(
             sys::PERF_RECORD_SAMPLE,
             sys::PERF_RECORD_MISC_KERNEL,
@@ -236,5 +256,38 @@ fn kernel_ips_past_etext_are_in_perfs_kernel_map() {
             && outs[0].contains("ffffffff81102000 [unknown] ([unknown])"),
         "{}",
         outs[0]
+    );
+}
+
+/// A BPF program's unregistering KSYMBOL record removes its map: a later sample at the
+/// same address is `[unknown]`, as in perf, though kallsyms may name it.
+#[test]
+fn an_unregistered_bpf_program_no_longer_names_its_addresses() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let samples = [
+        (BPF + 0x10, BPF + 0x20),
+        UNREGISTER,
+        (BPF + 0x10, BPF + 0x20),
+    ];
+    let outs = same_as_perf(
+        &samples,
+        &[
+            &["script", "-F", "ip,sym,symoff,dso,addr"],
+            &["report", "--stdio", "--sort", "dso,sym"],
+        ],
+    );
+    // perf prints the address before the ip.
+    let lines: Vec<String> = outs[0]
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "ffffffffc0c00060 bpf_prog_0123456789abcdef_spin+0x20 (bpf_prog_0123456789abcdef_spin) ffffffffc0c00050 bpf_prog_0123456789abcdef_spin+0x10 (bpf_prog_0123456789abcdef_spin)",
+            "ffffffffc0c00060 [unknown] ([unknown]) ffffffffc0c00050 [unknown] ([unknown])",
+        ]
     );
 }

@@ -784,17 +784,25 @@ impl Builder {
             return f;
         }
         if kernel {
-            // Interned now by address, named in `finish`.
-            let func = *self.pending_func.get_or_insert_with(|| {
-                self.profile.func(Func {
-                    name: "[kernel address]".into(),
-                    dso: "[kernel.kallsyms]".into(),
-                    kernel: true,
-                })
-            });
             // The kernel map the recording puts it in decides its object (a module's,
             // `[unknown]` outside them all); module addresses print relative to the map.
             let place = perfkit_symbols::kernel_place(&self.kernel_maps, &self.ksymbols, addr);
+            // Interned now by address, named in `finish`; a BPF program's address is
+            // another frame once the program is gone (the same address, another place).
+            let func = match &place {
+                perfkit_symbols::KernelPlace::Ksymbol(k) => self.profile.func(Func {
+                    name: "[kernel address]".into(),
+                    dso: k.name.to_string(),
+                    kernel: true,
+                }),
+                _ => *self.pending_func.get_or_insert_with(|| {
+                    self.profile.func(Func {
+                        name: "[kernel address]".into(),
+                        dso: "[kernel.kallsyms]".into(),
+                        kernel: true,
+                    })
+                }),
+            };
             let frame = self.profile.frame(Frame {
                 func,
                 addr,
