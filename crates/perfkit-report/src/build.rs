@@ -204,6 +204,10 @@ pub struct Builder {
     /// A live view's stack of each lone frame, by frame id (`u32::MAX`: none yet): a
     /// sample without a callchain finds its stack without hashing.
     leaf_stacks: Vec<StackId>,
+    /// The last sample's (pid, tid) and thread, and (pid, maps generation): a ring's
+    /// samples mostly come from one task in a row, so most samples look neither up.
+    last_thread: Option<(i32, i32, ThreadId)>,
+    last_generation: Option<(i32, u64)>,
     /// [`decay_samples`](Self::decay_samples)'s buffers, kept between refreshes (fresh
     /// ones each time cost page faults as they grow), and where each entry moved (with
     /// [`fold_live`](Self::fold_live)).
@@ -253,6 +257,8 @@ impl Builder {
             image_memo: HashMap::default(),
             file_frames: HashMap::default(),
             leaf_stacks: Vec::new(),
+            last_thread: None,
+            last_generation: None,
             decay_scratch: Default::default(),
             live: None,
             stream: false,
@@ -429,7 +435,23 @@ impl Builder {
     }
 
     fn thread(&mut self, pid: i32, tid: i32, time: u64) -> ThreadId {
-        let id = self.profile.thread(pid, tid);
+        let id = match self.last_thread {
+            Some((p, t, id))
+                if (p, t) == (pid, tid)
+                    && self
+                        .profile
+                        .threads
+                        .get(id as usize)
+                        .is_some_and(|t| (t.pid, t.tid) == (pid, tid)) =>
+            {
+                id
+            }
+            _ => {
+                let id = self.profile.thread(pid, tid);
+                self.last_thread = Some((pid, tid, id));
+                id
+            }
+        };
         let t = &mut self.profile.threads[id as usize];
         if t.names.is_empty() {
             t.start = time;
@@ -449,6 +471,10 @@ impl Builder {
 
     /// Feed one record (in time order).
     pub fn push(&mut self, input: Input<'_>) {
+        if matches!(input, Input::Mmap { .. } | Input::Fork { .. }) {
+            // A process's maps change: its generation is looked up again.
+            self.last_generation = None;
+        }
         match input {
             Input::Mmap { pid, mapping } => {
                 if !mapping.is_kernel() && pid != -1 {
@@ -766,7 +792,14 @@ impl Builder {
         let generation = if kernel {
             self.kernel_maps.generation()
         } else {
-            self.maps.get(&pid).map_or(0, ProcessMaps::generation)
+            match self.last_generation {
+                Some((p, g)) if p == pid => g,
+                _ => {
+                    let g = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+                    self.last_generation = Some((pid, g));
+                    g
+                }
+            }
         };
         let key = (if kernel { -1 } else { pid }, addr, generation);
         if let Some(&f) = self.memo.get(&key) {
