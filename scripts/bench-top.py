@@ -11,6 +11,12 @@ same. Goal: perfkit <= 2% of one CPU on 2 CPUs.
 
 Usage: scripts/bench-top.py [--seconds S] [--warmup W] [--delay D] [--no-build]
                             [--sequential] [--perfkit-args "ARGS"] [--baseline BIN]
+                            [--churn]
+
+--churn adds many short-lived processes beside the spinners (a shell loop running
+/bin/true twenty times and the C compiler on a one-line file, over and over), as a busy
+build machine starts them: each new process is new maps, new addresses and new samples
+to name. The load average over the run is printed either way.
 
 The binary measured is $PERFKIT, else $CARGO_TARGET_DIR/release/perfkit (target/ by
 default); --baseline BIN watches a second perfkit (an earlier build) in the same run.
@@ -54,6 +60,15 @@ if BASELINE:
 
 # One spinning process per CPU: every sample lands in a user function.
 spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(ncpu)]
+if "--churn" in sys.argv:
+    import tempfile
+    scratch = tempfile.mkdtemp(prefix="bench-top-")
+    with open(os.path.join(scratch, "x.c"), "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    loop = ("while :; do for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do "
+            "/bin/true; done; cc -c x.c -o x.o 2>/dev/null; done")
+    spinners.append(subprocess.Popen(["sh", "-c", loop], cwd=scratch,
+                                     start_new_session=True))
 
 
 def measure(tools):
@@ -90,6 +105,13 @@ try:
           f"({ncpu} CPUs, default rate, refresh every {DELAY}s, "
           f"{'one after the other' if '--sequential' in sys.argv else 'side by side'})")
     print("goal: perfkit top <= 2% of one CPU:", "met" if rows[1][1] <= 2.0 else "NOT met")
+    print("load average at the end: %.2f %.2f %.2f%s" % (
+        *os.getloadavg(), ", with short-lived processes (--churn)" if "--churn" in sys.argv
+        else ""))
 finally:
     for s in spinners:
-        s.kill()
+        try:
+            # The churn loop's shell and whatever it runs now.
+            os.killpg(s.pid, signal.SIGKILL) if s.args[0] == "sh" else s.kill()
+        except ProcessLookupError:
+            pass

@@ -209,6 +209,18 @@ pub struct Builder {
     /// cached path's check that it is still the same image, without building one (kept
     /// only with the extent cache).
     image_memo: HashMap<(i32, u64, u64, u64), crate::ImageId>,
+    /// With the extent cache: the frame of each named file offset, by (file index of
+    /// [`crate::sym_ranges::SymRanges`], offset). Every process running the same binary,
+    /// wherever it is mapped (a compiler run per file, each at its own random base),
+    /// shares these frames, and so their stacks, instead of making its own.
+    file_frames: HashMap<(u32, u64), FrameId>,
+    /// A live view's stack of each lone frame, by frame id (`u32::MAX`: none yet): a
+    /// sample without a callchain finds its stack without hashing.
+    leaf_stacks: Vec<StackId>,
+    /// The last sample's (pid, tid) and thread, and (pid, maps generation): a ring's
+    /// samples mostly come from one task in a row, so most samples look neither up.
+    last_thread: Option<(i32, i32, ThreadId)>,
+    last_generation: Option<(i32, u64)>,
     /// [`decay_samples`](Self::decay_samples)'s buffers, kept between refreshes (fresh
     /// ones each time cost page faults as they grow), and where each entry moved (with
     /// [`fold_live`](Self::fold_live)).
@@ -257,6 +269,10 @@ impl Builder {
             folder: None,
             sym_ranges: None,
             image_memo: HashMap::default(),
+            file_frames: HashMap::default(),
+            leaf_stacks: Vec::new(),
+            last_thread: None,
+            last_generation: None,
             decay_scratch: Default::default(),
             live: None,
             stream: false,
@@ -433,7 +449,23 @@ impl Builder {
     }
 
     fn thread(&mut self, pid: i32, tid: i32, time: u64) -> ThreadId {
-        let id = self.profile.thread(pid, tid);
+        let id = match self.last_thread {
+            Some((p, t, id))
+                if (p, t) == (pid, tid)
+                    && self
+                        .profile
+                        .threads
+                        .get(id as usize)
+                        .is_some_and(|t| (t.pid, t.tid) == (pid, tid)) =>
+            {
+                id
+            }
+            _ => {
+                let id = self.profile.thread(pid, tid);
+                self.last_thread = Some((pid, tid, id));
+                id
+            }
+        };
         let t = &mut self.profile.threads[id as usize];
         if t.names.is_empty() {
             t.start = time;
@@ -453,6 +485,10 @@ impl Builder {
 
     /// Feed one record (in time order).
     pub fn push(&mut self, input: Input<'_>) {
+        if matches!(input, Input::Mmap { .. } | Input::Fork { .. }) {
+            // A process's maps change: its generation is looked up again.
+            self.last_generation = None;
+        }
         match input {
             Input::Mmap { pid, mapping } => {
                 if !mapping.is_kernel() && pid != -1 {
@@ -644,6 +680,19 @@ impl Builder {
                     cached = Some(stack);
                 } else if callchain.is_empty() {
                     self.push_frame(&mut chain, pid, ip, kernel);
+                    // A live view's lone frame: its stack by frame id, not by hashing.
+                    if self.live.is_some()
+                        && let [f] = chain[..]
+                    {
+                        let at = f as usize;
+                        if self.leaf_stacks.len() <= at {
+                            self.leaf_stacks.resize(at + 1, u32::MAX);
+                        }
+                        if self.leaf_stacks[at] == u32::MAX {
+                            self.leaf_stacks[at] = self.profile.stack(f, None);
+                        }
+                        cached = Some(Some(self.leaf_stacks[at]));
+                    }
                 } else {
                     let mut in_kernel = kernel;
                     for &addr in callchain {
@@ -777,7 +826,14 @@ impl Builder {
         let generation = if kernel {
             self.kernel_generation()
         } else {
-            self.maps.get(&pid).map_or(0, ProcessMaps::generation)
+            match self.last_generation {
+                Some((p, g)) if p == pid => g,
+                _ => {
+                    let g = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+                    self.last_generation = Some((pid, g));
+                    g
+                }
+            }
         };
         let key = (if kernel { -1 } else { pid }, addr, generation);
         if let Some(&f) = self.memo.get(&key) {
@@ -845,9 +901,14 @@ impl Builder {
             && let Some(m) = self.maps.get(&pid).and_then(|maps| maps.find(addr))
             && !m.is_anonymous()
             && (!m.path.starts_with('[') || m.path == "[vdso]")
-            && let Some((func, sym_offset)) = ranges.find(m, m.file_offset(addr))
+            && let Some((func, sym_offset, file)) = ranges.find(m, m.file_offset(addr))
         {
             let map_offset = m.file_offset(addr);
+            // Named before in this file, in this process or another.
+            if let Some(&frame) = self.file_frames.get(&(file, map_offset)) {
+                self.memo.insert(key, frame);
+                return frame;
+            }
             // The mapping's image as `image` would give it, when it made it last time.
             let main = self.main_exe.get(&pid).is_some_and(|p| *p == m.path);
             let known = self
@@ -875,6 +936,7 @@ impl Builder {
                 Err(m) => self.image(pid, &m),
             };
             self.profile.frame_images.entry(frame).or_insert(image);
+            self.file_frames.insert((file, map_offset), frame);
             self.memo.insert(key, frame);
             return frame;
         }
@@ -909,6 +971,7 @@ impl Builder {
                 .func_at(func, map_offset.unwrap_or(addr).wrapping_sub(s.offset)),
             None => self.profile.func(func),
         };
+        let mut shared = None;
         if let Some(s) = &sym.symbol {
             self.profile.sym_sizes.insert(func, s.size);
             if self.sym_ranges.is_some()
@@ -919,7 +982,8 @@ impl Builder {
                 && let Some(ranges) = &mut self.sym_ranges
             {
                 let off = m.file_offset(addr);
-                ranges.insert(m, start, end, func, s.offset - (off - start));
+                let file = ranges.insert(m, start, end, func, s.offset - (off - start));
+                shared = Some((file, off));
             }
         }
         let frame = self.profile.frame(Frame {
@@ -955,6 +1019,9 @@ impl Builder {
                 })
                 .collect();
             self.inlined_at.insert(frame, inl);
+        }
+        if let Some(at) = shared {
+            self.file_frames.entry(at).or_insert(frame);
         }
         self.memo.insert(key, frame);
         frame
@@ -1557,5 +1624,231 @@ mod symbol_ranges {
         }
         assert!(named_count > 1000, "{named_count} samples named");
         assert_eq!(plain.frame_images.len(), cached.frame_images.len());
+    }
+}
+
+#[cfg(test)]
+mod shared_frames {
+    use super::*;
+    use crate::report::SortKey;
+    use crate::top::{ViewOptions, view};
+
+    /// A live builder (extent cache, live folding), or the plain one.
+    fn builder(live: bool) -> Builder {
+        let mut b = Builder::new(
+            vec![EventDesc {
+                name: "cpu-clock".into(),
+                callchain: false,
+                trace: None,
+            }],
+            Options::default(),
+        );
+        if live {
+            b.cache_symbol_ranges();
+            b.fold_live();
+        }
+        b
+    }
+
+    /// Feed process `pid`'s maps, name and exit-free samples at every 11th byte of the
+    /// first 16 KiB of each of its code mappings (file offsets from `offsets`, so every
+    /// process is sampled at the same places of the same files).
+    fn feed(b: &mut Builder, pid: i32, maps: &ProcessMaps, time: u64) -> usize {
+        b.push(Input::Comm {
+            pid,
+            tid: pid,
+            name: "sleep",
+            exec: true,
+            time,
+        });
+        for m in maps.iter() {
+            b.push(Input::Mmap {
+                pid,
+                mapping: m.clone(),
+            });
+        }
+        let mut n = 0;
+        for m in maps.iter().filter(|m| !m.path.starts_with('[')) {
+            let mut a = m.start;
+            while a < m.end.min(m.start + 0x4000) {
+                b.push(Input::Sample {
+                    event: 0,
+                    pid,
+                    tid: pid,
+                    time: time + 1,
+                    cpu: Some(0),
+                    period: 1000,
+                    ip: a,
+                    kernel: false,
+                    callchain: &[],
+                    user: None,
+                    raw: None,
+                    cgroup: 0,
+                });
+                a += 11;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// A sample's place as a row would show it: name, object, symbol and file offsets,
+    /// and its period.
+    type Named = (String, String, Option<u64>, Option<u64>, u64);
+
+    /// Two real processes of one binary, each where ASLR put it: the live builder reads
+    /// each file once and names the second process's samples with the first one's
+    /// frames (so stacks, and the view's rows, are shared too); every name, symbol offset
+    /// and file offset is what the plain builder gives, and the rows of the first process
+    /// keep their names after it exited.
+    #[test]
+    fn processes_of_one_binary_share_frames_and_tables() {
+        let spawn = || {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .expect("sleep runs")
+        };
+        let (mut one, mut two) = (spawn(), spawn());
+        let maps_of = |c: &std::process::Child| {
+            // Until the exec is done, /proc shows the parent's image.
+            for _ in 0..500 {
+                let m = perfkit_symbols::read_proc_maps(c.id()).expect("its maps");
+                if m.iter().any(|m| m.path.ends_with("/sleep")) {
+                    return m;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            panic!("sleep {} never showed its binary in /proc", c.id());
+        };
+        let (m1, m2) = (maps_of(&one), maps_of(&two));
+        let _ = (one.kill(), two.kill(), one.wait(), two.wait());
+        let base = |m: &ProcessMaps| {
+            m.iter()
+                .find(|m| m.path.ends_with("/sleep"))
+                .map(|m| m.start)
+        };
+        let aslr = std::fs::read_to_string("/proc/sys/kernel/randomize_va_space")
+            .is_ok_and(|s| s.trim() != "0");
+        if aslr {
+            assert_ne!(base(&m1), base(&m2), "ASLR places the two processes apart");
+        } else {
+            eprintln!("ASLR is off: both processes map sleep at one place");
+        }
+        let (pid1, pid2) = (one.id() as i32, two.id() as i32);
+        let (mut live, mut plain) = (builder(true), builder(false));
+        let n1 = feed(&mut live, pid1, &m1, 10);
+        feed(&mut plain, pid1, &m1, 10);
+        // Frames of named code ([unknown] ones stay one per address, as report keeps
+        // them, and rows of their own).
+        let named_frames = |p: &Profile| {
+            p.frames
+                .iter()
+                .filter(|f| p.funcs[f.func as usize].name != "[unknown]")
+                .count()
+        };
+        let (frames1, files1) = (named_frames(&live.profile), live.symbolizer.files_loaded());
+        // The first process exits before the second starts.
+        live.push(Input::Exit {
+            pid: pid1,
+            tid: pid1,
+            time: 20,
+        });
+        plain.push(Input::Exit {
+            pid: pid1,
+            tid: pid1,
+            time: 20,
+        });
+        let n2 = feed(&mut live, pid2, &m2, 30);
+        feed(&mut plain, pid2, &m2, 30);
+        assert!(n1 > 1000 && n2 == n1, "{n1} and {n2} samples");
+        assert_eq!(
+            live.symbolizer.files_loaded(),
+            files1,
+            "the second process's files were loaded for the first"
+        );
+        assert!(frames1 > 20, "{frames1} named frames");
+        assert_eq!(
+            named_frames(&live.profile),
+            frames1,
+            "the second process's samples are named by the first one's frames"
+        );
+        assert!(
+            named_frames(&plain.profile) > frames1 || !aslr,
+            "without the cache each process has its own frames ({} against {frames1})",
+            named_frames(&plain.profile)
+        );
+        // Every sample named as the symbolizer alone names it.
+        let named = |p: &Profile, thread: u32| {
+            let mut out: Vec<Named> = p
+                .samples
+                .iter()
+                .filter(|s| s.thread == thread)
+                .map(|s| {
+                    let f = &p.frames[p.sample_frame(s.stack).unwrap() as usize];
+                    let func = &p.funcs[f.func as usize];
+                    (
+                        func.name.clone(),
+                        func.dso.clone(),
+                        f.sym_offset,
+                        f.map_offset,
+                        s.period,
+                    )
+                })
+                .collect();
+            out.sort();
+            out
+        };
+        let (live_p, plain_p) = (live.finish(), plain.finish());
+        for pid in [pid1, pid2] {
+            let t = |p: &Profile| {
+                p.threads
+                    .iter()
+                    .position(|t| t.tid == pid)
+                    .expect("the thread") as u32
+            };
+            // Live: like samples folded, so sum them per (name, dso, offsets).
+            let fold = |v: Vec<Named>| {
+                let mut m: std::collections::BTreeMap<_, u64> = Default::default();
+                for (a, b, c, d, p) in v {
+                    *m.entry((a, b, c, d)).or_default() += p;
+                }
+                m
+            };
+            let want = fold(named(&plain_p, t(&plain_p)));
+            assert!(
+                want.keys().filter(|k| k.0 != "[unknown]").count() > 20,
+                "{} named places",
+                want.len()
+            );
+            assert_eq!(fold(named(&live_p, t(&live_p))), want, "pid {pid}");
+        }
+        // The view: the same rows, the exited process's included.
+        for sort in [
+            vec![SortKey::Dso, SortKey::Sym],
+            vec![SortKey::Pid, SortKey::Sym],
+        ] {
+            let opts = ViewOptions {
+                sort,
+                ..ViewOptions::default()
+            };
+            let rows = |p: &Profile| {
+                let mut r: Vec<(Vec<String>, u64)> = view(p, &opts)
+                    .rows
+                    .into_iter()
+                    .map(|r| (r.keys, r.samples))
+                    .collect();
+                r.sort();
+                r
+            };
+            let want = rows(&plain_p);
+            assert!(
+                want.iter()
+                    .any(|(k, _)| k.iter().any(|k| k.contains(&pid1.to_string()))
+                        || opts.sort[0] == SortKey::Dso),
+                "{want:?}"
+            );
+            assert_eq!(rows(&live_p), want, "{opts:?}");
+        }
     }
 }

@@ -23,41 +23,46 @@ struct Extent {
     sym_offset: u64,
 }
 
-/// The extents of one build (by build id) of a path, sorted.
-type BuildExtents = (Option<Vec<u8>>, Vec<Extent>);
+/// One build (by build id) of a path, and the index of its extents.
+type Build = (Option<Vec<u8>>, u32);
 
 /// Named extents by file (path, then build id).
 #[derive(Default)]
 pub(crate) struct SymRanges {
-    files: HashMap<String, Vec<BuildExtents>>,
+    files: HashMap<String, Vec<Build>>,
+    /// Each file's extents, sorted, by the index [`find`](Self::find) gives the file.
+    extents: Vec<Vec<Extent>>,
 }
 
 impl SymRanges {
     /// How many extents are known.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.files.values().flatten().map(|(_, e)| e.len()).sum()
+        self.extents.iter().map(Vec::len).sum()
     }
 
-    fn extents(&self, m: &Mapping) -> Option<&Vec<Extent>> {
+    fn file(&self, m: &Mapping) -> Option<u32> {
         let list = self.files.get(m.path.as_str())?;
         list.iter()
             .find(|(b, _)| b.as_deref() == m.build_id.as_deref())
-            .map(|(_, e)| e)
+            .map(|&(_, i)| i)
     }
 
     /// The function at file offset `off` of `m`'s file and its symbol offset there, when
-    /// an extent holds it.
-    pub(crate) fn find(&self, m: &Mapping, off: u64) -> Option<(FuncId, u64)> {
-        let ex = self.extents(m)?;
+    /// an extent holds it, and the file's index (one per path and build id, whichever
+    /// process maps it, wherever).
+    pub(crate) fn find(&self, m: &Mapping, off: u64) -> Option<(FuncId, u64, u32)> {
+        let file = self.file(m)?;
+        let ex = &self.extents[file as usize];
         let i = ex.partition_point(|e| e.start <= off).checked_sub(1)?;
         let e = &ex[i];
-        (off < e.end).then(|| (e.func, e.sym_offset + (off - e.start)))
+        (off < e.end).then(|| (e.func, e.sym_offset + (off - e.start), file))
     }
 
     /// Remember that `[start, end)` of `m`'s file is function `func`, whose symbol offset
     /// at `start` is `sym_offset`. Extents of one file never overlap (each is where the
-    /// symbol table answers one symbol); one already known is left as it is.
+    /// symbol table answers one symbol); one already known is left as it is. The file's
+    /// index, as [`find`](Self::find) gives it.
     pub(crate) fn insert(
         &mut self,
         m: &Mapping,
@@ -65,18 +70,20 @@ impl SymRanges {
         end: u64,
         func: FuncId,
         sym_offset: u64,
-    ) {
-        let list = self.files.entry(m.path.clone()).or_default();
-        let ex = match list
-            .iter()
-            .position(|(b, _)| b.as_deref() == m.build_id.as_deref())
-        {
-            Some(i) => &mut list[i].1,
+    ) -> u32 {
+        let file = match self.file(m) {
+            Some(i) => i,
             None => {
-                list.push((m.build_id.clone(), Vec::new()));
-                &mut list.last_mut().expect("just pushed").1
+                let i = self.extents.len() as u32;
+                self.extents.push(Vec::new());
+                self.files
+                    .entry(m.path.clone())
+                    .or_default()
+                    .push((m.build_id.clone(), i));
+                i
             }
         };
+        let ex = &mut self.extents[file as usize];
         let i = ex.partition_point(|e| e.start < start);
         let overlaps = ex.get(i).is_some_and(|n| n.start < end)
             || i.checked_sub(1).is_some_and(|p| ex[p].end > start);
@@ -91,6 +98,7 @@ impl SymRanges {
                 },
             );
         }
+        file
     }
 }
 
@@ -114,11 +122,18 @@ mod tests {
         let a = map("/bin/a", Some(&[1, 2]));
         r.insert(&a, 0x100, 0x140, 7, 0);
         r.insert(&a, 0x200, 0x210, 8, 4);
-        assert_eq!(r.find(&a, 0x100), Some((7, 0)));
-        assert_eq!(r.find(&a, 0x13f), Some((7, 0x3f)));
+        assert_eq!(r.find(&a, 0x100), Some((7, 0, 0)));
+        assert_eq!(r.find(&a, 0x13f), Some((7, 0x3f, 0)));
         assert_eq!(r.find(&a, 0x140), None);
         assert_eq!(r.find(&a, 0xff), None);
-        assert_eq!(r.find(&a, 0x208), Some((8, 0xc)));
+        assert_eq!(r.find(&a, 0x208), Some((8, 0xc, 0)));
+        // The same file mapped elsewhere (another process): the same answer and file.
+        let moved = Mapping {
+            start: 0x7f00_0000,
+            end: 0x7f00_8000,
+            ..a.clone()
+        };
+        assert_eq!(r.find(&moved, 0x208), Some((8, 0xc, 0)));
         // Another build of the same path, another path: nothing known.
         assert_eq!(r.find(&map("/bin/a", Some(&[9])), 0x100), None);
         assert_eq!(r.find(&map("/bin/a", None), 0x100), None);
@@ -126,6 +141,10 @@ mod tests {
         // An overlapping extent is not taken.
         r.insert(&a, 0x130, 0x180, 9, 0);
         assert_eq!(r.find(&a, 0x150), None);
-        assert_eq!(r.find(&a, 0x135), Some((7, 0x35)));
+        assert_eq!(r.find(&a, 0x135), Some((7, 0x35, 0)));
+        // Another file gets another index.
+        let b = map("/bin/b", None);
+        r.insert(&b, 0x100, 0x140, 10, 0);
+        assert_eq!(r.find(&b, 0x100), Some((10, 0, 1)));
     }
 }

@@ -170,6 +170,11 @@ pub(crate) struct SymbolTable {
     own_names: Vec<u8>,
     demangled: HashMap<u32, Arc<str>>,
     demangle: bool,
+    /// Aliases at one address that rank alike but for their demangled names, by entry:
+    /// which one names the entry is decided when the entry is first named, not when the
+    /// table is read (a new binary's load then demangles nothing; a large C++ or Rust
+    /// library has tens of thousands of such aliases).
+    ties: HashMap<u32, Box<[RawSym]>>,
 }
 
 /// How an alias ranks (smaller is better): untyped, unsized, weak, not global, leading
@@ -308,9 +313,11 @@ impl SymbolTable {
         }
         // At one address keep the best (the rank orders aliases as perf does).
         raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
-        if demangle {
-            prefer_longer_demangled(&mut raw, file.bytes.bytes(), &names);
-        }
+        let ties = if demangle {
+            defer_ties(&mut raw, file.bytes.bytes(), &names)
+        } else {
+            HashMap::new()
+        };
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
         for i in 0..raw.len() {
@@ -335,6 +342,7 @@ impl SymbolTable {
             own_names: names,
             demangled: HashMap::new(),
             demangle,
+            ties,
         })
     }
 
@@ -370,6 +378,11 @@ impl SymbolTable {
         if let Some(n) = self.demangled.get(&(i as u32)) {
             return n.clone();
         }
+        if let Some(mut group) = self.ties.remove(&(i as u32)) {
+            prefer_longer_demangled(&mut group, self.file.bytes(), &self.own_names);
+            self.entries[i].name_off = group[0].3;
+            self.entries[i].name_len = group[0].4;
+        }
         let e = self.entries[i];
         let raw = String::from_utf8_lossy(name_bytes(
             self.file.bytes(),
@@ -385,6 +398,40 @@ impl SymbolTable {
         self.demangled.insert(i as u32, name.clone());
         name
     }
+}
+
+/// The aliases of `raw` (sorted by address and rank) whose order
+/// [`prefer_longer_demangled`] decides, kept by the index their address will have once
+/// `raw` is deduplicated, for [`SymbolTable::name`] to decide on first use. A group whose
+/// aliases differ in size is decided now: its size is the chosen one's, and lookups need
+/// it before any name.
+fn defer_ties(raw: &mut [RawSym], file: &[u8], own: &[u8]) -> HashMap<u32, Box<[RawSym]>> {
+    let mut ties = HashMap::new();
+    let (mut i, mut entry) = (0, 0u32);
+    while i < raw.len() {
+        let start = raw[i].0;
+        let mut j = i + 1;
+        while j < raw.len() && raw[j].0 == start {
+            j += 1;
+        }
+        // The aliases ranked alike but for the name (as prefer_longer_demangled ties them).
+        let best = raw[i].2;
+        let tied = raw[i..j]
+            .iter()
+            .take_while(|e| (e.2.0, e.2.1, e.2.2, e.2.3) == (best.0, best.1, best.2, best.3))
+            .count();
+        if tied > 1 {
+            let group = &mut raw[i..i + tied];
+            if group.iter().all(|e| e.1 == group[0].1) {
+                ties.insert(entry, Box::from(&*group));
+            } else {
+                prefer_longer_demangled(group, file, own);
+            }
+        }
+        i = j;
+        entry += 1;
+    }
+    ties
 }
 
 /// perf compares aliases' names as it prints them, demangled (its symbols are demangled
