@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use perfkit_symbols::probe_args::{ArgResolver, ArgSpec, Scope, raw_fetch_args};
+use perfkit_symbols::probe_args::{ArgResolver, ArgSpec, Scope, fill_missing_args, raw_fetch_args};
 use perfkit_symbols::probe_lines::DebugLines;
 use perfkit_symbols::uprobe_events::{
     ProbeError, UprobeDef, UprobeEvents, function_offset, functions, group_for,
@@ -223,7 +223,9 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     if with_vars {
         let debug = DebugLines::open(&bin)?;
         let resolver = ArgResolver::open(&bin)?;
-        for (i, off) in points.offsets.iter_mut().enumerate() {
+        let immediates = kernel_takes_immediates();
+        let mut each = Vec::with_capacity(points.offsets.len());
+        for off in points.offsets.iter_mut() {
             let Some(mut addr) = debug.address_of_offset(*off) else {
                 return failed(&[&format!("Probe point '{func}' not found.")]);
             };
@@ -250,14 +252,25 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
                 }
             }
             let mut warnings = Vec::new();
-            let result = resolver.fetch_args(addr, &specs, scope, &mut warnings);
+            let result = resolver.fetch_args_each(addr, &specs, scope, &mut warnings);
             for w in warnings.iter().filter(|_| !args.quiet) {
                 eprintln!("{w}");
             }
             match result {
-                Ok(f) => fetch[i] = f,
+                // Without immediates in the kernel's fetch syntax, perf stops at the
+                // first address that lacks a variable.
+                Ok(f) if !immediates => match f.into_iter().collect::<Result<Vec<_>, _>>() {
+                    Ok(f) => each.push(f.into_iter().map(Ok).collect()),
+                    Err(e) => return failed_with(e.status(), &[&e.to_string()]),
+                },
+                Ok(f) => each.push(f),
                 Err(e) => return failed_with(e.status(), &[&e.to_string()]),
             }
+        }
+        // perf: an argument missing at some of the addresses gets its magic value there.
+        match fill_missing_args(each) {
+            Ok(f) => fetch = f,
+            Err(e) => return failed_with(e.status(), &[&e.to_string()]),
         }
     }
     let events = uprobe_events()?;
@@ -671,4 +684,17 @@ fn list(filter: &str) -> anyhow::Result<()> {
         println!("  {full:<20} (on {func} in {}{with})", d.path.display());
     }
     Ok(())
+}
+
+/// Whether the kernel's probe fetch syntax has immediates (`\\imm-value` in tracefs'
+/// README), perf's `immediate_value_is_supported`: then a variable missing at some of a
+/// probe's addresses is filled in there rather than refusing the probe.
+fn kernel_takes_immediates() -> bool {
+    [
+        "/sys/kernel/tracing/README",
+        "/sys/kernel/debug/tracing/README",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .is_some_and(|r| r.contains("\\imm-value"))
 }
