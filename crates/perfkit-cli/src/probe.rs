@@ -642,14 +642,22 @@ fn inline_description(debug: &DebugLines, path: &Path, addr: u64) -> Option<Stri
     let (func, rel) = ArgResolver::open(path)
         .ok()?
         .inline_description(addr, line)?;
-    Some(format!("{func}:{rel}@{}", f.file))
+    // perf writes no `:0` (its synthesize_perf_probe_point prints a line only when it
+    // is not 0: an inlined copy's entry on its caller's declaration line).
+    Some(if rel == 0 {
+        format!("{func}@{}", f.file)
+    } else {
+        format!("{func}:{rel}@{}", f.file)
+    })
 }
 
 fn list(filter: &str) -> anyhow::Result<()> {
     let events = uprobe_events()?;
     let mut defs = events.list()?;
-    // perf lists by name.
-    defs.sort_by(|a, b| (&a.group, &a.event).cmp(&(&b.group, &b.event)));
+    // perf lists the definition lines sorted as text (its strlist of uprobe_events):
+    // by kind (`p` before `r`), group, event, then address.
+    defs.sort_by_key(UprobeDef::definition);
+    defs.dedup_by_key(|d| d.definition());
     for d in defs {
         let full = format!("{}:{}", d.group, d.event);
         if !perfkit_events::glob::matches(filter, &full)

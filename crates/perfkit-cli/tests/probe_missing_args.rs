@@ -8,7 +8,8 @@
 //! number in the form the kernel takes, so the probe is added and records the magic value
 //! where `z` is missing. Everything else (addresses, names, fetch arguments and types, the
 //! refusal of a variable no copy has) is compared with perf's dry run (`-n -v`, whose
-//! `Writing event:` lines are what it would write).
+//! `Writing event:` lines are what it would write), and `probe -l` of the three copies
+//! with perf's listing of the same definitions.
 
 mod common;
 
@@ -141,6 +142,18 @@ fn a_variable_missing_at_some_addresses_gets_perfs_magic_value() {
             .unwrap();
         assert!(out.status.success(), "{spec}: {out:?}");
         let ours = parse_defs(&defs(&group));
+        // `-l` of the three copies: perf's order (its sorted definition lines) and
+        // names (a copy's entry on its caller's declaration line is `FUNC@FILE`).
+        let listed = |cmd: &mut assert_cmd::Command| -> Vec<String> {
+            String::from_utf8_lossy(&run_ok(cmd.args(["probe", "-l"])).stdout)
+                .lines()
+                .filter(|l| l.contains(&group))
+                .map(str::to_owned)
+                .collect()
+        };
+        let perf_l = listed(&mut assert_cmd::Command::new("perf"));
+        assert_eq!(perf_l.len(), 3, "{spec}: {perf_l:?}");
+        assert_eq!(listed(&mut perfkit()), perf_l, "{spec}: probe -l");
         run_ok(
             perfkit()
                 .args(["probe", "-q", "-d"])
