@@ -10,7 +10,8 @@ MetricGroup): the events a formula names resolve through perfkit's event parser 
 libpfm4), so the embedded tables stay small. The JSON data is the Linux kernel's
 (GPL-2.0); the generated file says so in its header.
 
-Descriptions are written as perf 6.1's jevents writes them (one trailing '.' removed),
+Descriptions are written as perf 6.1's jevents writes them (its fixdesc: trailing '.  ',
+'. ' and '.' removed in turn),
 formulas as they are (perf prints them unchanged), and
 each table is keyed by its mapfile.csv line: an x86 CPUID regex
 (`AuthenticAMD-25-[[:xdigit:]]+`) or an arm64 MIDR.
@@ -26,11 +27,21 @@ TABLES = [
     ("x86", "amdzen2"),
     ("x86", "amdzen3"),
     ("x86", "elkhartlake"),
+    ("x86", "skylakex"),
+    ("arm64", "hisilicon/hip08"),
 ]
 
 
 def rust_str(s):
     return json.dumps(s)  # a JSON string is a valid Rust string literal for this data
+
+
+def fixdesc(s):
+    """perf 6.1 jevents.py's fixdesc: one of '.  ', '. ' or '.' removed from the end."""
+    for suffix in (".  ", ". ", "."):
+        if s.endswith(suffix):
+            s = s[: -len(suffix)]
+    return s
 
 
 def metrics_of(model_dir):
@@ -42,12 +53,24 @@ def metrics_of(model_dir):
             for e in json.load(fh):
                 if "MetricName" not in e:
                     continue
-                desc = e.get("BriefDescription", "")
-                if desc.endswith("."):
-                    desc = desc[:-1]
+                # perf lists a metric that is also an event (EventName) only when it
+                # has a group (metricgroup__print_pmu_event); -M still finds it.
+                listed = "EventName" not in e or bool(e.get("MetricGroup"))
+                desc = fixdesc(e.get("BriefDescription", ""))
                 groups = [g for g in e.get("MetricGroup", "").split(";") if g]
-                out.append((e["MetricName"], groups, desc, e["MetricExpr"]))
-    return out
+                # jevents.py's table order: (has a description, topic, event name,
+                # pmu, metric name); perf walks it in that order to find a group's
+                # metrics.
+                topic = "metrics" if f.endswith("metrics.json") else f[:-5].replace("-", " ")
+                key = ("BriefDescription" in e, topic, e.get("EventName", "").lower(),
+                       e.get("Unit", "") and unit_to_pmu(e["Unit"]), e["MetricName"])
+                out.append((key, (e["MetricName"], groups, desc, e["MetricExpr"], listed)))
+    return [m for _, m in sorted(out, key=lambda x: x[0])]
+
+
+def unit_to_pmu(unit):
+    """The pmu jevents.py names for a JSON Unit (only its sort key matters here)."""
+    return unit.lower()
 
 
 def keys_of(arch_dir, arch, model):
@@ -80,10 +103,11 @@ def main():
         const = model.upper().replace("-", "_").replace("/", "_")
         print()
         print(f"static {const}: &[Metric] = &[")
-        for name, groups, desc, expr in metrics_of(os.path.join(arch_dir, arch, model)):
+        for name, groups, desc, expr, listed in metrics_of(os.path.join(arch_dir, arch, model)):
             g = ", ".join(rust_str(x) for x in groups)
             print(f"    Metric {{ name: {rust_str(name)}, groups: &[{g}], "
-                  f"description: {rust_str(desc)}, expr: {rust_str(expr)} }},")
+                  f"description: {rust_str(desc)}, expr: {rust_str(expr)}, "
+                  f"listed: {'true' if listed else 'false'} }},")
         print("];")
 
 

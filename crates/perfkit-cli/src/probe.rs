@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use perfkit_symbols::probe_args::{ArgResolver, ArgSpec, Scope, raw_fetch_args};
+use perfkit_symbols::probe_args::{ArgResolver, ArgSpec, Scope, fill_missing_args, raw_fetch_args};
 use perfkit_symbols::probe_lines::DebugLines;
 use perfkit_symbols::uprobe_events::{
     ProbeError, UprobeDef, UprobeEvents, function_offset, functions, group_for,
@@ -223,7 +223,9 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     if with_vars {
         let debug = DebugLines::open(&bin)?;
         let resolver = ArgResolver::open(&bin)?;
-        for (i, off) in points.offsets.iter_mut().enumerate() {
+        let immediates = kernel_takes_immediates();
+        let mut each = Vec::with_capacity(points.offsets.len());
+        for off in points.offsets.iter_mut() {
             let Some(mut addr) = debug.address_of_offset(*off) else {
                 return failed(&[&format!("Probe point '{func}' not found.")]);
             };
@@ -250,14 +252,25 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
                 }
             }
             let mut warnings = Vec::new();
-            let result = resolver.fetch_args(addr, &specs, scope, &mut warnings);
+            let result = resolver.fetch_args_each(addr, &specs, scope, &mut warnings);
             for w in warnings.iter().filter(|_| !args.quiet) {
                 eprintln!("{w}");
             }
             match result {
-                Ok(f) => fetch[i] = f,
+                // Without immediates in the kernel's fetch syntax, perf stops at the
+                // first address that lacks a variable.
+                Ok(f) if !immediates => match f.into_iter().collect::<Result<Vec<_>, _>>() {
+                    Ok(f) => each.push(f.into_iter().map(Ok).collect()),
+                    Err(e) => return failed_with(e.status(), &[&e.to_string()]),
+                },
+                Ok(f) => each.push(f),
                 Err(e) => return failed_with(e.status(), &[&e.to_string()]),
             }
+        }
+        // perf: an argument missing at some of the addresses gets its magic value there.
+        match fill_missing_args(each) {
+            Ok(f) => fetch = f,
+            Err(e) => return failed_with(e.status(), &[&e.to_string()]),
         }
     }
     let events = uprobe_events()?;
@@ -629,14 +642,22 @@ fn inline_description(debug: &DebugLines, path: &Path, addr: u64) -> Option<Stri
     let (func, rel) = ArgResolver::open(path)
         .ok()?
         .inline_description(addr, line)?;
-    Some(format!("{func}:{rel}@{}", f.file))
+    // perf writes no `:0` (its synthesize_perf_probe_point prints a line only when it
+    // is not 0: an inlined copy's entry on its caller's declaration line).
+    Some(if rel == 0 {
+        format!("{func}@{}", f.file)
+    } else {
+        format!("{func}:{rel}@{}", f.file)
+    })
 }
 
 fn list(filter: &str) -> anyhow::Result<()> {
     let events = uprobe_events()?;
     let mut defs = events.list()?;
-    // perf lists by name.
-    defs.sort_by(|a, b| (&a.group, &a.event).cmp(&(&b.group, &b.event)));
+    // perf lists the definition lines sorted as text (its strlist of uprobe_events):
+    // by kind (`p` before `r`), group, event, then address.
+    defs.sort_by_key(UprobeDef::definition);
+    defs.dedup_by_key(|d| d.definition());
     for d in defs {
         let full = format!("{}:{}", d.group, d.event);
         if !perfkit_events::glob::matches(filter, &full)
@@ -671,4 +692,17 @@ fn list(filter: &str) -> anyhow::Result<()> {
         println!("  {full:<20} (on {func} in {}{with})", d.path.display());
     }
     Ok(())
+}
+
+/// Whether the kernel's probe fetch syntax has immediates (`\\imm-value` in tracefs'
+/// README), perf's `immediate_value_is_supported`: then a variable missing at some of a
+/// probe's addresses is filled in there rather than refusing the probe.
+fn kernel_takes_immediates() -> bool {
+    [
+        "/sys/kernel/tracing/README",
+        "/sys/kernel/debug/tracing/README",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .is_some_and(|r| r.contains("\\imm-value"))
 }

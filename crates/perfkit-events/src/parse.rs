@@ -621,7 +621,7 @@ impl<'a> Parser<'a> {
         names::lookup_symbol(name).is_some()
             || names::parse_cache(name).is_ok()
             || is_raw(name)
-            || self.env.pmus().iter().any(|p| p.aliases.contains_key(name))
+            || self.env.pmus().iter().any(|p| p.alias(name).is_some())
     }
 
     /// Modifiers (and `:period=N` terms) after an event, then the names.
@@ -751,7 +751,7 @@ impl<'a> Parser<'a> {
             .env
             .pmus()
             .iter()
-            .filter(|p| p.aliases.contains_key(name))
+            .filter(|p| p.alias(name).is_some())
             .collect();
         if !pmus.is_empty() {
             let mut out = Vec::new();
@@ -863,8 +863,7 @@ impl<'a> Parser<'a> {
         };
         if pmus.is_empty() {
             // A symbolic event or tracepoint-less name with terms: `cycles/period=1000/`.
-            if self.is_known_event(name)
-                && !self.env.pmus().iter().any(|p| p.aliases.contains_key(name))
+            if self.is_known_event(name) && !self.env.pmus().iter().any(|p| p.alias(name).is_some())
                 || names::lookup_symbol(name).is_some()
             {
                 let mut evs = self.resolve_name(name, start)?;
@@ -1120,7 +1119,7 @@ impl<'a> Parser<'a> {
             return Ok(());
         }
         if t.value.is_none() {
-            if let Some(alias) = p.aliases.get(&t.name) {
+            if let Some(alias) = p.alias(&t.name) {
                 let terms = split_terms(&alias.terms);
                 for at in &terms {
                     // Alias terms are trusted sysfs text; report problems at the use.

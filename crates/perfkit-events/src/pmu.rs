@@ -189,6 +189,17 @@ pub struct Pmu {
 }
 
 impl Pmu {
+    /// The `events/` alias `name`, matched ignoring case as perf 6.1 matches aliases
+    /// (`TSC` is `msr/tsc/`, `INST_RETIRED` is `armv8_pmuv3_0/inst_retired/`).
+    pub fn alias(&self, name: &str) -> Option<&Alias> {
+        self.aliases.get(name).or_else(|| {
+            self.aliases
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, a)| a)
+        })
+    }
+
     /// Read one PMU directory. Unreadable optional files are skipped; a missing or bad
     /// `type` is an error.
     pub fn read(dir: &Path) -> Result<Pmu, String> {

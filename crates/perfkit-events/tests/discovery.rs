@@ -226,6 +226,26 @@ fn pmu_aliases_round_trip_through_sysfs() {
     let ev = env.parse("power/energy-pkg/").unwrap().groups[0].members[0].clone();
     assert_eq!(ev.unit, "Joules");
     assert_eq!(ev.cpus, Some(vec![0]));
+    // perf 6.1 matches an alias ignoring case, alone or as a PMU's term (metric tables
+    // name `INST_RETIRED` where sysfs has `inst_retired`); the name stays as written.
+    for (upper, lower) in [
+        ("TSC", "tsc"),
+        ("msr/TSC/", "msr/tsc/"),
+        ("Energy-Pkg", "energy-pkg"),
+        ("CAS_COUNT_READ", "cas_count_read"),
+    ] {
+        let a = env.parse(upper).unwrap().groups[0].members.clone();
+        let b = env.parse(lower).unwrap().groups[0].members.clone();
+        assert_eq!(a.len(), b.len(), "{upper}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (x.attr.type_, x.attr.config, x.attr.config1),
+                (y.attr.type_, y.attr.config, y.attr.config1),
+                "{upper}"
+            );
+        }
+    }
+    assert!(env.parse("TSCX").is_err());
 }
 
 #[test]

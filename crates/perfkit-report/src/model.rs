@@ -105,8 +105,8 @@ pub struct Sample {
     /// Index of its RAW data in [`Profile::raw`] (tracepoint samples).
     pub raw: Option<u32>,
     /// Its callchain holds a context marker perf does not know (`0xffffffffffffffff` in
-    /// a corrupt chain, a guest context): perf discards the whole chain where it walks it
-    /// from the leaf (script, report's callee order) and skips the marker from the root.
+    /// a corrupt chain, a guest context): perf discards the whole chain, from the leaf
+    /// (script, report's callee order) and from the root (children, `-g caller`) alike.
     pub chain_broken: bool,
     /// How many samples this one stands for: 1, or in a folded profile
     /// ([`Profile::folded`]) the number of like samples whose periods `period` sums.

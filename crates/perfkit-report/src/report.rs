@@ -548,7 +548,8 @@ fn event_rows<'p>(
         };
         // A tracepoint's text (`--sort trace`), interned: 0 is `N/A`.
         let trace = if by_trace { ids.trace_text(p, s) } else { 0 };
-        let cut = s.chain_broken && !caller_first;
+        // perf discards a chain with an unknown context marker in either order.
+        let cut = s.chain_broken;
         let cg = if by_cgroup {
             ids.cgroup_texts(p, s)
         } else {
@@ -2024,6 +2025,25 @@ mod tests {
             .find(|r| r.keys.last().is_some_and(|k| k.ends_with(sym)))
             .unwrap();
         (s.pct(r.children), s.pct(r.self_))
+    }
+
+    #[test]
+    fn a_broken_chain_is_discarded_in_caller_order_too() {
+        // perf 6.1's thread__resolve_callchain_sample hands every context marker to
+        // add_callchain_ip in caller order as in callee order (find_prev_cpumode), and an
+        // unknown one resets the cursor: the sample keeps its own entry, no chain. Children
+        // mode walks callers first (sys-cgroups' `--children --sort cgroup_id` graph).
+        let mut p = sample_profile();
+        for s in &mut p.samples {
+            s.chain_broken = true;
+        }
+        let s = &build(&p, &ReportOptions::default())[0];
+        assert_eq!(s.samples, 100);
+        assert!(!s.rows.is_empty());
+        for r in &s.rows {
+            assert_eq!(r.children, r.self_, "{:?}", r.keys);
+        }
+        assert!(s.rows.iter().all(|r| !r.keys[2].ends_with("main")));
     }
 
     #[test]

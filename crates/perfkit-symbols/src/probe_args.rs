@@ -220,6 +220,53 @@ impl ArgSpec {
     }
 }
 
+/// perf's magic value for an argument missing at some of a probe's addresses
+/// (`DEFAULT_PROBE_MAGIC_NUM`).
+pub const MISSING_ARG_MAGIC: u32 = 0xdead_e12d;
+
+/// perf 6.1's `fill_empty_trace_arg`: `points` holds each probe address's arguments, in
+/// order; an argument missing at some addresses (a variable optimized out there, or not in
+/// that inlined copy's scope) is fetched there as the immediate `\0xdeade12d` with the
+/// type it has where it was found; one missing at every address is the first address's
+/// error. perf writes the immediate as `\deade12d`, which the kernel refuses as an
+/// invalid immediate (`Failed to write event: Invalid argument`); perfkit writes it in
+/// hexadecimal, which the kernel takes, so the probe works and records the magic value.
+pub fn fill_missing_args(
+    points: Vec<Vec<Result<String, ArgError>>>,
+) -> Result<Vec<Vec<String>>, ArgError> {
+    let nargs = points.iter().map(Vec::len).max().unwrap_or(0);
+    let mut filler: Vec<Option<String>> = vec![None; nargs];
+    for (i, f) in filler.iter_mut().enumerate() {
+        let found = points.iter().find_map(|p| p.get(i)?.as_ref().ok());
+        *f = match found {
+            Some(arg) => {
+                let (name, fetch) = arg.split_once('=').unwrap_or((arg, ""));
+                let ty = fetch.rsplit_once(':').map_or("", |(_, t)| t);
+                let ty = if ty.is_empty() {
+                    String::new()
+                } else {
+                    format!(":{ty}")
+                };
+                Some(format!("{name}=\\{MISSING_ARG_MAGIC:#x}{ty}"))
+            }
+            None => None,
+        };
+    }
+    let mut out = Vec::with_capacity(points.len());
+    for p in points {
+        let mut args = Vec::with_capacity(p.len());
+        for (i, a) in p.into_iter().enumerate() {
+            match (a, &filler[i]) {
+                (Ok(a), _) => args.push(a),
+                (Err(ArgError::NotFound(_)), Some(f)) => args.push(f.clone()),
+                (Err(e), _) => return Err(e),
+            }
+        }
+        out.push(args);
+    }
+    Ok(out)
+}
+
 /// The fetch arguments of `specs` written as given (a return probe's, or where none is a
 /// variable): `NAME=ARG[:TYPE]`, named `argN` unless named.
 pub fn raw_fetch_args(specs: &[ArgSpec]) -> Vec<String> {
@@ -506,6 +553,23 @@ impl ArgResolver {
         scope: Scope<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<String>, ArgError> {
+        self.fetch_args_each(addr, specs, scope, warnings)?
+            .into_iter()
+            .collect()
+    }
+
+    /// [`ArgResolver::fetch_args`] with each argument's own result: an argument whose
+    /// variable is not in scope at `addr`, or has no location there, is its
+    /// [`ArgError::NotFound`] (perf's `skip_empty_arg`: it may be found at the probe's
+    /// other addresses, see [`fill_missing_args`]); any other failure is the whole
+    /// call's error.
+    pub fn fetch_args_each(
+        &self,
+        addr: u64,
+        specs: &[ArgSpec],
+        scope: Scope<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<Result<String, ArgError>>, ArgError> {
         let ctx = if specs.iter().any(ArgSpec::needs_dwarf) {
             self.context(addr, scope)?
         } else {
@@ -553,16 +617,19 @@ impl ArgResolver {
             let ctx = match &ctx {
                 Some(ctx) if !spec.is_raw() => ctx,
                 _ => {
-                    out.push(raw_fetch_arg(spec, i));
+                    out.push(Ok(raw_fetch_arg(spec, i)));
                     continue;
                 }
             };
             let (fetch, ty) = match self.resolve(ctx, addr, spec, warnings) {
-                Err(ArgError::NotFound(_)) => return Err(not_found(i)),
+                Err(ArgError::NotFound(_)) => {
+                    out.push(Err(not_found(i)));
+                    continue;
+                }
                 other => other?,
             };
             let ty = ty.map(|t| format!(":{t}")).unwrap_or_default();
-            out.push(format!("{name}={fetch}{ty}"));
+            out.push(Ok(format!("{name}={fetch}{ty}")));
         }
         Ok(out)
     }

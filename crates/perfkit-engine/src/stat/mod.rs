@@ -22,7 +22,6 @@
 mod advice;
 mod cache;
 mod metrics;
-mod perf_order;
 mod plan;
 mod record;
 mod rows;

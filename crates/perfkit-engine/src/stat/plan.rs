@@ -213,6 +213,7 @@ impl Plan {
                 &perfkit_events::metrics::Metrics::system(),
                 list,
                 cfg.metric_no_group,
+                &perfkit_events::metrics::Literals::system(matches!(scope, Scope::Cpus(_))),
             )?;
             notes = r.notes;
             metrics = r.metrics;
@@ -299,7 +300,7 @@ impl Plan {
 
 /// `-e` strings with their filters, perf's tool events among them, each event string's
 /// groups after the previous one's.
-fn parse_events(events: &[(String, Vec<String>)]) -> Result<Vec<EventSpec>> {
+pub(super) fn parse_events(events: &[(String, Vec<String>)]) -> Result<Vec<EventSpec>> {
     let mut out: Vec<EventSpec> = Vec::new();
     for (s, filters) in events {
         let pieces = tool::split(s);

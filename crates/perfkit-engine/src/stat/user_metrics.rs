@@ -7,10 +7,9 @@
 //! error naming the first missing one; either way counting goes on (with perf's default
 //! events when nothing else is left).
 
-use super::perf_order::perf_order;
 use super::rows::{Row, State};
 use crate::{EventSpec, Result};
-use perfkit_events::metrics::{Expr, Metric, Metrics};
+use perfkit_events::metrics::{Expr, IdMap, Literals, Metric, Metrics};
 
 /// A metric being counted: its formula and the events it reads.
 #[derive(Clone, Debug)]
@@ -43,12 +42,77 @@ fn quoted(s: &str) -> String {
     format!("{}..", &s[..cut])
 }
 
+/// perf's tool events, which it counts outside a metric's group, in its enum's order.
+const TOOL_EVENTS: [&str; 3] = ["duration_time", "user_time", "system_time"];
+
+/// perf's `encode_metric_id`: `, - = @` written `!0` to `!3`.
+fn metric_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for c in id.chars() {
+        match ",-=@".find(c) {
+            Some(i) => {
+                out.push('!');
+                out.push(char::from(b'0' + i as u8));
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// An id as perf writes it in the event string it parses (`metricgroup__build_event_string`)
+/// and the same without its `metric-id` term (what perfkit's parser is given):
+/// `msr@tsc@` is `msr/tsc,metric-id=msr!3tsc!3/`, `cycles:k` is `cycles/metric-id=cycles:k/k`.
+fn event_string(id: &str) -> (String, String) {
+    if let Some(at) = id.find('@') {
+        let r = id.rfind('@').filter(|&r| r > at).unwrap_or(id.len());
+        let (pmu, inner, after) = (&id[..at], &id[at + 1..r], id.get(r + 1..).unwrap_or(""));
+        return (
+            format!("{pmu}/{inner},metric-id={}/{after}", metric_id(id)),
+            format!("{pmu}/{inner}/{after}"),
+        );
+    }
+    let (name, after) = id.split_once(':').unwrap_or((id, ""));
+    let plain = if after.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}:{after}")
+    };
+    (format!("{name}/metric-id={}/{after}", metric_id(id)), plain)
+}
+
+/// perf's event string for one set of ids (`grouped`: `{...}:W`), tool events last and
+/// outside the group.
+fn shown(ids: &[String], grouped: bool) -> String {
+    let inner: Vec<String> = ids
+        .iter()
+        .filter(|i| !TOOL_EVENTS.contains(&i.as_str()))
+        .map(|i| event_string(i).0)
+        .collect();
+    let mut out = inner.join(",");
+    if grouped && !inner.is_empty() {
+        out = format!("{{{out}}}:W");
+    }
+    for t in TOOL_EVENTS.iter().filter(|t| ids.iter().any(|i| i == *t)) {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(t);
+    }
+    out
+}
+
 /// Resolve `list` (comma separated) against `table`; `no_group`: perf's
-/// `--metric-no-group`.
-pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Resolved> {
+/// `--metric-no-group`; `literals`: the values of `#SMT_on` and the like for this run.
+pub(super) fn resolve(
+    table: &Metrics,
+    list: &str,
+    no_group: bool,
+    literals: &Literals,
+) -> Result<Resolved> {
     let mut out = Resolved::default();
     // perf 6.1: each name's metrics put at the head of the list, then the list sorted by
-    // the number of events, most first (stably).
+    // the number of events (tool events not counted), most first (stably).
     let mut chosen: Vec<&Metric> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         match table.resolve(name) {
@@ -75,48 +139,74 @@ pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Res
             }
         }
     }
-    chosen.sort_by_key(|m| {
-        std::cmp::Reverse(table.expanded(m).map(|e| e.events().len()).unwrap_or(0))
+    let literal = |l: &str| literals.get(l);
+    // Each metric's formula (references expanded, to evaluate) and perf's ids for it.
+    let mut own: Vec<(&Metric, Expr, Vec<String>)> = Vec::new();
+    for m in chosen {
+        let ids = table.perf_ids(m, &literal);
+        match (table.expanded(m), ids) {
+            (Ok(e), Ok(ids)) => own.push((
+                m,
+                e.with_literals(&literal),
+                ids.iter().map(String::from).collect(),
+            )),
+            (Err(e), _) | (_, Err(e)) => out.notes.push(format!(
+                "metric `{}': its formula does not parse: {e}",
+                m.name
+            )),
+        }
+    }
+    own.sort_by_key(|o| {
+        std::cmp::Reverse(
+            o.2.iter()
+                .filter(|i| !TOOL_EVENTS.contains(&i.as_str()))
+                .count(),
+        )
     });
     // Each metric's events as one group (`{...}:W`); with --metric-no-group, every
     // metric's events in one list, ungrouped, each event once (perf's combined map).
-    let own: Vec<(&Metric, Expr, Vec<String>)> = chosen
-        .iter()
-        .filter_map(|m| match table.expanded(m) {
-            Ok(e) => {
-                let ev = perf_order(&e.events());
-                Some((*m, e, ev))
-            }
-            Err(e) => {
-                out.notes.push(format!(
-                    "metric `{}': its formula does not parse: {e}",
-                    m.name
-                ));
-                None
-            }
-        })
-        .collect();
     let sets: Vec<(Vec<usize>, Vec<String>)> = if no_group {
-        let all: Vec<String> = own.iter().flat_map(|o| o.2.clone()).collect();
-        vec![((0..own.len()).collect(), perf_order(&all))]
+        let all: Vec<&String> = own.iter().flat_map(|o| &o.2).collect();
+        let all: Vec<String> = IdMap::from_names(&all).iter().map(String::from).collect();
+        vec![((0..own.len()).collect(), all)]
     } else {
         own.iter()
             .enumerate()
             .map(|(i, o)| (vec![i], o.2.clone()))
             .collect()
     };
-    for (members, events) in sets {
-        let list = events
+    // perf counts a tool event for a set whose formulas need no event (`X if #SMT_on else
+    // 0` with SMT off): those the metrics use, else duration_time.
+    let tools: Vec<String> = TOOL_EVENTS
+        .iter()
+        .filter(|t| own.iter().any(|o| o.2.iter().any(|i| i == *t)))
+        .map(|t| t.to_string())
+        .collect();
+    for (members, mut events) in sets {
+        if events.is_empty() {
+            events = if tools.is_empty() {
+                vec!["duration_time".to_string()]
+            } else {
+                tools.clone()
+            };
+        }
+        let shown = shown(&events, !no_group);
+        let plain: Vec<String> = events
             .iter()
-            .map(|e| format!("{e}/metric-id={e}/"))
-            .collect::<Vec<_>>()
-            .join(",");
-        let shown = if no_group {
-            list
+            .filter(|e| !TOOL_EVENTS.contains(&e.as_str()))
+            .map(|e| event_string(e).1)
+            .collect();
+        let tool_list: Vec<(String, Vec<String>)> = TOOL_EVENTS
+            .iter()
+            .filter(|t| events.iter().any(|e| e == *t))
+            .map(|t| (t.to_string(), Vec::new()))
+            .collect();
+        let parsed = if plain.is_empty() {
+            Ok(Vec::new())
         } else {
-            format!("{{{list}}}:W")
+            crate::parse(&[plain.join(",")])
         };
-        match crate::parse(&[events.join(",")]) {
+        match parsed {
             Ok(mut specs) => {
                 let base = out.specs.last().map_or(0, |s| s.group + 1);
                 let n = specs.len();
@@ -125,22 +215,41 @@ pub(super) fn resolve(table: &Metrics, list: &str, no_group: bool) -> Result<Res
                     s.leader = no_group || i == 0;
                     s.grouped = !no_group && n > 1;
                 }
+                // Tool events count outside the group, each on its own.
+                if !tool_list.is_empty() {
+                    let after = specs.last().map_or(base, |s| s.group + 1);
+                    for mut t in super::plan::parse_events(&tool_list)? {
+                        t.group += after;
+                        specs.push(t);
+                    }
+                }
                 out.specs.extend(specs);
                 for i in members {
-                    let (m, expr, events) = &own[i];
+                    let (m, expr, own_events) = &own[i];
                     out.metrics.push(MetricUse {
                         name: m.name.to_string(),
                         expr: expr.clone(),
-                        events: events.clone(),
+                        // A formula without events shows on the tool event counted for it.
+                        events: if own_events.is_empty() {
+                            events.clone()
+                        } else {
+                            own_events.clone()
+                        },
                     });
                 }
             }
             Err(_) => {
-                // perf's parser stops at the first event it cannot name.
+                // perf's parser stops at the first event it cannot name (tool events
+                // come last); it names the PMU of a `pmu/.../` term.
                 let missing = events
                     .iter()
-                    .find(|e| crate::parse(&[(*e).clone()]).is_err())
-                    .cloned()
+                    .filter(|e| !TOOL_EVENTS.contains(&e.as_str()))
+                    .chain(events.iter().filter(|e| TOOL_EVENTS.contains(&e.as_str())))
+                    .find(|e| crate::parse(&[event_string(e).1]).is_err())
+                    .map(|e| match e.find('@') {
+                        Some(at) => e[..at].to_string(),
+                        None => e.split(':').next().unwrap_or(e).to_string(),
+                    })
                     .unwrap_or_default();
                 out.notes.push(format!(
                     "event syntax error: '{}'\n{:21}\\___ Cannot find PMU `{missing}'. Missing \
@@ -189,11 +298,17 @@ mod tests {
             model: 17,
             stepping: 1,
         });
-        let r = resolve(&zen, "nosuch", false).unwrap();
+        let r = resolve(&zen, "nosuch", false, &Literals::default()).unwrap();
         assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);
         assert!(r.specs.is_empty());
         // No `cpu` PMU on the test machines: the first event is missing.
-        let r = resolve(&zen, "branch_misprediction_ratio", false).unwrap();
+        let r = resolve(
+            &zen,
+            "branch_misprediction_ratio",
+            false,
+            &Literals::default(),
+        )
+        .unwrap();
         if r.specs.is_empty() {
             assert_eq!(
                 r.notes[0],

@@ -21,9 +21,13 @@
 pub mod expr;
 #[rustfmt::skip]
 mod generated;
+mod ids;
+mod literals;
 mod tables;
 
 pub use expr::{Expr, ExprError};
+pub use ids::IdMap;
+pub use literals::Literals;
 
 /// One metric: a formula over events, with perf's name, groups and description.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +40,9 @@ pub struct Metric {
     pub description: &'static str,
     /// The formula, in perf's metric syntax (`d_ratio(ex_ret_brn_misp, ex_ret_brn)`).
     pub expr: &'static str,
+    /// Whether `perf list` shows it (not a metric that is also an event and in no group:
+    /// perf finds those with `-M` but does not list them).
+    pub listed: bool,
 }
 
 impl Metric {
@@ -115,7 +122,8 @@ pub struct Metrics {
     pub table: &'static str,
     /// perf's CPUID string the table was chosen by (`AuthenticAMD-25-11-1`).
     pub cpuid: String,
-    /// The metrics, sorted by name.
+    /// The metrics, in the order of perf's compiled table (jevents' sort: file topic,
+    /// then name), the order perf finds a group's members in.
     pub metrics: Vec<Metric>,
 }
 
@@ -134,15 +142,11 @@ impl Metrics {
     /// `0x00000000410fd070`): the first table whose mapfile key matches, as perf.
     pub fn for_cpuid(cpuid: &str) -> Metrics {
         match tables::for_cpuid(cpuid) {
-            Some(t) => {
-                let mut metrics = t.metrics.to_vec();
-                metrics.sort_by_key(|m| m.name);
-                Metrics {
-                    table: t.name,
-                    cpuid: cpuid.to_string(),
-                    metrics,
-                }
-            }
+            Some(t) => Metrics {
+                table: t.name,
+                cpuid: cpuid.to_string(),
+                metrics: t.metrics.to_vec(),
+            },
             None => Metrics {
                 cpuid: cpuid.to_string(),
                 ..Metrics::default()
@@ -198,6 +202,62 @@ impl Metrics {
         }
     }
 
+    /// The events perf 6.1 opens for `m`, in its order (perf's `__add_metric`): the
+    /// formula's ids collected into the root map, then every id that names another
+    /// metric taken out and that metric's ids added in turn (each referenced metric once,
+    /// a reference back to a metric being added refused as perf refuses recursion).
+    pub fn perf_ids(
+        &self,
+        m: &Metric,
+        literal: &dyn Fn(&str) -> Option<f64>,
+    ) -> Result<IdMap, ExprError> {
+        let mut root = IdMap::default();
+        let mut refs: Vec<&str> = Vec::new();
+        self.add_ids(m, &mut root, &mut refs, &[], literal)?;
+        Ok(root)
+    }
+
+    fn add_ids<'a>(
+        &'a self,
+        m: &'a Metric,
+        root: &mut IdMap,
+        refs: &mut Vec<&'a str>,
+        visited: &[&str],
+        literal: &dyn Fn(&str) -> Option<f64>,
+    ) -> Result<(), ExprError> {
+        if visited.contains(&m.name) {
+            return Err(ExprError {
+                at: 0,
+                what: format!("recursion detected for {}", m.name),
+            });
+        }
+        let ids = m.parsed()?.perf_ids(literal)?;
+        *root = ids.union(std::mem::take(root));
+        let pending: Vec<(String, &Metric)> = root
+            .iter()
+            .filter_map(|id| {
+                let r = self
+                    .metrics
+                    .iter()
+                    .find(|o| o.name.eq_ignore_ascii_case(id))?;
+                Some((id.to_string(), r))
+            })
+            .collect();
+        for (id, _) in &pending {
+            root.remove(id);
+        }
+        let mut path = visited.to_vec();
+        path.push(m.name);
+        for (_, r) in pending {
+            if refs.contains(&r.name) {
+                continue;
+            }
+            refs.push(r.name);
+            self.add_ids(r, root, refs, &path, literal)?;
+        }
+        Ok(())
+    }
+
     /// Whether there are no metrics.
     pub fn is_empty(&self) -> bool {
         self.metrics.is_empty()
@@ -209,6 +269,7 @@ impl Metrics {
         let mut g: Vec<&'static str> = self
             .metrics
             .iter()
+            .filter(|m| m.listed)
             .flat_map(|m| {
                 if m.groups.is_empty() {
                     &[NO_GROUP][..]
@@ -237,19 +298,38 @@ impl Metrics {
             .collect()
     }
 
-    /// A metric or a group by name, as perf matches them (ignoring case): the metrics it
-    /// names, or `None` when it names neither.
+    /// A metric or a group by name, as perf 6.1 matches them (`match_metric`): every
+    /// metric whose name or `;`-separated group list holds `name` (ignoring case) at its
+    /// first occurrence as a whole item, `all` for every metric, `No_group` for those in
+    /// none; in table order. `None` when nothing matches.
     pub fn resolve(&self, name: &str) -> Option<Vec<&Metric>> {
-        if let Some(m) = self
+        let found: Vec<&Metric> = self
             .metrics
             .iter()
-            .find(|m| m.name.eq_ignore_ascii_case(name))
-        {
-            return Some(vec![m]);
-        }
-        let g = self.of_group(name);
-        (!g.is_empty()).then_some(g)
+            .filter(|m| {
+                let groups = (!m.groups.is_empty()).then(|| m.groups.join(";"));
+                match_metric(groups.as_deref(), name) || match_metric(Some(m.name), name)
+            })
+            .collect();
+        (!found.is_empty()).then_some(found)
     }
+}
+
+/// perf's `match_metric(n, list)`.
+fn match_metric(n: Option<&str>, list: &str) -> bool {
+    if list == "all" {
+        return true;
+    }
+    let Some(n) = n else {
+        return list.eq_ignore_ascii_case(NO_GROUP);
+    };
+    let (hay, needle) = (n.to_ascii_lowercase(), list.to_ascii_lowercase());
+    let Some(at) = hay.find(&needle) else {
+        return false;
+    };
+    let before = hay[..at].bytes().last();
+    let after = hay.as_bytes().get(at + needle.len());
+    matches!(before, None | Some(b';' | b' ')) && matches!(after, None | Some(b';'))
 }
 
 /// perf's CPUID string for this machine: `PERFKIT_CPUID`, else perf's `PERF_CPUID`, else
@@ -313,8 +393,12 @@ impl Metrics {
         details: bool,
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
+        // perf collects the lines in a sorted string list: by name, each line once.
+        let mut listed: Vec<&Metric> = self.metrics.iter().filter(|m| m.listed).collect();
+        listed.sort_by_key(|m| (m.name, m.description));
+        listed.dedup_by_key(|m| (m.name, m.description));
         let names: Vec<&str> = match what {
-            Listing::Metrics => self.metrics.iter().map(|m| m.name).collect(),
+            Listing::Metrics => listed.iter().map(|m| m.name).collect(),
             Listing::Groups => self.groups(),
         };
         if raw {
@@ -334,8 +418,14 @@ impl Metrics {
         }
         match what {
             Listing::Metrics => {
-                for m in &self.metrics {
-                    writeln!(out, "  {}\n       [{}]", m.name, m.description)?;
+                for m in listed {
+                    // perf prints its NULL description (an empty one in the JSON) so.
+                    let desc = if m.description.is_empty() {
+                        "(null)"
+                    } else {
+                        m.description
+                    };
+                    writeln!(out, "  {}\n       [{desc}]", m.name)?;
                     if details {
                         writeln!(out, "       [{}]", m.expr)?;
                     }
