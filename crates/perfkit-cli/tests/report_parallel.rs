@@ -291,3 +291,35 @@ fn streamed_script_is_the_whole_profiles_script() {
     }
     assert!(lines > 100_000, "only {lines} lines compared");
 }
+
+/// `script --time` with absolute ranges streams (no sample is kept to find the recording's
+/// span): it prints what perf 6.1 prints, byte for byte, for one range, open ends and two
+/// ranges.
+#[test]
+fn streamed_time_ranges_are_perfs() {
+    if !common::have_perf() {
+        common::skip("perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gen.data");
+    let mut a = generator::Args::new(8_000, file.clone());
+    a.processes = 4;
+    a.threads = 2;
+    if let Err(e) = generator::run(a) {
+        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+        return;
+    }
+    // The generator's 8,000 samples run from 1.00025 s to 1.125 s.
+    for range in ["1.03,1.06", ",1.01", "1.1,", "1.02,1.03 1.05,1.07"] {
+        let ours = output(&["script", "--time", range], &file, "2");
+        assert_eq!(ours.0, Some(0), "perfkit script --time {range}");
+        let perf = common::perf_ok(&["script", "--time", range], &file);
+        let lines = perf.lines().count();
+        assert!(lines > 100, "perf script --time {range}: {lines} lines");
+        assert!(
+            String::from_utf8_lossy(&ours.1) == perf,
+            "perfkit script --time {range} differs from perf's"
+        );
+    }
+}
