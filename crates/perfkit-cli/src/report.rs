@@ -977,8 +977,16 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
+    // `--time` ranges in percent of the recording, or counted from its first sample
+    // (`--reltime`), need every sample's time first; absolute ones stream.
+    let time_needs_span = args
+        .only
+        .time
+        .as_deref()
+        .is_some_and(|t| t.contains('%') || args.reltime);
     let whole = want.any()
-        || args.only.time.is_some()
+        || time_needs_span
+        || keep_every_sample()
         || args.script.is_some()
         || args.per_event_dump
         || args.unnamed.as_deref() == Some("function");
@@ -1094,6 +1102,12 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     exit_code(&args.input, diag)
 }
 
+/// `PERFKIT_SCRIPT_KEEP=1`: `script` keeps every sample before writing any, even where it
+/// could stream them (the reference path the streamed output is checked against).
+fn keep_every_sample() -> bool {
+    std::env::var_os("PERFKIT_SCRIPT_KEEP").is_some_and(|v| v == "1")
+}
+
 /// perf's refusal of `-F cpu` for samples without `PERF_SAMPLE_CPU`.
 fn no_cpu_field(p: &Profile) -> String {
     let ev = p.events.first().map_or("", |e| e.name.as_str());
@@ -1207,8 +1221,8 @@ fn without_time(fields: Vec<Field>, has_time: bool) -> Vec<Field> {
         .collect()
 }
 
-/// `script` without side-band records, per-sample details, `--time`, Python or per-event
-/// files: each sample is written as it is built and then forgotten, so memory grows with
+/// `script` without side-band records, per-sample details, `--time` in percent or with
+/// `--reltime`, Python or per-event files: each sample is written as it is built and then forgotten, so memory grows with
 /// the distinct stacks and threads, not with the file.
 fn stream_script(
     args: &ScriptArgs,
@@ -1225,10 +1239,20 @@ fn stream_script(
         bail!("arguments after `--` are for a script: name it with -s FILE.py");
     }
     let fields = look.fields(has_cpu, has_time);
-    let filter = look.filter(Vec::new())?;
+    // Absolute ranges only (see run_script): no sample's time is needed to read them.
+    let time = match args.only.time.as_deref() {
+        Some(spec) => perfkit_report::timespec::parse(spec, None, false).context("--time")?,
+        None => Vec::new(),
+    };
+    let filter = look.filter(time)?;
     // Text goes out in chunks written by another thread: the write system calls (a
     // third of the time on a pipe) overlap the building and formatting of the next.
-    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<String>(4);
+    // Chunks of 512 KiB: each hand-over wakes the writer (a futex wake and a context
+    // switch, which cost more than the write itself into /dev/null or a file when the
+    // chunks were 64 KiB: 25,000 context switches for 500,000 samples, against 1,500);
+    // 2 waiting at most bound the text to 2 MiB.
+    const CHUNK: usize = 1 << 19;
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<String>(2);
     let (empty_tx, empty_rx) = std::sync::mpsc::channel::<String>();
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || -> std::io::Result<()> {
@@ -1241,7 +1265,7 @@ fn stream_script(
             }
             out.flush()
         });
-        let mut text = String::with_capacity(1 << 16);
+        let mut text = String::with_capacity(CHUNK + (1 << 16));
         let mut sw = None;
         let (mut index, mut refused, mut failed) = (0usize, None, false);
         let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
@@ -1267,10 +1291,10 @@ fn stream_script(
                 } else {
                     sw.sample_at(p, index - 1, s, &mut text);
                 }
-                if text.len() > 1 << 16 {
+                if text.len() >= CHUNK {
                     let next = empty_rx
                         .try_recv()
-                        .unwrap_or_else(|_| String::with_capacity(1 << 17));
+                        .unwrap_or_else(|_| String::with_capacity(CHUNK + (1 << 16)));
                     // The writer is gone only after a write failed.
                     if full_tx.send(std::mem::replace(&mut text, next)).is_err() {
                         failed = true;

@@ -235,8 +235,9 @@ fn recordings_report_the_same_bytes_on_one_thread_and_two() {
 }
 
 /// `script` writes each sample as it is built and forgets it (the load's samples stream);
-/// with `--time` it keeps them all first (percent ranges need the first and last). The
-/// two must print the same bytes, with every layout option, at every thread count.
+/// with `PERFKIT_SCRIPT_KEEP=1`, or `--time` in percent (which needs the first and last
+/// sample), it keeps them all first. The two must print the same bytes, with every layout
+/// option and absolute `--time` ranges (which stream), at every thread count.
 #[test]
 fn streamed_script_is_the_whole_profiles_script() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -250,22 +251,75 @@ fn streamed_script_is_the_whole_profiles_script() {
         return;
     }
     let mut lines = 0;
+    // The generator's samples run from 1.00025 s to about 1.47 s.
     for extra in [
         &[][..],
         &["-G", "--deltatime"],
         &["-F", "comm,tid,time,ip,sym", "--max-stack", "3", "--ns"],
         &["--json"],
         &["--comm", "postgres-w2"],
+        &["--time", "1.1,1.3"],
+        &["--time", "1.2,", "-F", "tid,time,period,sym"],
+        &["--time", ",1.05", "-G"],
+        &["--time", "1.1,1.15 1.3,1.35"],
     ] {
         let args: Vec<&str> = ["script"].iter().chain(extra).copied().collect();
-        let whole: Vec<&str> = args.iter().chain(&["--time", "0%-100%"]).copied().collect();
-        let kept = output(&whole, &file, "1");
-        assert_eq!(kept.0, Some(0), "perfkit {}", whole.join(" "));
+        let out = perfkit()
+            .args(&args)
+            .arg("-i")
+            .arg(&file)
+            .env("PERFKIT_REPORT_THREADS", "1")
+            .env("PERFKIT_SCRIPT_KEEP", "1")
+            .output()
+            .expect("run perfkit");
+        let kept = (out.status.code(), out.stdout);
+        assert_eq!(kept.0, Some(0), "perfkit {}", args.join(" "));
         let shown = kept.1.iter().filter(|&&b| b == b'\n').count();
-        assert!(shown > 100, "perfkit {}: {shown} lines", whole.join(" "));
+        assert!(shown > 100, "perfkit {}: {shown} lines", args.join(" "));
         for threads in ["1", "2", "3"] {
             lines += same_as_one(&args, &file, &kept, threads, true);
         }
+        if extra.is_empty() {
+            // A percent range keeps every sample first, and 0%-100% is all of them.
+            let whole: Vec<&str> = args.iter().chain(&["--time", "0%-100%"]).copied().collect();
+            assert!(
+                output(&whole, &file, "2") == kept,
+                "perfkit {}",
+                whole.join(" ")
+            );
+        }
     }
     assert!(lines > 100_000, "only {lines} lines compared");
+}
+
+/// `script --time` with absolute ranges streams (no sample is kept to find the recording's
+/// span): it prints what perf 6.1 prints, byte for byte, for one range, open ends and two
+/// ranges.
+#[test]
+fn streamed_time_ranges_are_perfs() {
+    if !common::have_perf() {
+        common::skip("perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gen.data");
+    let mut a = generator::Args::new(8_000, file.clone());
+    a.processes = 4;
+    a.threads = 2;
+    if let Err(e) = generator::run(a) {
+        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+        return;
+    }
+    // The generator's 8,000 samples run from 1.00025 s to 1.125 s.
+    for range in ["1.03,1.06", ",1.01", "1.1,", "1.02,1.03 1.05,1.07"] {
+        let ours = output(&["script", "--time", range], &file, "2");
+        assert_eq!(ours.0, Some(0), "perfkit script --time {range}");
+        let perf = common::perf_ok(&["script", "--time", range], &file);
+        let lines = perf.lines().count();
+        assert!(lines > 100, "perf script --time {range}: {lines} lines");
+        assert!(
+            String::from_utf8_lossy(&ours.1) == perf,
+            "perfkit script --time {range} differs from perf's"
+        );
+    }
 }

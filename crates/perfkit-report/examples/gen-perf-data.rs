@@ -38,6 +38,8 @@ pub struct Args {
     pub seed: u64,
     /// Shared objects to map (default: this machine's usual ones).
     pub libs: Vec<PathBuf>,
+    /// zstd level of COMPRESSED records, as `perf record -z` writes them (None: plain).
+    pub compress: Option<i32>,
 }
 
 impl Args {
@@ -52,12 +54,14 @@ impl Args {
             paths: 200,
             seed: 17,
             libs: Vec::new(),
+            compress: None,
         }
     }
 }
 
 const USAGE: &str = "usage: gen-perf-data [--samples N] [-o FILE] [--processes N] \
 [--threads N (per process)] [--cpus N] [--paths N (call paths per process)] [--seed N] \
+[-z LEVEL (zstd, as perf record -z)] \
 [--lib PATH]...";
 
 fn parse_args() -> Result<Args, String> {
@@ -81,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
             "--cpus" => a.cpus = num(v()?)?.max(1) as u32,
             "--paths" => a.paths = num(v()?)?.max(1) as u32,
             "--seed" => a.seed = num(v()?)?,
+            "-z" | "--compression-level" => a.compress = Some(num(v()?)?.clamp(1, 22) as i32),
             "--lib" => a.libs.push(PathBuf::from(v()?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ => return Err(format!("unknown argument {k:?}\n{USAGE}")),
@@ -426,6 +431,7 @@ pub fn run(a: Args) -> Result<(), String> {
         events,
         WriteOptions {
             chunk: 1 << 20,
+            compress: a.compress,
             ..WriteOptions::default()
         },
     )

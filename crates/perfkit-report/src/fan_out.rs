@@ -24,8 +24,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 
-/// Records per batch.
-const BATCH: usize = 4096;
+/// Records per batch: small enough that the batches on their way (`QUEUE` per decoding
+/// thread, raw and decoded) stay a few MiB, large enough that handing them over costs
+/// nothing next to decoding them.
+const BATCH: usize = 1024;
 /// Batches waiting for each decoding thread.
 const QUEUE: usize = 2;
 /// Decoding threads at most (beyond, the reader or the builder is the bottleneck).

@@ -233,9 +233,15 @@ impl Field {
 }
 
 fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> String {
+    let mut s = String::new();
+    frame_text_into(p, f, fields, in_chain, &mut s);
+    s
+}
+
+/// [`frame_text`], appended to `s`.
+fn frame_text_into(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool, s: &mut String) {
     let fr = &p.frames[f as usize];
     let func = p.func_of(f);
-    let mut s = String::new();
     if fields.contains(&Field::Ip) {
         // Like perf: callchain entries in files show the file-relative address (kernel
         // modules' the address itself).
@@ -261,7 +267,7 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
         if fields.contains(&Field::Dso) {
             s.push_str(" (inlined)");
         }
-        return s;
+        return;
     }
     if fields.contains(&Field::Sym) {
         let _ = write!(s, " {}", func.name);
@@ -280,7 +286,43 @@ fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> Stri
     {
         let _ = write!(s, "\n  {file}:{line}");
     }
-    s
+}
+
+/// Callchain lines of frames, each formatted once: one text with every line, and where
+/// each frame's is (a line per frame in its own allocation cost a third more memory).
+#[derive(Default)]
+struct FrameLines {
+    text: String,
+    /// Per frame: the start and length of its line in `text` (`u32::MAX`: not yet made).
+    at: Vec<(u32, u32)>,
+}
+
+impl FrameLines {
+    /// Append frame `f`'s callchain line to `out`, formatting it the first time.
+    fn push(&mut self, p: &Profile, f: FrameId, fields: &[Field], out: &mut String) {
+        let i = f as usize;
+        if self.at.len() <= i {
+            // (Frames made since the last sample: a streamed profile grows.)
+            self.at.resize(p.frames.len().max(i + 1), (u32::MAX, 0));
+        }
+        let (start, len) = self.at[i];
+        if start != u32::MAX {
+            out.push_str(&self.text[start as usize..(start + len) as usize]);
+            return;
+        }
+        let from = out.len();
+        frame_text_into(p, f, fields, true, out);
+        let line = &out[from..];
+        // (A text past 4 GiB keeps its later lines unformatted: each is made anew.)
+        if let (Ok(start), Ok(end)) = (
+            u32::try_from(self.text.len()),
+            u32::try_from(self.text.len() + line.len()),
+        ) && end != u32::MAX
+        {
+            self.text.push_str(line);
+            self.at[i] = (start, end - start);
+        }
+    }
 }
 
 /// Fields perf prints only for hardware tracing, BPF output and metric events.
@@ -396,7 +438,11 @@ pub struct ScriptWriter<'p> {
     fields: Vec<Field>,
     /// The fields of tracepoint samples, when they differ (perf's per-type defaults).
     trace_fields: Option<Vec<Field>>,
-    chain_lines: Vec<Option<Box<str>>>,
+    chain_lines: FrameLines,
+    /// Each event's callchain lines, for events printed with their own fields
+    /// ([`with_event_fields`](Self::with_event_fields)): formatted once per frame and
+    /// event, as `chain_lines` are for the common fields.
+    event_chain_lines: Vec<FrameLines>,
     event_width: usize,
     time_format: TimeFormat,
     first_time: Option<u64>,
@@ -426,7 +472,8 @@ impl<'p> ScriptWriter<'p> {
         ScriptWriter {
             fields: fields.to_vec(),
             trace_fields: None,
-            chain_lines: Vec::new(),
+            chain_lines: FrameLines::default(),
+            event_chain_lines: Vec::new(),
             event_width: event_width(profile),
             time_format: TimeFormat::default(),
             first_time: None,
@@ -525,12 +572,17 @@ impl<'p> ScriptWriter<'p> {
             let fields = fields.clone();
             return self.detailed(p, s, d, &fields, out);
         }
-        if let Some(own) = own.filter(|f| **f != self.fields).cloned() {
-            let fields = std::mem::replace(&mut self.fields, own);
-            let lines = std::mem::take(&mut self.chain_lines);
+        if own.is_some_and(|f| *f != self.fields) {
+            // This event's fields and its own cache of frame lines, swapped in for one
+            // sample (nothing allocated per sample).
+            let event = s.event as usize;
+            if self.event_chain_lines.len() <= event {
+                self.event_chain_lines
+                    .resize_with(event + 1, FrameLines::default);
+            }
+            self.swap_event(event);
             self.sample(p, s, out);
-            self.fields = fields;
-            self.chain_lines = lines;
+            self.swap_event(event);
             return;
         }
         self.sample(p, s, out)
@@ -573,21 +625,24 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         out.push(' ');
-        if self.chain_lines.len() < p.frames.len() {
-            // (Frames made since the last sample: a streamed profile grows.)
-            self.chain_lines.resize(p.frames.len(), None);
-        }
-        for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
-            let line = self.chain_lines[f as usize]
-                .get_or_insert_with(|| frame_text(p, f, fields, true).into_boxed_str());
+        let n = self.chain_len(s);
+        for f in p.stack_frames(s.stack).take(n) {
             out.push_str("\n\t");
-            out.push_str(line);
+            self.chain_lines.push(p, f, &self.fields, out);
         }
         out.push_str("\n\n");
     }
 }
 
 impl ScriptWriter<'_> {
+    /// Exchange the common fields and frame lines with event `event`'s own.
+    fn swap_event(&mut self, event: usize) {
+        if let Some(Some(own)) = self.event_fields.get_mut(event) {
+            std::mem::swap(&mut self.fields, own);
+            std::mem::swap(&mut self.chain_lines, &mut self.event_chain_lines[event]);
+        }
+    }
+
     /// How many callchain entries to print of `s` (`--max-stack`; none of a chain perf
     /// discards, see [`Sample::chain_broken`]).
     fn chain_len(&self, s: &Sample) -> usize {
