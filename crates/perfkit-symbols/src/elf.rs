@@ -9,7 +9,7 @@ use object::{
     SectionIndex, SymbolKind, SymbolSection,
 };
 
-use crate::demangle::demangle;
+use crate::demangle::Demangling;
 use crate::filemap::FileBytes;
 
 /// A `PT_LOAD` program header.
@@ -169,7 +169,7 @@ pub(crate) struct SymbolTable {
     file: Arc<crate::filemap::FileBytes>,
     own_names: Vec<u8>,
     demangled: HashMap<u32, Arc<str>>,
-    demangle: bool,
+    demangle: Demangling,
 }
 
 /// How an alias ranks (smaller is better): untyped, unsized, weak, not global, leading
@@ -191,7 +191,7 @@ impl SymbolTable {
         file: &ElfFile,
         dynamic: bool,
         runtime: &ElfFile,
-        demangle: bool,
+        demangle: Demangling,
     ) -> Option<SymbolTable> {
         let obj = object::File::parse(file.bytes.bytes()).ok()?;
         let runtime_obj = if std::ptr::eq(file, runtime) {
@@ -308,8 +308,8 @@ impl SymbolTable {
         }
         // At one address keep the best (the rank orders aliases as perf does).
         raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
-        if demangle {
-            prefer_longer_demangled(&mut raw, file.bytes.bytes(), &names);
+        if demangle != Demangling::Off {
+            prefer_longer_demangled(&mut raw, file.bytes.bytes(), &names, demangle);
         }
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
@@ -377,11 +377,7 @@ impl SymbolTable {
             e.name_off,
             e.name_len,
         ));
-        let name: Arc<str> = if self.demangle {
-            Arc::from(demangle(&raw))
-        } else {
-            Arc::from(raw)
-        };
+        let name: Arc<str> = Arc::from(self.demangle.apply(&raw));
         self.demangled.insert(i as u32, name.clone());
         name
     }
@@ -394,7 +390,7 @@ impl SymbolTable {
 /// `LLVMIsMultithreaded`), then the longest one (the first in symbol-table order on a tie,
 /// as perf keeps it: LLVM's identical-code-folded destructors). Only shared addresses are
 /// demangled.
-fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8]) {
+fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8], how: Demangling) {
     let mut i = 0;
     while i < raw.len() {
         let start = raw[i].0;
@@ -407,7 +403,8 @@ fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8]) {
         let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
         if tied > 1 {
             let key = |e: &RawSym| {
-                let name = demangle(&String::from_utf8_lossy(name_bytes(file, own, e.3, e.4)))
+                let name = how
+                    .apply(&String::from_utf8_lossy(name_bytes(file, own, e.3, e.4)))
                     .into_owned();
                 let leading = name.bytes().take_while(|&c| c == b'_').count();
                 // Symbol-table order among the tied: the smaller sequence number came first.
@@ -584,7 +581,7 @@ mod tests {
         }
         let name =
             |e: &RawSym| String::from_utf8_lossy(name_bytes(&arena, &[], e.3, e.4)).into_owned();
-        prefer_longer_demangled(&mut raw, &arena, &[]);
+        prefer_longer_demangled(&mut raw, &arena, &[], Demangling::Names);
         assert_eq!(name(&raw[0]), "_ZN12_GLOBAL__N_14AaaaD2Ev");
         assert_eq!(name(&raw[2]), "_ZN2yy3fooEv");
     }
