@@ -213,4 +213,7 @@ fn cxx_names_and_plt_stubs_are_perfs() {
     let perf = perf_ok(&["script"], &data);
     let ours = stdout_ok(perfkit().arg("script").arg("-i").arg(&data));
     assert_eq!(ours, perf);
+    // With -v its rows say perf read its (empty) `.dynsym` from the build-id cache (`B`).
+    let verbose = same_verbose_report(&data);
+    assert!(verbose.contains(" B [.] 0x"), "{verbose}");
 }
