@@ -643,6 +643,8 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.srcline =
         args.srcline || sort.contains(&SortKey::Srcline) || sort.contains(&SortKey::Srcfile);
     load.no_demangle = args.no_demangle;
+    // perf's -v demangles C++ names with their parameters (libiberty's DMGL_PARAMS).
+    load.demangle_params = args.verbose > 0;
     load.symfs = args.symfs.clone();
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();

@@ -4,7 +4,9 @@
 //! type cpp_demangle cannot parse, a function's address as a template argument:
 //! `apply_fn<&(plain_fn(long))>` but `apply_fn<&ns::qual_fn>`), PLT stubs named from
 //! `.rela.plt` (`free@plt`, libc's own `@plt`), and a stripped copy whose PLT perf leaves
-//! unnamed.
+//! unnamed. A function type as a template argument is spelled as libiberty spells it
+//! (`Fn<long (long)>::call`), and with `-v` every name has its parameters, return type and
+//! clone suffix as perf's `DMGL_PARAMS` demangling prints them.
 
 mod common;
 
@@ -33,6 +35,13 @@ long plain_fn(long x) { return x * 3 + (x >> 2); }
 namespace ns {
 long qual_fn(long x) { return x * 5 + (x >> 3); }
 }
+template <typename F> struct Fn {
+    __attribute__((noinline)) static long call(long n) {
+        long s = 0;
+        for (long i = 0; i < n; i++) s += (i * 7) ^ (s >> 2);
+        return s;
+    }
+};
 template <long (*F)(long)> __attribute__((noinline)) long apply_fn(long n) {
     long s = 0;
     for (long i = 0; i < n; i++) s += F(i) + (s >> 4);
@@ -56,6 +65,7 @@ int main(int argc, char **argv) {
         sink += Big<548964ul>::work(1000);
         sink += apply_fn<&plain_fn>(1000);
         sink += apply_fn<&ns::qual_fn>(1000);
+        sink += Fn<long (long)>::call(1000);
     }
     return 0;
 }
@@ -125,6 +135,30 @@ fn same_script_and_report(data: &Path) -> String {
     perf
 }
 
+/// `report -v` (names with their parameters) by both tools, rows as in
+/// [`same_script_and_report`]; perf's report.
+fn same_verbose_report(data: &Path) -> String {
+    let args = [
+        "report",
+        "--stdio",
+        "--no-children",
+        "-v",
+        "--sort",
+        "dso,sym",
+    ];
+    let perf = perf_ok(&args, data);
+    let ours = stdout_ok(perfkit().args(args).arg("-i").arg(data));
+    let rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter(|l| !l.contains("] _init") && !l.contains("@plt"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(rows(&ours), rows(&perf), "report -v of {}", data.display());
+    perf
+}
+
 #[test]
 fn cxx_names_and_plt_stubs_are_perfs() {
     if !have_perf() {
@@ -137,7 +171,8 @@ fn cxx_names_and_plt_stubs_are_perfs() {
     let Some(o0) = build(dir.path(), "-O0") else {
         return skip("g++ is missing");
     };
-    let report = same_script_and_report(&record(dir.path(), &o2, "o2.data"));
+    let o2_data = record(dir.path(), &o2, "o2.data");
+    let report = same_script_and_report(&o2_data);
     // The clone is named without its suffix, the template with libiberty's literal.
     assert!(report.contains("[.] clone_me\n"), "{report}");
     assert!(report.contains("[.] Big<548964ul>::work\n"), "{report}");
@@ -148,6 +183,19 @@ fn cxx_names_and_plt_stubs_are_perfs() {
         "{report}"
     );
     assert!(report.contains("[.] apply_fn<&ns::qual_fn>\n"), "{report}");
+    // A function type: its return type, a space, its parameters (cpp_demangle's
+    // `long(long)` is not perf's).
+    assert!(report.contains("[.] Fn<long (long)>::call\n"), "{report}");
+    let verbose = same_verbose_report(&o2_data);
+    assert!(
+        verbose.contains("[.] Fn<long (long)>::call(long)\n"),
+        "{verbose}"
+    );
+    assert!(
+        verbose.contains("[.] long apply_fn<&(plain_fn(long))>(long)\n"),
+        "{verbose}"
+    );
+    assert!(verbose.contains("[.] clone_me(long, long)"), "{verbose}");
     let report = same_script_and_report(&record(dir.path(), &o0, "o0.data"));
     // At -O0 std::swap is a function of its own, whose enable_if return type cpp_demangle
     // cannot parse.
@@ -165,4 +213,7 @@ fn cxx_names_and_plt_stubs_are_perfs() {
     let perf = perf_ok(&["script"], &data);
     let ours = stdout_ok(perfkit().arg("script").arg("-i").arg(&data));
     assert_eq!(ours, perf);
+    // With -v its rows say perf read its (empty) `.dynsym` from the build-id cache (`B`).
+    let verbose = same_verbose_report(&data);
+    assert!(verbose.contains(" B [.] 0x"), "{verbose}");
 }

@@ -46,6 +46,21 @@ pub(crate) struct Entry {
     pub named: bool,
 }
 
+/// A frame's text as perf prints it in a graph: made with `scnprintf` into a 1024-byte
+/// buffer (`callchain_list__sym_name`), so cut to 1023 bytes, its ` (inlined)` mark
+/// included (a C++ name with its parameters under `-v` reaches that).
+fn printed_label(label: &str) -> &str {
+    const MAX: usize = 1023;
+    if label.len() <= MAX {
+        return label;
+    }
+    let mut end = MAX;
+    while !label.is_char_boundary(end) {
+        end -= 1;
+    }
+    &label[..end]
+}
+
 impl Entry {
     /// The name without perf's ` (inlined)` mark.
     fn name(&self) -> &str {
@@ -213,7 +228,11 @@ impl Tree {
                         } else {
                             out.push_str(&margin_str(margin));
                         }
-                        let _ = writeln!(out, "{}", self.entries[self.nodes[f].entry].label);
+                        let _ = writeln!(
+                            out,
+                            "{}",
+                            printed_label(&self.entries[self.nodes[f].entry].label)
+                        );
                     }
                     end = e;
                     level = match layout {
@@ -353,7 +372,7 @@ impl Printer<'_> {
                 out.push_str("          ");
             }
         }
-        out.push_str(label);
+        out.push_str(printed_label(label));
         out.push('\n');
     }
 
@@ -397,7 +416,11 @@ impl Printer<'_> {
             let (cumul, path) = &found[i];
             let _ = writeln!(out, "           {}", pct(*cumul, total));
             for &n in path {
-                let _ = writeln!(out, "                {}", t.entries[t.nodes[n].entry].label);
+                let _ = writeln!(
+                    out,
+                    "                {}",
+                    printed_label(&t.entries[t.nodes[n].entry].label)
+                );
             }
             out.push('\n');
         }

@@ -25,6 +25,8 @@ pub struct LoadOptions {
     pub kallsyms: Option<PathBuf>,
     /// Names as the symbol tables spell them (`--no-demangle`).
     pub no_demangle: bool,
+    /// C++ names with their parameters, as perf demangles them with `-v`.
+    pub demangle_params: bool,
     /// perf's `--symfs DIR`: look the recorded binaries up under this root.
     pub symfs: Option<PathBuf>,
     /// The report will show callers first (`-g caller`, or the children column by
@@ -55,6 +57,7 @@ impl LoadOptions {
             o.kallsyms = k.clone();
         }
         o.demangle = !self.no_demangle;
+        o.demangle_params = self.demangle_params;
         o.symfs = self.symfs.clone();
         o
     }

@@ -861,17 +861,25 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     })
                     .then_with(|| b.self_.cmp(&a.self_))
                     .then_with(|| by_members(a, b))
-                    .then_with(|| by_keys(a, b))
+                    .then_with(|| perf_sort_order(&opts.sort, &a.keys, &b.keys, &p.cgroup_names))
                     .is_lt()
             });
         } else if opts.overhead {
-            // perf's output sort: the overhead column, then the keys.
+            // perf's output sort: the overhead column, then the keys; rows equal in all of
+            // them (unnamed symbols: perf's `sort__sym_sort` has nothing to compare) in the
+            // order of perf's collapsed tree, where their addresses decided.
+            rows.sort_by_key(|r| r.seq);
+            for _ in 0..2 {
+                rows = crate::rb_order::rb_order(rows, |new, node| {
+                    entry_cmp(p, &opts.sort, node, new).is_lt()
+                });
+            }
             rows.sort_by(|a, b| {
                 weight(b)
                     .cmp(&weight(a))
                     .then_with(|| b.self_.cmp(&a.self_))
                     .then_with(|| by_members(a, b))
-                    .then_with(|| by_keys(a, b))
+                    .then_with(|| perf_sort_order(&opts.sort, &a.keys, &b.keys, &p.cgroup_names))
             });
         } else {
             rows.sort_by(by_keys);
@@ -1324,7 +1332,10 @@ fn entry_cmp(p: &Profile, sort: &[SortKey], node: &Row, new: &Row) -> std::cmp::
             SortKey::Sym => {
                 let (a, b) = (sym(node), sym(new));
                 match (a.unnamed, b.unnamed) {
-                    (true, true) => b.at.cmp(&a.at),
+                    // perf's `_sort__addr_cmp`: `(int64_t)(right_ip - left_ip)`, a
+                    // difference that wraps, so an address 2^63 or more above another
+                    // (`0xdfdfdfdf00000000` beside `0x564e4b93c830`) sorts below it.
+                    (true, true) => (b.at.wrapping_sub(a.at) as i64).cmp(&0),
                     (false, true) => Ordering::Greater,
                     (true, false) => Ordering::Less,
                     _ if a.inlined || b.inlined => a.name.cmp(b.name).then_with(|| b.at.cmp(&a.at)),
@@ -1402,6 +1413,32 @@ pub(crate) fn perf_key_order(
         }
     }
     a.cmp(b)
+}
+
+/// perf's output comparison of two entries' keys (`hist_entry__sort`), without the
+/// last resort that makes [`perf_key_order`] a total order: two unnamed symbols are equal
+/// there (`sort__sym_sort` is `cmp_null` without symbols), so such entries keep the order
+/// of perf's collapsed tree, where their addresses decided.
+fn perf_sort_order(
+    sort: &[SortKey],
+    a: &[String],
+    b: &[String],
+    cgroups: &HashMap<u64, String>,
+) -> std::cmp::Ordering {
+    for (i, k) in sort.iter().enumerate() {
+        let (x, y) = (&a[i..=i], &b[i..=i]);
+        if matches!(k, SortKey::Sym | SortKey::Symoff)
+            && is_unnamed_key(&x[0])
+            && is_unnamed_key(&y[0])
+        {
+            continue;
+        }
+        let o = perf_key_order(&[*k], x, y, cgroups);
+        if o.is_ne() {
+            return o;
+        }
+    }
+    std::cmp::Ordering::Equal
 }
 
 /// A row's frame, and whether it was sampled (else only reached through callchains).
@@ -1614,8 +1651,11 @@ fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
     let fr = &p.frames[f as usize];
     let func = &p.funcs[fr.func as usize];
     let unnamed = func.name == "[unknown]";
+    // perf orders named siblings by `sym->start`, an address in the object's file: the same
+    // function of one library loaded at other addresses (ASLR, another process) has one
+    // start, so the order among siblings is the file's order, not the load addresses'.
     let start = match fr.sym_offset {
-        Some(off) if !unnamed => fr.addr.wrapping_sub(off),
+        Some(off) if !unnamed => fr.map_offset.unwrap_or(fr.addr).wrapping_sub(off),
         _ => fr.addr,
     };
     // No object (no mapping) is perf's NULL pointer: before every object.

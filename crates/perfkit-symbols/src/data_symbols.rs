@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
 
-use crate::demangle::demangle;
+use crate::demangle::Demangling;
 use crate::elf::ElfFile;
 
 /// One object: start, size, name as in the file.
@@ -28,13 +28,13 @@ struct Entry {
 /// perf's table of one ELF symbol table (functions, objects, labels), sorted by address.
 pub(crate) struct DataSymbols {
     entries: Vec<Entry>,
-    demangle: bool,
+    demangle: Demangling,
 }
 
 impl DataSymbols {
     /// Objects of `.symtab` (`dynamic` false) or `.dynsym` of `file`; `None` when it has
     /// none.
-    pub fn build(file: &ElfFile, dynamic: bool, demangle: bool) -> Option<DataSymbols> {
+    pub fn build(file: &ElfFile, dynamic: bool, demangle: Demangling) -> Option<DataSymbols> {
         let obj = object::File::parse(file.bytes.bytes()).ok()?;
         let syms: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if dynamic {
             Box::new(obj.dynamic_symbols())
@@ -96,11 +96,7 @@ impl DataSymbols {
         if vaddr - e.start >= e.size {
             return None;
         }
-        let name: Arc<str> = if self.demangle {
-            demangle(&e.name).into()
-        } else {
-            Arc::from(&*e.name)
-        };
+        let name: Arc<str> = self.demangle.apply(&e.name).into();
         Some((name, e.start, e.size))
     }
 }

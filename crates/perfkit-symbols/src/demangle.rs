@@ -15,15 +15,65 @@ use std::borrow::Cow;
 /// assert_eq!(demangle("getpid"), "getpid");
 /// ```
 pub fn demangle(name: &str) -> Cow<'_, str> {
+    demangle_as(name, false)
+}
+
+/// perf's three ways with names: as the symbol table spells them (`--no-demangle`),
+/// demangled without parameters (its default: [`demangle`]), or with them (`-v`:
+/// [`demangle_with_params`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Demangling {
+    /// The names as the symbol tables spell them.
+    Off,
+    /// Demangled, without parameters (perf's default).
+    #[default]
+    Names,
+    /// Demangled with parameters, return types and clone suffixes (perf's `-v`).
+    Signatures,
+}
+
+impl Demangling {
+    /// `name` as this way prints it.
+    pub fn apply(self, name: &str) -> Cow<'_, str> {
+        match self {
+            Demangling::Off => Cow::Borrowed(name),
+            Demangling::Names => demangle(name),
+            Demangling::Signatures => demangle_with_params(name),
+        }
+    }
+}
+
+/// Demangle a symbol name as perf does with `-v` (libiberty's `DMGL_PARAMS | DMGL_ANSI`):
+/// C++ names with their parameter lists, a template function's return type, method
+/// qualifiers and clone suffixes (`[clone .constprop.0]`), spelled as libiberty spells
+/// them. Rust names are as [`demangle`] prints them (perf does not pass `DMGL_VERBOSE`).
+///
+/// ```
+/// use perfkit_symbols::demangle_with_params;
+/// assert_eq!(demangle_with_params("_ZNK2ns1S5heavyEi.isra.0"),
+///            "ns::S::heavy(int) const [clone .isra.0]");
+/// assert_eq!(demangle_with_params("_Z3fooIFliEEvv"), "void foo<long (int)>()");
+/// ```
+pub fn demangle_with_params(name: &str) -> Cow<'_, str> {
+    demangle_as(name, true)
+}
+
+fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
     // A PLT stub (`_Znwm@plt`): the target's name, demangled, then `@plt`, as perf prints it.
     if let Some(base) = name.strip_suffix("@plt")
-        && let Cow::Owned(d) = demangle(base)
+        && let Cow::Owned(d) = demangle_as(base, params)
     {
         return Cow::Owned(format!("{d}@plt"));
     }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         // `{:#}` drops the hash suffix of legacy symbols and the crate disambiguators of v0.
         return Cow::Owned(format!("{d:#}"));
+    }
+    if params
+        && name.starts_with("_Z")
+        && let Some(s) = cpp_signature(name)
+    {
+        return Cow::Owned(s);
     }
     if name.starts_with("_Z") {
         // GCC/LLVM clones add suffixes like `.constprop.0`, `.isra.0`, `.part.0`,
@@ -34,7 +84,7 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
             return Cow::Owned(s);
         }
         if let Some(s) = cpp_name(base).or_else(|| cpp_name_before_signature(base)) {
-            let s = standard_substitutions(libiberty_spelling(literal_suffixes(s)));
+            let s = standard_substitutions(libiberty_spelling(function_types(literal_suffixes(s))));
             // (`X ad L_Z <function> E E`: a template argument that is a function's address.)
             return Cow::Owned(if base.contains("adL_Z") {
                 function_addresses(&s)
@@ -67,10 +117,7 @@ fn special_function(mangled: &str) -> Option<String> {
         return None;
     };
     let inner = format!("_Z{encoding}");
-    let full = cpp_demangle::Symbol::new(inner.as_str())
-        .ok()?
-        .demangle_with_options(&cpp_demangle::DemangleOptions::new())
-        .ok()?;
+    let full = render(&inner, &cpp_demangle::DemangleOptions::new())?;
     let mut full = standard_substitutions(literal_suffixes(full));
     while full.contains(", >") {
         full = full.replace(", >", ">");
@@ -78,15 +125,283 @@ fn special_function(mangled: &str) -> Option<String> {
     Some(format!("{what}{full}"))
 }
 
+/// The whole signature as libiberty prints it with `DMGL_PARAMS`: cpp_demangle's full
+/// rendering (which writes clone suffixes as libiberty does) with libiberty's spellings.
+fn cpp_signature(mangled: &str) -> Option<String> {
+    if let Some(s) = special_function(mangled) {
+        return Some(s);
+    }
+    let s = render(mangled, &cpp_demangle::DemangleOptions::new())?;
+    let s = template_constructor_parameters(mangled, s);
+    let mut s = function_types(literal_suffixes(misplaced_modifiers(s)));
+    if s.contains(" const)") {
+        // A cv-qualified function type (`unique_function<void (A) const>`), which
+        // cpp_demangle writes inside its parameters; a parameter's own top-level `const`
+        // is never mangled, so a type then ` const)` is always this.
+        s = cv_function_types(s);
+    }
+    for empty in [", &&)", ", &)"] {
+        // An empty parameter pack (`Args&&...` with no arguments): libiberty prints nothing.
+        s = s.replace(empty, ")");
+    }
+    if s.contains("std::nullptr_t") {
+        s = s.replace("std::nullptr_t", "decltype(nullptr)");
+    }
+    while s.contains(", >") || s.contains(", ,") {
+        s = s.replace(", >", ">").replace(", ,", ",");
+    }
+    let s = standard_substitutions(s);
+    Some(if mangled.contains("adL_Z") {
+        function_addresses(&s)
+    } else {
+        s
+    })
+}
+
+/// cpp_demangle treats the first type of a constructor template's signature as a return
+/// type and leaves it out of the parameters (`basic_string<char*>(char*, alloc)` for
+/// `(char*, char*, alloc)`). Given a dummy `void` return type right after the name, it
+/// prints every parameter: the place is the one that keeps the name and adds a parameter.
+fn template_constructor_parameters(mangled: &str, full: String) -> String {
+    let Some(name) = cpp_name(mangled) else {
+        return full;
+    };
+    // A constructor template: `A<..>::A<..>` (its leaf repeats its class's name).
+    let top = top_level(&name);
+    let mut parts = top.rsplit("::");
+    let (Some(leaf), Some(class)) = (parts.next(), parts.next()) else {
+        return full;
+    };
+    if leaf != class || !name.ends_with('>') {
+        return full;
+    }
+    let b = mangled.as_bytes();
+    let params = |s: &str| s.matches(", ").count() + usize::from(!s.ends_with("()"));
+    let had = params(&full);
+    for k in 4..b.len() {
+        if b[k - 1] != b'E' {
+            continue;
+        }
+        let probe = format!("{}v{}", &mangled[..k], &mangled[k..]);
+        if cpp_name(&probe).as_deref() != Some(name.as_str()) {
+            continue;
+        }
+        if let Some(s) = render(&probe, &cpp_demangle::DemangleOptions::new())
+            && params(&s) > had
+        {
+            // The dummy return type is printed before the name: drop it.
+            return s.strip_prefix("void ").map_or(s.clone(), str::to_string);
+        }
+    }
+    full
+}
+
+/// `(A const)` as `(A) const`, but not `(A () const)`, already a qualified function type.
+fn cv_function_types(s: String) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s.as_str();
+    while let Some(i) = rest.find(" const)") {
+        out.push_str(&rest[..i]);
+        if rest[..i].ends_with(')') {
+            out.push_str(" const)");
+        } else {
+            out.push_str(") const");
+        }
+        rest = &rest[i + " const)".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A pointer or reference to a class member of a class named through a substitution,
+/// which cpp_demangle writes after the class (`llvm::MachineFunction*::Delegate`) where
+/// libiberty writes it after the whole name (`llvm::MachineFunction::Delegate*`).
+fn misplaced_modifiers(mut s: String) -> String {
+    loop {
+        let b = s.as_bytes();
+        let Some(at) = (1..b.len().saturating_sub(1))
+            .find(|&i| b[i] == b':' && b[i + 1] == b':' && (b[i - 1] == b'*' || b[i - 1] == b'&'))
+        else {
+            return s;
+        };
+        let mods_start = s[..at]
+            .rfind(|c: char| c != '*' && c != '&')
+            .map_or(0, |i| i + 1);
+        let mods = s[mods_start..at].to_string();
+        // The rest of the qualified name: `::ident<...>` repeated.
+        let mut end = at;
+        let b = s.as_bytes();
+        while s[end..].starts_with("::") {
+            end += 2;
+            let mut depth = 0;
+            while end < b.len() {
+                match b[end] {
+                    b'<' => depth += 1,
+                    b'>' if depth > 0 => depth -= 1,
+                    c if depth == 0 && !(c.is_ascii_alphanumeric() || c == b'_' || c == b'~') => {
+                        break;
+                    }
+                    _ => {}
+                }
+                end += 1;
+            }
+        }
+        let rest = s[at..end].to_string();
+        s.replace_range(mods_start..end, &format!("{rest}{mods}"));
+    }
+}
+
+/// A function type as libiberty prints it (`d_print_comp` of a FUNCTION_TYPE): its return
+/// type, a space, then the parameters (`std::function<long (long)>`,
+/// `llvm::function_ref<llvm::MCRegister ()>`). cpp_demangle leaves the space out where the
+/// return type is a name (`long(long)`). A function type is a template argument, so this
+/// looks for a `(` whose innermost bracket is a template argument list, right after a type
+/// (not `operator()`, nor a keyword such as `decltype(`), and whose `)` does not start a
+/// local name's scope (`callback_fn<f(int)::$_4>`: a function, not a type).
+fn function_types(s: String) -> String {
+    const KEYWORDS: [&str; 6] = [
+        "decltype", "sizeof", "alignof", "noexcept", "typeid", "throw",
+    ];
+    if !s.contains('<') || !s.contains('(') {
+        return s;
+    }
+    let b = s.as_bytes();
+    let mut stack: Vec<u8> = Vec::new();
+    // Where the template argument being read starts, per open `<`.
+    let mut args: Vec<usize> = Vec::new();
+    let mut spaces: Vec<usize> = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            // (`operator<` and `operator<<` are names, not argument lists.)
+            b'<' if !s[..i].ends_with("operator") && !s[..i].ends_with("operator<") => {
+                stack.push(c);
+                args.push(i + 1);
+            }
+            b',' if stack.last() == Some(&b'<') => {
+                if let Some(a) = args.last_mut() {
+                    *a = i + 1;
+                }
+            }
+            b'>' if stack.last() == Some(&b'<')
+                && !s[..i].ends_with("operator")
+                && !s[..i].ends_with('-') =>
+            {
+                stack.pop();
+                args.pop();
+            }
+            b'(' | b'[' | b'{' => {
+                let before = &s[..i];
+                let after_type = before
+                    .bytes()
+                    .last()
+                    .is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_' || p == b'>');
+                // (A function's address, `&(f(int))` or `&f(int)`, is no type.)
+                let address = args
+                    .last()
+                    .is_some_and(|&a| s[a..i].trim_start().starts_with('&'));
+                if c == b'('
+                    && stack.last() == Some(&b'<')
+                    && after_type
+                    && !address
+                    && !before.ends_with("operator")
+                    && !KEYWORDS.iter().any(|k| {
+                        before.ends_with(k)
+                            && !before[..before.len() - k.len()]
+                                .bytes()
+                                .last()
+                                .is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_')
+                    })
+                    && !local_scope_follows(&s[i..])
+                {
+                    spaces.push(i);
+                }
+                stack.push(c);
+            }
+            b')' | b']' | b'}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    if spaces.is_empty() {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + spaces.len());
+    let mut from = 0;
+    for i in spaces {
+        out.push_str(&s[from..i]);
+        out.push(' ');
+        from = i;
+    }
+    out.push_str(&s[from..]);
+    out
+}
+
+/// Whether the parenthesised list at the start of `s` is a function's parameters followed
+/// by `::` (with its qualifiers between): the function is a local name's scope.
+fn local_scope_follows(s: &str) -> bool {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    let mut rest = &s[i + 1..];
+                    for q in [" const", " volatile", " &&", " &"] {
+                        rest = rest.strip_prefix(q).unwrap_or(rest);
+                    }
+                    return rest.starts_with("::");
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// cpp_demangle's rendering without parameters and return type.
 fn cpp_name(mangled: &str) -> Option<String> {
     let opts = cpp_demangle::DemangleOptions::new()
         .no_params()
         .no_return_type();
-    cpp_demangle::Symbol::new(mangled)
-        .ok()?
-        .demangle_with_options(&opts)
-        .ok()
+    render(mangled, &opts)
+}
+
+/// cpp_demangle's rendering with `options`, its standard substitutions as libiberty writes
+/// them without DMGL_VERBOSE: `Si` and `Sd` as `std::istream` and `std::iostream`, which
+/// cpp_demangle writes in full (it writes `So` and `Ss` short already). A substitution is
+/// one write of the whole name, so a class template spelled out in the mangled name
+/// (`St13basic_ostreamIcS_E`, a return type of a template) keeps its long form, as
+/// libiberty prints it.
+fn render(mangled: &str, options: &cpp_demangle::DemangleOptions) -> Option<String> {
+    /// The text, and where each shortened substitution ends.
+    struct Out(String, Vec<usize>);
+    impl cpp_demangle::DemangleWrite for Out {
+        fn write_string(&mut self, s: &str) -> std::fmt::Result {
+            let short = match s {
+                "std::basic_istream<char, std::char_traits<char> >" => "std::istream",
+                "std::basic_iostream<char, std::char_traits<char> >" => "std::iostream",
+                s => {
+                    self.0.push_str(s);
+                    return Ok(());
+                }
+            };
+            self.0.push_str(short);
+            self.1.push(self.0.len());
+            Ok(())
+        }
+    }
+    let sym = cpp_demangle::Symbol::new(mangled).ok()?;
+    let mut out = Out(String::new(), Vec::new());
+    sym.structured_demangle(&mut out, options).ok()?;
+    // The space before a closing `>` was there for the long form's own `>`.
+    for &end in out.1.iter().rev() {
+        if out.0[end..].starts_with(" >") {
+            out.0.remove(end);
+        }
+    }
+    Some(out.0)
 }
 
 /// A template function whose return type or parameters cpp_demangle cannot parse (an
@@ -118,10 +433,10 @@ fn cpp_name_before_signature(mangled: &str) -> Option<String> {
     None
 }
 
-/// The standard substitutions `Ss`, `Si`, `So`, `Sd` as libiberty prints them without
-/// DMGL_VERBOSE: `std::string`, `std::istream`, ... everywhere, except as the class of its
-/// own constructor or destructor (`std::basic_string<char, ...>::~basic_string`).
-/// cpp_demangle prints the long form in some places and the short one in others.
+/// The standard substitutions `Ss`, `Si`, `So`, `Sd` as the class of their own constructor
+/// or destructor, which libiberty writes in full (`std::basic_string<char, ...>::~basic_string`,
+/// its DMGL_VERBOSE form for a prefix before `C` or `D`), where cpp_demangle writes the
+/// short form (`std::string::string`, `std::ostream::~ostream`).
 fn standard_substitutions(mut s: String) -> String {
     const SUBS: [(&str, &str, &str); 4] = [
         (
@@ -150,39 +465,22 @@ fn standard_substitutions(mut s: String) -> String {
     }
     for (short, full, last) in SUBS {
         let short_last = &short[5..];
-        // Constructors and destructors: cpp_demangle's `std::string::string` and
-        // `std::ostream::~ostream` are libiberty's long forms.
         for tilde in ["", "~"] {
-            let ours = format!("{short}::{tilde}{short_last}");
-            let mut from = 0;
-            while let Some(i) = s[from..].find(&ours).map(|i| i + from) {
-                let end = i + ours.len();
-                let whole = !s[end..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
-                if whole {
-                    let theirs = format!("{full}::{tilde}{last}");
-                    s.replace_range(i..end, &theirs);
-                    from = i + theirs.len();
-                } else {
-                    from = end;
+            for leaf in [short_last, last] {
+                let ours = format!("{short}::{tilde}{leaf}");
+                let mut from = 0;
+                while let Some(i) = s[from..].find(&ours).map(|i| i + from) {
+                    let end = i + ours.len();
+                    let whole = !s[end..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                        && !s[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':');
+                    if whole {
+                        let theirs = format!("{full}::{tilde}{last}");
+                        s.replace_range(i..end, &theirs);
+                        from = i + theirs.len();
+                    } else {
+                        from = end;
+                    }
                 }
-            }
-        }
-        // Everywhere else the short form.
-        let mut from = 0;
-        while let Some(i) = s[from..].find(full).map(|i| i + from) {
-            let end = i + full.len();
-            let rest = &s[end..];
-            let own = [format!("::{last}"), format!("::~{last}")].iter().any(|m| {
-                rest.strip_prefix(m.as_str())
-                    .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-            });
-            if own {
-                from = end;
-            } else {
-                // The space before a closing `>` was there for the long form's own `>`.
-                let end = if rest.starts_with(" >") { end + 1 } else { end };
-                s.replace_range(i..end, short);
-                from = i + short.len();
             }
         }
     }
@@ -251,11 +549,16 @@ fn function_addresses(s: &str) -> String {
             }
         }
         let arg = &s[i + 1..end];
+        // A member function's qualifiers (`getFunction(StringRef) const`) keep the
+        // parentheses: libiberty drops the parameters only of a plain qualified name.
+        let unqualified = [" const", " volatile", " &&", " &"]
+            .iter()
+            .fold(arg, |a, q| a.strip_suffix(q).unwrap_or(a));
         match paren {
-            Some(p) if arg.ends_with(')') => {
+            Some(p) if unqualified.ends_with(')') => {
                 let name = &s[i + 1..p];
                 let qualified = top_level(name).contains("::");
-                if qualified && !name.ends_with('>') {
+                if qualified && !name.ends_with('>') && unqualified.len() == arg.len() {
                     out.push('&');
                     out.push_str(name);
                 } else {
@@ -462,6 +765,85 @@ mod tests {
         ] {
             assert_eq!(demangle(mangled), perf, "{mangled}");
         }
+    }
+
+    #[test]
+    fn function_types_as_libiberty() {
+        // Each expected string is binutils' `c++filt -p -i` (libiberty without DMGL_PARAMS,
+        // perf's default) and `c++filt -i` (DMGL_PARAMS | DMGL_ANSI, perf's `-v`).
+        for (mangled, perf, verbose) in [
+            (
+                "_ZN2FnIFllEE4callEl",
+                "Fn<long (long)>::call",
+                "Fn<long (long)>::call(long)",
+            ),
+            (
+                "_ZN2FnIFvvEE4callEl",
+                "Fn<void ()>::call",
+                "Fn<void ()>::call(long)",
+            ),
+            (
+                "_Z7with_fnIFllEEllSt8functionIT_E",
+                "with_fn<long (long)>",
+                "long with_fn<long (long)>(long, std::function<long (long)>)",
+            ),
+            (
+                "_ZN12_GLOBAL__N_124PatternRewriteDescriptorILN4llvm14SymbolRewriter17RewriteDescriptor4TypeE1ENS1_8FunctionEXadL_ZNKS1_6Module11getFunctionENS1_9StringRefEEEXadL_ZNS6_9functionsEvEEE15performOnModuleERS6_",
+                "(anonymous namespace)::PatternRewriteDescriptor<(llvm::SymbolRewriter::RewriteDescriptor::Type)1, llvm::Function, &(llvm::Module::getFunction(llvm::StringRef) const), &llvm::Module::functions>::performOnModule",
+                "(anonymous namespace)::PatternRewriteDescriptor<(llvm::SymbolRewriter::RewriteDescriptor::Type)1, llvm::Function, &(llvm::Module::getFunction(llvm::StringRef) const), &llvm::Module::functions>::performOnModule(llvm::Module&)",
+            ),
+        ] {
+            assert_eq!(demangle(mangled), perf, "{mangled}");
+            assert_eq!(demangle_with_params(mangled), verbose, "{mangled}");
+        }
+    }
+
+    #[test]
+    fn signatures_as_libiberty() {
+        // `c++filt -i`: what perf prints with `-v`.
+        for (mangled, verbose) in [
+            (
+                "_ZNK2ns1S5heavyEi.isra.0",
+                "ns::S::heavy(int) const [clone .isra.0]",
+            ),
+            (
+                "_ZN4llvm21RAIIDelegateInstallerC2ERNS_15MachineFunctionEPNS1_8DelegateE",
+                "llvm::RAIIDelegateInstaller::RAIIDelegateInstaller(llvm::MachineFunction&, llvm::MachineFunction::Delegate*)",
+            ),
+            (
+                "_ZNSs12_S_constructIPcEES0_T_S1_RKSaIcESt20forward_iterator_tag",
+                "char* std::string::_S_construct<char*>(char*, char*, std::allocator<char> const&, std::forward_iterator_tag)",
+            ),
+            (
+                "_ZSt10_ConstructIlJEEvPT_DpOT0_",
+                "void std::_Construct<long>(long*)",
+            ),
+            (
+                "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEC2IPcvEET_S7_RKS3_",
+                "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string<char*, void>(char*, char*, std::allocator<char> const&)",
+            ),
+            (
+                "_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc",
+                "std::basic_ostream<char, std::char_traits<char> >& std::operator<< <std::char_traits<char> >(std::basic_ostream<char, std::char_traits<char> >&, char const*)",
+            ),
+            ("_ZNSi3getEv", "std::istream::get()"),
+            (
+                "_ZNSoD0Ev",
+                "std::basic_ostream<char, std::char_traits<char> >::~basic_ostream()",
+            ),
+            (
+                "_ZZ4mainENKUlllE_clEll",
+                "main::{lambda(long, long)#1}::operator()(long, long) const",
+            ),
+            ("_Znwm@plt", "operator new(unsigned long)@plt"),
+            // Rust: as without -v (perf does not pass DMGL_VERBOSE, which prints the hash).
+            ("_RNvCs1234_7mycrate3foo", "mycrate::foo"),
+        ] {
+            assert_eq!(demangle_with_params(mangled), verbose, "{mangled}");
+        }
+        assert_eq!(Demangling::Off.apply("_Z3fooi"), "_Z3fooi");
+        assert_eq!(Demangling::Names.apply("_Z3fooi"), "foo");
+        assert_eq!(Demangling::Signatures.apply("_Z3fooi"), "foo(int)");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use object::{
     SectionIndex, SymbolKind, SymbolSection,
 };
 
-use crate::demangle::demangle;
+use crate::demangle::Demangling;
 use crate::filemap::FileBytes;
 
 /// A `PT_LOAD` program header.
@@ -169,7 +169,7 @@ pub(crate) struct SymbolTable {
     file: Arc<crate::filemap::FileBytes>,
     own_names: Vec<u8>,
     demangled: HashMap<u32, Arc<str>>,
-    demangle: bool,
+    demangle: Demangling,
     /// Aliases at one address that rank alike but for their demangled names, by entry:
     /// which one names the entry is decided when the entry is first named, not when the
     /// table is read (a new binary's load then demangles nothing; a large C++ or Rust
@@ -196,7 +196,7 @@ impl SymbolTable {
         file: &ElfFile,
         dynamic: bool,
         runtime: &ElfFile,
-        demangle: bool,
+        demangle: Demangling,
     ) -> Option<SymbolTable> {
         let obj = object::File::parse(file.bytes.bytes()).ok()?;
         let runtime_obj = if std::ptr::eq(file, runtime) {
@@ -313,8 +313,8 @@ impl SymbolTable {
         }
         // At one address keep the best (the rank orders aliases as perf does).
         raw.sort_by_key(|&(start, _, rank, ..)| (start, rank));
-        let ties = if demangle {
-            defer_ties(&mut raw, file.bytes.bytes(), &names)
+        let ties = if demangle != Demangling::Off {
+            defer_ties(&mut raw, file.bytes.bytes(), &names, demangle)
         } else {
             HashMap::new()
         };
@@ -379,7 +379,12 @@ impl SymbolTable {
             return n.clone();
         }
         if let Some(mut group) = self.ties.remove(&(i as u32)) {
-            prefer_longer_demangled(&mut group, self.file.bytes(), &self.own_names);
+            prefer_longer_demangled(
+                &mut group,
+                self.file.bytes(),
+                &self.own_names,
+                self.demangle,
+            );
             self.entries[i].name_off = group[0].3;
             self.entries[i].name_len = group[0].4;
         }
@@ -390,11 +395,7 @@ impl SymbolTable {
             e.name_off,
             e.name_len,
         ));
-        let name: Arc<str> = if self.demangle {
-            Arc::from(demangle(&raw))
-        } else {
-            Arc::from(raw)
-        };
+        let name: Arc<str> = Arc::from(self.demangle.apply(&raw));
         self.demangled.insert(i as u32, name.clone());
         name
     }
@@ -405,7 +406,12 @@ impl SymbolTable {
 /// `raw` is deduplicated, for [`SymbolTable::name`] to decide on first use. A group whose
 /// aliases differ in size is decided now: its size is the chosen one's, and lookups need
 /// it before any name.
-fn defer_ties(raw: &mut [RawSym], file: &[u8], own: &[u8]) -> HashMap<u32, Box<[RawSym]>> {
+fn defer_ties(
+    raw: &mut [RawSym],
+    file: &[u8],
+    own: &[u8],
+    how: Demangling,
+) -> HashMap<u32, Box<[RawSym]>> {
     let mut ties = HashMap::new();
     let (mut i, mut entry) = (0, 0u32);
     while i < raw.len() {
@@ -425,7 +431,7 @@ fn defer_ties(raw: &mut [RawSym], file: &[u8], own: &[u8]) -> HashMap<u32, Box<[
             if group.iter().all(|e| e.1 == group[0].1) {
                 ties.insert(entry, Box::from(&*group));
             } else {
-                prefer_longer_demangled(group, file, own);
+                prefer_longer_demangled(group, file, own, how);
             }
         }
         i = j;
@@ -441,7 +447,7 @@ fn defer_ties(raw: &mut [RawSym], file: &[u8], own: &[u8]) -> HashMap<u32, Box<[
 /// `LLVMIsMultithreaded`), then the longest one (the first in symbol-table order on a tie,
 /// as perf keeps it: LLVM's identical-code-folded destructors). Only shared addresses are
 /// demangled.
-fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8]) {
+fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8], how: Demangling) {
     let mut i = 0;
     while i < raw.len() {
         let start = raw[i].0;
@@ -454,7 +460,8 @@ fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8]) {
         let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
         if tied > 1 {
             let key = |e: &RawSym| {
-                let name = demangle(&String::from_utf8_lossy(name_bytes(file, own, e.3, e.4)))
+                let name = how
+                    .apply(&String::from_utf8_lossy(name_bytes(file, own, e.3, e.4)))
                     .into_owned();
                 let leading = name.bytes().take_while(|&c| c == b'_').count();
                 // Symbol-table order among the tied: the smaller sequence number came first.
@@ -631,7 +638,7 @@ mod tests {
         }
         let name =
             |e: &RawSym| String::from_utf8_lossy(name_bytes(&arena, &[], e.3, e.4)).into_owned();
-        prefer_longer_demangled(&mut raw, &arena, &[]);
+        prefer_longer_demangled(&mut raw, &arena, &[], Demangling::Names);
         assert_eq!(name(&raw[0]), "_ZN12_GLOBAL__N_14AaaaD2Ev");
         assert_eq!(name(&raw[2]), "_ZN2yy3fooEv");
     }

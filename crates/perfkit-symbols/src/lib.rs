@@ -125,7 +125,7 @@ pub mod uprobe_events;
 pub mod vmlinux;
 
 pub use code::{FunctionCode, Machine};
-pub use demangle::demangle;
+pub use demangle::{Demangling, demangle, demangle_with_params};
 pub use elf::build_id_hex;
 pub use error::{Error, ParseError};
 pub use fn_bounds::FunctionBounds;

@@ -51,6 +51,9 @@ type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 pub struct Options {
     /// Demangle Rust and C++ names (perf's default; `--no-demangle` turns it off).
     pub demangle: bool,
+    /// Demangle C++ names with their parameters, return types and clone suffixes, as perf
+    /// does with `-v` (libiberty's `DMGL_PARAMS`).
+    pub demangle_params: bool,
     /// Look up file:line in DWARF `.debug_line` (`--sort srcline`, `perf script -F srcline`).
     /// Slow on first use of each file: the DWARF is parsed then.
     pub srcline: bool,
@@ -79,6 +82,7 @@ impl Default for Options {
             .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".debug")));
         Options {
             demangle: true,
+            demangle_params: false,
             srcline: false,
             inline: false,
             kallsyms: PathBuf::from("/proc/kallsyms"),
@@ -87,6 +91,17 @@ impl Default for Options {
             perf_map_dir: PathBuf::from("/tmp"),
             symfs: None,
             vmlinux: None,
+        }
+    }
+}
+
+impl Options {
+    /// How names are demangled, from [`Options::demangle`] and [`Options::demangle_params`].
+    pub fn demangling(&self) -> crate::Demangling {
+        match (self.demangle, self.demangle_params) {
+            (false, _) => crate::Demangling::Off,
+            (true, false) => crate::Demangling::Names,
+            (true, true) => crate::Demangling::Signatures,
         }
     }
 }
@@ -276,7 +291,7 @@ impl Symbolizer {
         } else {
             None
         };
-        let demangle = self.opts.demangle;
+        let demangle = self.opts.demangling();
         let mut symbols_from = (false, false);
         let symbols = if binary.has_symtab {
             SymbolTable::build(&binary, false, &binary, demangle)
@@ -321,7 +336,7 @@ impl Symbolizer {
             return f;
         }
         let i = self.slot_for(m);
-        let demangle = self.opts.demangle;
+        let demangle = self.opts.demangling();
         let Ok(dso) = &mut self.slots[i].dso else {
             return f;
         };
@@ -715,12 +730,9 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                             .as_ref()
                             .and_then(|n| n.raw_name().ok())
                             .map(|n| Arc::from(n.as_ref()));
-                        let function = raw.as_ref().map(|n| {
-                            if opts.demangle {
-                                Arc::from(crate::demangle::demangle(n))
-                            } else {
-                                n.clone()
-                            }
+                        let function = raw.as_ref().map(|n| match opts.demangling() {
+                            crate::Demangling::Off => n.clone(),
+                            how => Arc::from(how.apply(n)),
                         });
                         let line = f.location.as_ref().and_then(srcline_of);
                         if whole_chain {

@@ -112,7 +112,14 @@ pub fn symtab_origin(
         if f.has_symtab {
             return letter;
         }
-        if runtime.is_none() && f.has_dynsym {
+        // perf's `symsrc__possibly_runtime`: a `.dynsym` section, even one that defines
+        // nothing (a stripped program exporting nothing is still `B` or `d`).
+        let dynsym = || {
+            f.has_dynsym
+                || object::File::parse(f.bytes.bytes())
+                    .is_ok_and(|o| object::Object::section_by_name(&o, ".dynsym").is_some())
+        };
+        if runtime.is_none() && dynsym() {
             runtime = Some(letter);
         }
     }
