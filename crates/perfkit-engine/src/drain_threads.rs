@@ -47,9 +47,6 @@ pub(crate) struct Counts {
     /// Oldest and newest sample time.
     pub first_time: u64,
     pub last_time: u64,
-    /// The pass holds MMAP or MMAP2 records (the writer reads the others' records no
-    /// more: they were checked here).
-    pub mappings: bool,
 }
 
 impl Counts {
@@ -63,12 +60,14 @@ impl Counts {
 
 /// Copy every pending record of `ring` (header included) to the end of `block` (one copy
 /// of the ring's pending bytes, see [`RingBuffer::drain_copy`]), count them into
-/// `counts`, and read the time of the ring's first and last sample (a ring's records come
-/// in time order; the others are not parsed).
+/// `counts`, note the offsets of its MMAP and MMAP2 records in `mappings` (the writer
+/// reads only those), and read the time of the ring's first and last sample (a ring's
+/// records come in time order; the others are not parsed).
 pub(crate) fn drain_ring(
     ring: &mut RingBuffer,
     block: &mut Vec<u8>,
     counts: &mut Counts,
+    mappings: &mut Vec<usize>,
     parser: &MultiParser,
 ) -> Result<()> {
     let mut first: Option<usize> = None;
@@ -86,7 +85,7 @@ pub(crate) fn drain_ring(
                 counts.lost_chunks += 1;
             }
             sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
-            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => counts.mappings = true,
+            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => mappings.push(at),
             _ => {}
         }
     })
@@ -107,6 +106,8 @@ pub(crate) struct Pass {
     pub drainer: usize,
     pub generation: u64,
     pub block: Vec<u8>,
+    /// Offsets in `block` of its MMAP and MMAP2 records.
+    pub mappings: Vec<usize>,
     pub counts: Counts,
 }
 
@@ -128,8 +129,9 @@ pub(crate) struct Threads {
     done: Vec<bool>,
     stops: Vec<Stopper>,
     handles: Vec<JoinHandle<()>>,
-    /// Blocks going back to their drainer, to be filled again.
-    returns: Vec<Sender<Vec<u8>>>,
+    /// Blocks (and their lists of mapping offsets) going back to their drainer, to be
+    /// filled again.
+    returns: Vec<Sender<(Vec<u8>, Vec<usize>)>>,
     /// Something was written since the last FINISHED_ROUND.
     unrounded: bool,
     watcher: Option<(Stopper, JoinHandle<()>)>,
@@ -282,7 +284,7 @@ impl Threads {
                 let written = write(&p);
                 self.budget.written(p.block.len());
                 written?;
-                self.give_back(i, p.block);
+                self.give_back(i, p.block, p.mappings);
                 Ok(false)
             }
             Msg::Done(i) => {
@@ -295,10 +297,11 @@ impl Threads {
     }
 
     /// Hand a written block back to its drainer for reuse.
-    fn give_back(&self, drainer: usize, mut block: Vec<u8>) {
+    fn give_back(&self, drainer: usize, mut block: Vec<u8>, mut mappings: Vec<usize>) {
         block.clear();
+        mappings.clear();
         if let Some(r) = self.returns.get(drainer) {
-            let _ = r.send(block);
+            let _ = r.send((block, mappings));
         }
     }
 
@@ -377,7 +380,7 @@ struct Drainer {
     parser: Arc<MultiParser>,
     generation: Arc<AtomicU64>,
     tx: Sender<Msg>,
-    returned: Receiver<Vec<u8>>,
+    returned: Receiver<(Vec<u8>, Vec<usize>)>,
     budget: Arc<Budget>,
 }
 
@@ -414,12 +417,13 @@ impl Drainer {
             if !stopped && !self.budget.wait_room(PASS_TIMEOUT) {
                 continue;
             }
-            let mut block = self.returned.try_recv().unwrap_or_default();
+            let (mut block, mut mappings) = self.returned.try_recv().unwrap_or_default();
             // One allocation for the pass (not a chain of reallocations and copies).
             let pending: u64 = self.rings.iter().map(|r| r.pending_bytes()).sum();
             block.reserve(pending as usize);
             for r in &mut self.rings {
-                if let Err(e) = drain_ring(r, &mut block, &mut counts, &self.parser) {
+                if let Err(e) = drain_ring(r, &mut block, &mut counts, &mut mappings, &self.parser)
+                {
                     let _ = self.tx.send(Msg::Failed(e));
                     return;
                 }
@@ -430,6 +434,7 @@ impl Drainer {
                     drainer: self.index,
                     generation: g,
                     block,
+                    mappings,
                     counts: std::mem::replace(&mut counts, Counts::empty()),
                 };
                 if self.tx.send(Msg::Pass(pass)).is_err() {

@@ -115,6 +115,8 @@ pub struct Recorder {
     stop: Stopper,
     /// Records of one pass over the rings, written as one block.
     block: Vec<u8>,
+    /// Offsets of the MMAP and MMAP2 records in `block`.
+    mappings: Vec<usize>,
     /// Bytes the draining threads may queue for the writer.
     queue_limit: usize,
     /// The draining threads' queue, once started.
@@ -212,6 +214,7 @@ impl Recorder {
             threads: None,
             stop,
             block: Vec::new(),
+            mappings: Vec::new(),
             queue_limit: crate::drain_budget::DEFAULT_QUEUE_LIMIT,
             budget: None,
             drain_priority: None,
@@ -647,22 +650,26 @@ impl Recorder {
             lost_records,
             last_time,
             block,
+            mappings,
             ..
         } = self;
         block.clear();
+        mappings.clear();
         let mut counts = Counts::empty();
         for r in rings.iter_mut() {
-            drain_ring(r, block, &mut counts, parser)?;
+            drain_ring(r, block, &mut counts, mappings, parser)?;
         }
         let n = counts.records;
         let pass = Pass {
             drainer: 0,
             generation: 0,
             block: std::mem::take(block),
+            mappings: std::mem::take(mappings),
             counts,
         };
         let written = write_pass(w, &pass, stats, lost_records, last_time);
         *block = pass.block;
+        *mappings = pass.mappings;
         written?;
         if n > 0 {
             w.finish_round().map_err(Error::Write)?;
@@ -764,7 +771,7 @@ fn write_pass(
     last_time: &mut u64,
 ) -> Result<()> {
     // drain_ring checked every record's header.
-    w.write_checked_records(&p.block, p.counts.mappings)
+    w.write_checked_records(&p.block, &p.mappings)
         .map_err(Error::Write)?;
     let c = &p.counts;
     if c.first_time <= c.last_time {

@@ -160,6 +160,11 @@ fn body_at(data: &[u8], off: usize, size: usize) -> RawData<'_> {
 }
 
 /// The whole record whose header is at `at` of `buf` (its size already checked).
+/// The piece [`RingBuffer::drain_copy`] copies before walking its headers: within the
+/// first-level caches, and larger than any record (their size is a `u16`).
+const COPY_PIECE: usize = 64 << 10;
+
+#[inline]
 fn record_at(buf: &[u8], at: usize) -> RawRecord<'_> {
     let type_ = u32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
     let misc = u16::from_ne_bytes([buf[at + 4], buf[at + 5]]);
@@ -1043,30 +1048,49 @@ impl RingBuffer {
         let start = out.len();
         let off = (tail & (data_size - 1)) as usize;
         let span = span as usize;
-        if off + span <= data.len() {
-            out.extend_from_slice(&data[off..off + span]);
+        let (first, second) = if off + span <= data.len() {
+            (&data[off..off + span], &data[..0])
         } else {
-            out.extend_from_slice(&data[off..]);
-            out.extend_from_slice(&data[..off + span - data.len()]);
-        }
+            (&data[off..], &data[..off + span - data.len()])
+        };
+        out.reserve(span);
+        // Copied and walked a piece at a time: the headers are read while the piece is in
+        // the cache. A copy of the whole span (megabytes) goes around the cache, and a walk
+        // after it missed the cache at every record.
         let mut at = start;
         let mut n = 0;
-        let end = out.len();
         let mut failed = None;
-        while at < end {
+        'copy: for piece in first.chunks(COPY_PIECE).chain(second.chunks(COPY_PIECE)) {
+            out.extend_from_slice(piece);
+            let end = out.len();
             // Headers are 8-byte aligned in the ring, so a whole header is always there.
-            let size = u16::from_ne_bytes([out[at + 6], out[at + 7]]) as usize;
-            if size < HEADER_SIZE || at + size > end {
-                failed = Some(RingError::BadRecord {
-                    position: tail.wrapping_add((at - start) as u64),
-                    size: size as u16,
-                    available: (end - at - HEADER_SIZE) as u64,
-                });
-                break;
+            while at + HEADER_SIZE <= end {
+                let size = u16::from_ne_bytes([out[at + 6], out[at + 7]]) as usize;
+                if size < HEADER_SIZE {
+                    failed = Some(RingError::BadRecord {
+                        position: tail.wrapping_add((at - start) as u64),
+                        size: size as u16,
+                        available: (end - at - HEADER_SIZE) as u64,
+                    });
+                    break 'copy;
+                }
+                if at + size > end {
+                    // The rest of it comes with the next piece.
+                    break;
+                }
+                f(at, record_at(out, at));
+                n += 1;
+                at += size;
             }
-            f(at, record_at(out, at));
-            n += 1;
-            at += size;
+        }
+        let end = out.len();
+        if failed.is_none() && at < end {
+            // The last record runs past the kernel's head.
+            failed = Some(RingError::BadRecord {
+                position: tail.wrapping_add((at - start) as u64),
+                size: u16::from_ne_bytes([out[at + 6], out[at + 7]]),
+                available: (end - at - HEADER_SIZE) as u64,
+            });
         }
         out.truncate(at);
         self.read_pos = tail.wrapping_add((at - start) as u64);
