@@ -180,6 +180,66 @@ fn check_data(data: &[u8]) -> bool {
     data.len().is_power_of_two() && data.len() >= HEADER_SIZE
 }
 
+/// Records of a ring lent out in place by [`RingBuffer::lease`]: at most two runs of bytes
+/// (two where they wrap around the end of the data area), which the kernel does not write
+/// until the lease is given back with [`RingBuffer::release`]. `Send`: a writer thread can
+/// `write` them straight from the ring.
+#[derive(Debug)]
+pub struct RingLease {
+    map: std::sync::Arc<Mapping>,
+    data_offset: usize,
+    data_size: usize,
+    start: u64,
+    end: u64,
+}
+
+impl RingLease {
+    /// The lent bytes, in order: the second part is empty unless they wrap.
+    pub fn parts(&self) -> [&[u8]; 2] {
+        let data = data_area(&self.map, self.data_offset, self.data_size);
+        let off = (self.start & (self.data_size as u64 - 1)) as usize;
+        let len = self.len();
+        if off + len <= data.len() {
+            [&data[off..off + len], &data[..0]]
+        } else {
+            [&data[off..], &data[..off + len - data.len()]]
+        }
+    }
+
+    /// The whole record at offset `at` of the lent bytes, contiguous (copied into
+    /// `scratch` where it wraps the end of the data area); None where none starts there.
+    pub fn record<'a>(&'a self, at: usize, scratch: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+        let [a, b] = self.parts();
+        if at < a.len() {
+            // Headers are 8-byte aligned, so a header never wraps.
+            let h = a.get(at..at + HEADER_SIZE)?;
+            let size = u16::from_ne_bytes([h[6], h[7]]) as usize;
+            if at + size <= a.len() {
+                return Some(&a[at..at + size]);
+            }
+            let more = b.get(..at + size - a.len())?;
+            scratch.clear();
+            scratch.extend_from_slice(&a[at..]);
+            scratch.extend_from_slice(more);
+            return Some(&scratch[..]);
+        }
+        let at = at - a.len();
+        let h = b.get(at..at + HEADER_SIZE)?;
+        let size = u16::from_ne_bytes([h[6], h[7]]) as usize;
+        b.get(at..at + size)
+    }
+
+    /// Bytes lent.
+    pub fn len(&self) -> usize {
+        self.end.wrapping_sub(self.start) as usize
+    }
+
+    /// Whether nothing was pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Forward walk over the records between two ring positions of a data area, oldest
 /// first, without copying.
 ///
@@ -577,6 +637,13 @@ pub(crate) struct Mapping {
     len: usize,
 }
 
+// SAFETY: plain shared memory, unmapped once when the last owner drops it. Threads only
+// read it as bytes ([`RingLease`]: bytes the kernel no longer writes until the tail is
+// published, which only the ring's owner does), or reach the head/tail through atomics.
+unsafe impl Send for Mapping {}
+// SAFETY: as above: shared reads of bytes nobody writes while they are read.
+unsafe impl Sync for Mapping {}
+
 impl Mapping {
     pub(crate) fn new(
         fd: BorrowedFd<'_>,
@@ -700,7 +767,8 @@ fn copy_volatile(src: &Mapping, offset: usize, len: usize, dst: &mut Vec<u8>) {
 /// # Ok::<(), perfkit::Error>(())
 /// ```
 pub struct RingBuffer {
-    map: Mapping,
+    /// Shared with the [`RingLease`]s lent out, which read it in place.
+    map: std::sync::Arc<Mapping>,
     ctl: RingControl,
     fd: OwnedFd,
     name: String,
@@ -717,6 +785,9 @@ pub struct RingBuffer {
     user_paused: std::cell::Cell<bool>,
     /// The copy of an overwrite-mode ring's data area that its walks read.
     copy: Vec<u8>,
+    /// The start of the bytes lent out by [`lease`](RingBuffer::lease) and not given
+    /// back: the tail is not published past it.
+    leased: Option<u64>,
 }
 
 // SAFETY: the mapping is plain shared memory; all shared-state access (head/tail) goes
@@ -845,7 +916,7 @@ impl RingBuffer {
             ctl.head()
         };
         Ok(RingBuffer {
-            map,
+            map: std::sync::Arc::new(map),
             ctl,
             fd,
             name: name.to_string(),
@@ -859,6 +930,7 @@ impl RingBuffer {
             aux: None,
             user_paused: std::cell::Cell::new(false),
             copy: Vec::new(),
+            leased: None,
         })
     }
 
@@ -899,7 +971,7 @@ impl RingBuffer {
     /// Publish everything handed out so far as consumed (`data_tail`). Done
     /// automatically at the start of every [`records`](Self::records) call.
     pub fn consume(&mut self) {
-        if self.mode == RingMode::Consume && !self.backward {
+        if self.mode == RingMode::Consume && !self.backward && self.leased.is_none() {
             self.ctl.set_tail(self.read_pos);
         }
     }
@@ -1000,9 +1072,10 @@ impl RingBuffer {
     }
 
     /// Copy every pending record to the end of `out` as the kernel wrote it (header
-    /// included), with one copy of the pending bytes (two where they wrap around the end
-    /// of the data area) instead of one per record, then publish the tail. `f` gets each
-    /// record's offset in `out` and the record there; returns the number of records.
+    /// included), copying the pending bytes in pieces of 64 KiB instead of one record at
+    /// a time, then publish the tail. `f` gets each record's offset in `out` and the
+    /// record there, as soon as the piece that ends it is copied (its header is then still
+    /// in the cache); returns the number of records.
     ///
     /// What a recorder that writes the records unchanged needs: a pass costs a `memcpy`
     /// and a walk over the headers. A record whose header is inconsistent ends the copy
@@ -1098,6 +1171,56 @@ impl RingBuffer {
         match failed {
             Some(e) => Err(e),
             None => Ok(n),
+        }
+    }
+
+    /// Lend out every pending record in place, without copying: `f` gets each record's
+    /// offset in the lent bytes and the record (split where it wraps the end of the data
+    /// area). The kernel writes nothing over the lent bytes until they are given back with
+    /// [`release`](Self::release), which publishes the tail; meanwhile later walks go on
+    /// after them but publish nothing. The lease may go to another thread (a writer that
+    /// `write`s the bytes straight from the ring, as perf does) and keeps the mapping alive.
+    ///
+    /// `Ok(None)` where nothing can be lent: a ring not read in place (overwrite or
+    /// backward mode), or one whose last lease is still out. A record whose header is
+    /// inconsistent is a [`RingError::BadRecord`], and nothing is lent.
+    pub fn lease(
+        &mut self,
+        mut f: impl FnMut(usize, RawRecord<'_>),
+    ) -> std::result::Result<Option<RingLease>, RingError> {
+        if self.mode != RingMode::Consume || self.backward || self.leased.is_some() {
+            return Ok(None);
+        }
+        let start = self.read_pos;
+        let head = self.ctl.head();
+        let data = data_area(&self.map, self.data_offset, self.data_size);
+        let mut walk = RingRecords::new(data, start, head)?;
+        loop {
+            let at = walk.position().wrapping_sub(start) as usize;
+            match walk.next() {
+                None => break,
+                Some(Ok(r)) => f(at, r),
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        self.read_pos = head;
+        self.leased = Some(start);
+        Ok(Some(RingLease {
+            map: self.map.clone(),
+            data_offset: self.data_offset,
+            data_size: self.data_size,
+            start,
+            end: head,
+        }))
+    }
+
+    /// Give back a [`lease`](Self::lease) of this ring whose bytes are done with, and
+    /// publish the tail past them (and past whatever was walked after them). A lease of
+    /// another ring, or one given back already, changes nothing.
+    pub fn release(&mut self, lease: RingLease) {
+        if std::sync::Arc::ptr_eq(&lease.map, &self.map) && self.leased == Some(lease.start) {
+            self.leased = None;
+            self.consume();
         }
     }
 

@@ -1033,3 +1033,80 @@ fn drain_copy_of_hundreds_of_kilobytes_walks_records_across_its_copy_pieces() {
     assert!(wrapped >= 1, "no pass wrapped the end of the ring");
     assert!(straddling >= 1, "no record straddled two pieces");
 }
+
+#[test]
+fn a_lease_lends_the_kernels_records_in_place_until_given_back() {
+    require_root!();
+    // lease: the pending records read in place; the tail stays put (the kernel writes
+    // nothing over them) until release, and the lent bytes are the records the walk
+    // handed out, back to back, wrapping the end of the ring.
+    let attr = fault_attr();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(16)).expect("open");
+    let data_size = s.ring_ref().data_size();
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    s.enable().unwrap();
+    let mut wrapped = 0usize;
+    for round in 0..12 {
+        // 100 fault samples of about 100 bytes: well within the 64 KiB ring.
+        touch_fresh_pages(100);
+        let mut samples = 0u64;
+        // The published tail may lag what earlier walks took (a walk publishes at the
+        // start of the next one).
+        let tail = s.ring_ref().control().tail();
+        let head = s.ring_ref().control().head();
+        let pending = s.ring_ref().pending_bytes();
+        let mut seen = Vec::new();
+        let lease = s
+            .ring()
+            .lease(|at, rec| seen.push((at, rec.type_, rec.data.len())))
+            .expect("lease")
+            .expect("a consume-mode ring lends");
+        assert!(lease.len() as u64 >= pending, "round {round}");
+        // Lent and not given back: nothing more is lent, and the tail has not moved even
+        // after a walk of what came since.
+        assert!(s.ring().lease(|_, _| {}).unwrap().is_none());
+        let _ = s.ring().records().count();
+        assert_eq!(s.ring_ref().control().tail(), tail, "round {round}");
+        let [a, b] = lease.parts();
+        assert_eq!(a.len() + b.len(), lease.len());
+        if !b.is_empty() {
+            wrapped += 1;
+        }
+        let bytes: Vec<u8> = [a, b].concat();
+        let mut at = 0;
+        let mut scratch = Vec::new();
+        for &(off, type_, len) in &seen {
+            assert_eq!(off, at, "round {round}: records back to back");
+            let rec = lease.record(off, &mut scratch).expect("a whole record");
+            assert_eq!(rec, &bytes[at..at + rec.len()]);
+            let (raw, size) = perfkit::RawRecord::from_bytes(rec, Endian::NATIVE).unwrap();
+            assert_eq!((raw.type_, raw.data.len(), size), (type_, len, rec.len()));
+            let RawData::Single(body) = raw.data else {
+                panic!("contiguous");
+            };
+            if let Record::Sample(smp) = parser.parse(raw.type_, raw.misc, body).unwrap().record {
+                assert_eq!(smp.tid, Some(gettid()));
+                samples += 1;
+            }
+            at += size;
+        }
+        assert_eq!(at, lease.len(), "round {round}: nothing after the records");
+        assert!(
+            samples >= 100,
+            "round {round}: {samples} samples for 100 faults"
+        );
+        s.ring().release(lease);
+        // Given back: the tail is past everything the kernel had written before the lease.
+        assert!(
+            s.ring_ref().control().tail() >= head,
+            "round {round}: not given back"
+        );
+        // What the walk above took (lent or not) is consumed now; drain the rest.
+        let _ = s.ring().records().count();
+    }
+    s.disable().unwrap();
+    assert!(
+        wrapped >= 1,
+        "no lease wrapped the end of the {data_size}-byte ring"
+    );
+}
