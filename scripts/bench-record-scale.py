@@ -137,7 +137,8 @@ print(f"{len(cpus)} CPUs, {args.busy} busy loops; perfkit = {args.perfkit}"
       + (f" {args.extra}" if extra else "") + f"; perf = {args.perf}")
 cases = args.cases.split(",")
 for freq in [c for c in ["4000", "max"] if c in cases]:
-    print(f"== record -a -g -F {freq}, {args.secs:g} s, every CPU busy")
+    print(f"== record -a -g -F {freq}, {args.secs:g} s, every CPU busy "
+          f"(load average {open('/proc/loadavg').read().split()[0]})")
     loops = busy_loops(args.busy)
     try:
         time.sleep(0.5)
@@ -151,7 +152,8 @@ for freq in [c for c in ["4000", "max"] if c in cases]:
         row("perfkit", a)
         row("perf", b)
         print(f"   ratio perfkit/perf: CPU {ratio(a[1], b[1])}  RSS {ratio(a[2], b[2])}  "
-              f"written {ratio(a[3], b[3])}  lost {a[4]:,} vs {b[4]:,}")
+              f"written {ratio(a[3], b[3])}  lost {a[4]:,} vs {b[4]:,}  "
+              f"CPU per sample written {ratio(a[1] / max(a[3], 1), b[1] / max(b[3], 1))}")
 
 if "end" not in cases:
     sys.exit(0)

@@ -251,6 +251,9 @@ fn record(args: RecordArgs) -> Result<u8> {
     // the rings fill. The command was forked before, at its own priority.
     rec.set_drain_priority(Some(perfkit_engine::DrainPriority::RECORD));
     perfkit_engine::DrainPriority::RECORD.apply_to_current_thread();
+    // Compressing takes the writer long enough that the rings are better drained into
+    // memory meanwhile; uncompressed, the writer writes straight from the rings.
+    rec.set_lend_records(args.compress.is_none());
     rec.start_threads(&layout)?;
     let stopper = rec.stopper();
 

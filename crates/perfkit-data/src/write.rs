@@ -134,6 +134,36 @@ impl Parsers {
     }
 }
 
+/// The whole record at offset `at` of `parts` put end to end, contiguous (copied into
+/// `scratch` where it spans two parts); None where no whole record starts there.
+fn record_in_parts<'a>(
+    parts: &[&'a [u8]],
+    at: usize,
+    scratch: &'a mut Vec<u8>,
+) -> Option<&'a [u8]> {
+    let mut base = 0usize;
+    let mut i = 0;
+    while i < parts.len() && at >= base + parts[i].len() {
+        base += parts[i].len();
+        i += 1;
+    }
+    let first = parts.get(i)?.get(at - base..)?;
+    let rest = || parts[i + 1..].iter().flat_map(|p| p.iter().copied());
+    let header: Vec<u8> = first
+        .iter()
+        .copied()
+        .chain(rest())
+        .take(HEADER_SIZE_RECORD)
+        .collect();
+    let size = RecordHeader::parse(&header, Endian::NATIVE).ok()?.size as usize;
+    if size <= first.len() {
+        return Some(&first[..size]);
+    }
+    scratch.clear();
+    scratch.extend(first.iter().copied().chain(rest()).take(size));
+    (scratch.len() == size).then_some(&scratch[..])
+}
+
 /// The 8 bytes of a record header in native byte order.
 fn header_bytes(h: &RecordHeader) -> [u8; 8] {
     let mut b = [0u8; 8];
@@ -492,16 +522,35 @@ impl PerfDataWriter {
 
     /// [`write_records`](Self::write_records) for a block whose record headers were
     /// checked already (a draining thread walked them while copying): uncompressed, it
-    /// is written without being read again. `mappings` says whether it holds MMAP or
-    /// MMAP2 records, whose files go into the build-id table; without them, nothing in
-    /// it is looked at.
-    pub fn write_checked_records(&mut self, block: &[u8], mappings: bool) -> io::Result<()> {
-        if self.zstd.is_some() || mappings {
-            return self.write_records(block);
+    /// is written without being read again. `mappings` are the offsets in `block` of its
+    /// MMAP and MMAP2 records, whose files go into the build-id table: only those are
+    /// looked at (a system-wide recording on a machine that starts programs has one in
+    /// nearly every block, and walking every header again cost the writer a tenth of its
+    /// CPU). An offset that is not the start of a whole record in `block` is ignored.
+    pub fn write_checked_records(&mut self, block: &[u8], mappings: &[usize]) -> io::Result<()> {
+        self.write_checked_parts(&[block], mappings)
+    }
+
+    /// [`write_checked_records`](Self::write_checked_records) for records given as runs
+    /// of bytes that together are whole records (a ring's pending bytes, lent in place
+    /// and wrapping its end): uncompressed, each run is written as it is, without a copy;
+    /// `mappings` are offsets in the runs put end to end. Compressed, they are copied once
+    /// into the chunker.
+    pub fn write_checked_parts(&mut self, parts: &[&[u8]], mappings: &[usize]) -> io::Result<()> {
+        if self.zstd.is_some() {
+            return self.write_records(&parts.concat());
         }
         self.flush_round()?;
-        if !block.is_empty() {
-            self.write_direct(block)?;
+        let mut scratch = Vec::new();
+        for &at in mappings {
+            if let Some(rec) = record_in_parts(parts, at, &mut scratch) {
+                self.parsers.note_mapping(rec, &mut self.mapped);
+            }
+        }
+        for p in parts {
+            if !p.is_empty() {
+                self.write_direct(p)?;
+            }
         }
         Ok(())
     }

@@ -26,7 +26,7 @@ use crate::drain_budget::Budget;
 use crate::{Error, Result};
 use perfkit::records::{Endian, MultiParser};
 use perfkit::sys;
-use perfkit::{Poller, Ready, RingBuffer, Stopper};
+use perfkit::{Poller, Ready, RingBuffer, RingLease, Stopper};
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -47,9 +47,6 @@ pub(crate) struct Counts {
     /// Oldest and newest sample time.
     pub first_time: u64,
     pub last_time: u64,
-    /// The pass holds MMAP or MMAP2 records (the writer reads the others' records no
-    /// more: they were checked here).
-    pub mappings: bool,
 }
 
 impl Counts {
@@ -63,12 +60,14 @@ impl Counts {
 
 /// Copy every pending record of `ring` (header included) to the end of `block` (one copy
 /// of the ring's pending bytes, see [`RingBuffer::drain_copy`]), count them into
-/// `counts`, and read the time of the ring's first and last sample (a ring's records come
-/// in time order; the others are not parsed).
+/// `counts`, note the offsets of its MMAP and MMAP2 records in `mappings` (the writer
+/// reads only those), and read the time of the ring's first and last sample (a ring's
+/// records come in time order; the others are not parsed).
 pub(crate) fn drain_ring(
     ring: &mut RingBuffer,
     block: &mut Vec<u8>,
     counts: &mut Counts,
+    mappings: &mut Vec<usize>,
     parser: &MultiParser,
 ) -> Result<()> {
     let mut first: Option<usize> = None;
@@ -86,7 +85,7 @@ pub(crate) fn drain_ring(
                 counts.lost_chunks += 1;
             }
             sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
-            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => counts.mappings = true,
+            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => mappings.push(at),
             _ => {}
         }
     })
@@ -102,13 +101,73 @@ pub(crate) fn drain_ring(
     Ok(())
 }
 
+/// Lend out every pending record of `ring` in place ([`RingBuffer::lease`]: the writer
+/// writes them straight from the ring, and the ring gets them back once written), counted
+/// into `counts` as [`drain_ring`] counts them; the offsets of MMAP and MMAP2 records go
+/// into `mappings` shifted by `base`, the bytes lent before this ring's in the same pass.
+/// An empty lease is given back at once (None).
+pub(crate) fn lease_ring(
+    ring: &mut RingBuffer,
+    counts: &mut Counts,
+    mappings: &mut Vec<usize>,
+    base: usize,
+    parser: &MultiParser,
+    scratch: &mut Vec<u8>,
+) -> Result<Option<RingLease>> {
+    let mut first: Option<usize> = None;
+    let mut last: Option<usize> = None;
+    let lease = ring
+        .lease(|at, rec| {
+            counts.records += 1;
+            match rec.type_ {
+                sys::PERF_RECORD_SAMPLE => {
+                    counts.samples += 1;
+                    first.get_or_insert(at);
+                    last = Some(at);
+                }
+                sys::PERF_RECORD_LOST => {
+                    counts.lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                    counts.lost_chunks += 1;
+                }
+                sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
+                sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => mappings.push(base + at),
+                _ => {}
+            }
+        })
+        .map_err(Error::Ring)?
+        .ok_or_else(|| Error::Usage("a recorder ring could not be read in place".into()))?;
+    for at in first.into_iter().chain(last) {
+        if let Some(rec) = lease.record(at, scratch)
+            && let Ok((_, p)) = parser.parse_native(rec)
+            && let Some(t) = p.time()
+        {
+            counts.first_time = counts.first_time.min(t);
+            counts.last_time = counts.last_time.max(t);
+        }
+    }
+    if lease.is_empty() {
+        ring.release(lease);
+        return Ok(None);
+    }
+    Ok(Some(lease))
+}
+
 /// One drainer's pass: the records it copied, and the generation it read first.
 pub(crate) struct Pass {
     pub drainer: usize,
     pub generation: u64,
     pub block: Vec<u8>,
+    /// Offsets in `block` of its MMAP and MMAP2 records (or in the leases' bytes put end
+    /// to end, where the pass lent its records instead of copying them).
+    pub mappings: Vec<usize>,
+    /// Records lent in place, with the index of their ring in the drainer's list: written
+    /// straight from the rings, then given back.
+    pub leases: Vec<(usize, RingLease)>,
     pub counts: Counts,
 }
+
+/// What the writer hands back to a drainer after writing its pass.
+pub(crate) type Returned = (Vec<u8>, Vec<usize>, Vec<(usize, RingLease)>);
 
 pub(crate) enum Msg {
     Pass(Pass),
@@ -128,8 +187,9 @@ pub(crate) struct Threads {
     done: Vec<bool>,
     stops: Vec<Stopper>,
     handles: Vec<JoinHandle<()>>,
-    /// Blocks going back to their drainer, to be filled again.
-    returns: Vec<Sender<Vec<u8>>>,
+    /// Blocks (and their lists of mapping offsets) going back to their drainer, to be
+    /// filled again.
+    returns: Vec<Sender<Returned>>,
     /// Something was written since the last FINISHED_ROUND.
     unrounded: bool,
     watcher: Option<(Stopper, JoinHandle<()>)>,
@@ -168,6 +228,7 @@ impl Threads {
         stop_poller: Poller,
         budget: Arc<Budget>,
         priority: Option<crate::recorder::DrainPriority>,
+        lend: bool,
     ) -> Result<Threads> {
         let (tx, rx) = channel();
         let generation = Arc::new(AtomicU64::new(0));
@@ -205,6 +266,7 @@ impl Threads {
                 tx: tx.clone(),
                 returned: ret_rx,
                 budget: budget.clone(),
+                lend,
             };
             let affinity = g.affinity;
             let h = std::thread::Builder::new()
@@ -278,11 +340,11 @@ impl Threads {
             Msg::Pass(p) => {
                 let i = p.drainer;
                 self.seen[i] = self.seen[i].max(p.generation);
-                self.unrounded |= !p.block.is_empty();
+                self.unrounded |= !p.block.is_empty() || !p.leases.is_empty();
                 let written = write(&p);
                 self.budget.written(p.block.len());
                 written?;
-                self.give_back(i, p.block);
+                self.give_back(i, p.block, p.mappings, p.leases);
                 Ok(false)
             }
             Msg::Done(i) => {
@@ -295,10 +357,17 @@ impl Threads {
     }
 
     /// Hand a written block back to its drainer for reuse.
-    fn give_back(&self, drainer: usize, mut block: Vec<u8>) {
+    fn give_back(
+        &self,
+        drainer: usize,
+        mut block: Vec<u8>,
+        mut mappings: Vec<usize>,
+        leases: Vec<(usize, RingLease)>,
+    ) {
         block.clear();
+        mappings.clear();
         if let Some(r) = self.returns.get(drainer) {
-            let _ = r.send(block);
+            let _ = r.send((block, mappings, leases));
         }
     }
 
@@ -377,14 +446,20 @@ struct Drainer {
     parser: Arc<MultiParser>,
     generation: Arc<AtomicU64>,
     tx: Sender<Msg>,
-    returned: Receiver<Vec<u8>>,
+    returned: Receiver<Returned>,
     budget: Arc<Budget>,
+    /// Lend the records to the writer in place ([`lease_ring`]) instead of copying them
+    /// into blocks ([`drain_ring`]).
+    lend: bool,
 }
 
 impl Drainer {
     fn run(mut self) {
         let mut sent_generation = u64::MAX;
         let mut counts = Counts::empty();
+        // A pass was sent and not handed back yet.
+        let mut outstanding = false;
+        let mut scratch = Vec::new();
         loop {
             let g = self.generation.load(Ordering::Acquire);
             let stopped = match self.poller.wait(Some(PASS_TIMEOUT)) {
@@ -414,27 +489,70 @@ impl Drainer {
             if !stopped && !self.budget.wait_room(PASS_TIMEOUT) {
                 continue;
             }
-            let mut block = self.returned.try_recv().unwrap_or_default();
-            // One allocation for the pass (not a chain of reallocations and copies).
-            let pending: u64 = self.rings.iter().map(|r| r.pending_bytes()).sum();
-            block.reserve(pending as usize);
-            for r in &mut self.rings {
-                if let Err(e) = drain_ring(r, &mut block, &mut counts, &self.parser) {
-                    let _ = self.tx.send(Msg::Failed(e));
-                    return;
+            // The previous pass's records are lent to the writer until it wrote them:
+            // take them back (and let the kernel reuse their space) before lending more.
+            let (block, mut mappings, back) = if outstanding {
+                match self.returned.recv() {
+                    Ok(r) => r,
+                    // The writer is gone (the recording failed): nothing more to do.
+                    Err(_) => return,
+                }
+            } else {
+                self.returned.try_recv().unwrap_or_default()
+            };
+            outstanding = false;
+            for (i, lease) in back {
+                if let Some(r) = self.rings.get_mut(i) {
+                    r.release(lease);
                 }
             }
-            if !block.is_empty() || g != sent_generation || stopped {
+            let mut block = block;
+            let mut leases = Vec::new();
+            let mut base = 0usize;
+            for (i, r) in self.rings.iter_mut().enumerate() {
+                if !self.lend {
+                    if let Err(e) =
+                        drain_ring(r, &mut block, &mut counts, &mut mappings, &self.parser)
+                    {
+                        let _ = self.tx.send(Msg::Failed(e));
+                        return;
+                    }
+                    continue;
+                }
+                match lease_ring(
+                    r,
+                    &mut counts,
+                    &mut mappings,
+                    base,
+                    &self.parser,
+                    &mut scratch,
+                ) {
+                    Ok(Some(l)) => {
+                        base += l.len();
+                        leases.push((i, l));
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let _ = self.tx.send(Msg::Failed(e));
+                        return;
+                    }
+                }
+            }
+            if !leases.is_empty() || !block.is_empty() || g != sent_generation || stopped {
+                // Lent records take no memory of perfkit's; a copied block does.
                 self.budget.add(block.len());
                 let pass = Pass {
                     drainer: self.index,
                     generation: g,
                     block,
+                    mappings,
+                    leases,
                     counts: std::mem::replace(&mut counts, Counts::empty()),
                 };
                 if self.tx.send(Msg::Pass(pass)).is_err() {
                     return;
                 }
+                outstanding = self.lend;
                 sent_generation = g;
             }
             if stopped {

@@ -115,12 +115,17 @@ pub struct Recorder {
     stop: Stopper,
     /// Records of one pass over the rings, written as one block.
     block: Vec<u8>,
+    /// Offsets of the MMAP and MMAP2 records in `block`.
+    mappings: Vec<usize>,
     /// Bytes the draining threads may queue for the writer.
     queue_limit: usize,
     /// The draining threads' queue, once started.
     budget: Option<Arc<Budget>>,
     /// The priority asked for the draining threads.
     drain_priority: Option<DrainPriority>,
+    /// Whether the draining threads lend their records in place (see
+    /// [`set_lend_records`](Recorder::set_lend_records)).
+    lend: bool,
 }
 
 /// The priority of a recorder's draining threads (and of the thread that writes what
@@ -212,9 +217,11 @@ impl Recorder {
             threads: None,
             stop,
             block: Vec::new(),
+            mappings: Vec::new(),
             queue_limit: crate::drain_budget::DEFAULT_QUEUE_LIMIT,
             budget: None,
             drain_priority: None,
+            lend: true,
             ids,
             parser,
             poller,
@@ -453,6 +460,7 @@ impl Recorder {
             poller,
             budget,
             self.drain_priority,
+            self.lend,
         )?);
         Ok(n)
     }
@@ -470,6 +478,18 @@ impl Recorder {
     /// before they fill. Set before [`start_threads`](Self::start_threads).
     pub fn set_drain_priority(&mut self, priority: Option<DrainPriority>) {
         self.drain_priority = priority;
+    }
+
+    /// Whether the draining threads lend their records to the writer in place (the
+    /// default): the writer `write`s each ring's pending bytes straight from the ring, as
+    /// perf does, and a thread takes them back (letting the kernel reuse the space) before
+    /// its next pass. Nothing is copied and nothing queues in memory; while the writer is
+    /// busy, records wait in the rings. With `false` the threads copy the records into
+    /// blocks that queue for the writer, up to [`set_queue_limit`](Self::set_queue_limit),
+    /// so the rings keep draining during long work of the writer's (`-z` compression).
+    /// Set before [`start_threads`](Self::start_threads).
+    pub fn set_lend_records(&mut self, lend: bool) {
+        self.lend = lend;
     }
 
     /// The most bytes the draining threads had queued for the writer at once (0 without
@@ -648,22 +668,27 @@ impl Recorder {
             lost_records,
             last_time,
             block,
+            mappings,
             ..
         } = self;
         block.clear();
+        mappings.clear();
         let mut counts = Counts::empty();
         for r in rings.iter_mut() {
-            drain_ring(r, block, &mut counts, parser)?;
+            drain_ring(r, block, &mut counts, mappings, parser)?;
         }
         let n = counts.records;
         let pass = Pass {
             drainer: 0,
             generation: 0,
             block: std::mem::take(block),
+            mappings: std::mem::take(mappings),
+            leases: Vec::new(),
             counts,
         };
         let written = write_pass(w, &pass, stats, lost_records, last_time);
         *block = pass.block;
+        *mappings = pass.mappings;
         written?;
         if n > 0 {
             w.finish_round().map_err(Error::Write)?;
@@ -764,9 +789,14 @@ fn write_pass(
     lost_records: &mut u64,
     last_time: &mut u64,
 ) -> Result<()> {
-    // drain_ring checked every record's header.
-    w.write_checked_records(&p.block, p.counts.mappings)
-        .map_err(Error::Write)?;
+    // drain_ring and lease_ring checked every record's header.
+    if p.leases.is_empty() {
+        w.write_checked_records(&p.block, &p.mappings)
+    } else {
+        let parts: Vec<&[u8]> = p.leases.iter().flat_map(|(_, l)| l.parts()).collect();
+        w.write_checked_parts(&parts, &p.mappings)
+    }
+    .map_err(Error::Write)?;
     let c = &p.counts;
     if c.first_time <= c.last_time {
         w.saw_time(c.first_time);

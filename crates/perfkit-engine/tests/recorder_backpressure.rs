@@ -46,6 +46,17 @@ const RING_PAGES: usize = 4;
 
 #[test]
 fn a_stalled_writer_holds_the_queue_to_its_limit_and_the_kernel_counts_the_rest_lost() {
+    stalled_writer(false);
+}
+
+#[test]
+fn a_stalled_writer_of_lent_records_queues_nothing_and_the_kernel_counts_the_rest_lost() {
+    stalled_writer(true);
+}
+
+/// A writer whose disk stalls while busy threads make far more samples than the rings
+/// hold; `lend`: the draining threads lend their records in place instead of copying.
+fn stalled_writer(lend: bool) {
     let mut specs = parse(&["cpu-clock".to_string()]).expect("cpu-clock");
     sampling_attrs(
         &mut specs,
@@ -70,6 +81,7 @@ fn a_stalled_writer_holds_the_queue_to_its_limit_and_the_kernel_counts_the_rest_
         .expect("cpu-clock opens (a software event: every kernel has it)");
     let mut rec = Recorder::new(opened, RING_PAGES).expect("rings");
     rec.set_queue_limit(QUEUE_LIMIT);
+    rec.set_lend_records(lend);
     let armed = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(AtomicBool::new(false));
     let sink = StalledDisk {
@@ -142,11 +154,19 @@ fn a_stalled_writer_holds_the_queue_to_its_limit_and_the_kernel_counts_the_rest_
         peak <= QUEUE_LIMIT + 2 * ring_bytes,
         "queue peak {peak} > limit {QUEUE_LIMIT} + 2 x rings {ring_bytes}"
     );
-    // The stall made far more records than the queue and the rings hold: the queue filled
-    // up to its limit, and the rest was lost in the rings rather than queued.
-    assert!(
-        peak >= QUEUE_LIMIT,
-        "queue peak {peak} never reached the limit"
-    );
+    if lend {
+        // The draining threads lend their records to the writer in place (the ring's
+        // bytes are written straight from the ring) and wait for them back: nothing is
+        // copied or queued in perfkit's memory.
+        assert_eq!(peak, 0, "lent records were queued in memory");
+    } else {
+        // The stall made far more records than the queue and the rings hold: the queue
+        // filled up to its limit, and the rest was lost in the rings rather than queued.
+        assert!(
+            peak >= QUEUE_LIMIT,
+            "queue peak {peak} never reached the limit"
+        );
+    }
+    // What the stall made beyond the rings (and the queue) was lost in the rings.
     assert!(stats.lost > 0, "nothing lost: {stats:?}");
 }

@@ -84,8 +84,8 @@ pub use notify::{
     siginfo_fd, siginfo_perf,
 };
 pub use ring::{
-    AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingMode,
-    RingRecords, RingSize, RingWalk, can_lock_any_memory, default_data_pages, mlock_hint,
+    AuxArea, BackwardRecords, BackwardWalk, RingBuffer, RingControl, RingError, RingLease,
+    RingMode, RingRecords, RingSize, RingWalk, can_lock_any_memory, default_data_pages, mlock_hint,
     page_size, recorder_data_pages,
 };
 pub use sample_type::{SampleSupport, SampleType, UnknownSampleField};

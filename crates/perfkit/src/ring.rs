@@ -160,6 +160,11 @@ fn body_at(data: &[u8], off: usize, size: usize) -> RawData<'_> {
 }
 
 /// The whole record whose header is at `at` of `buf` (its size already checked).
+/// The piece [`RingBuffer::drain_copy`] copies before walking its headers: within the
+/// first-level caches, and larger than any record (their size is a `u16`).
+const COPY_PIECE: usize = 64 << 10;
+
+#[inline]
 fn record_at(buf: &[u8], at: usize) -> RawRecord<'_> {
     let type_ = u32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
     let misc = u16::from_ne_bytes([buf[at + 4], buf[at + 5]]);
@@ -173,6 +178,66 @@ fn record_at(buf: &[u8], at: usize) -> RawRecord<'_> {
 
 fn check_data(data: &[u8]) -> bool {
     data.len().is_power_of_two() && data.len() >= HEADER_SIZE
+}
+
+/// Records of a ring lent out in place by [`RingBuffer::lease`]: at most two runs of bytes
+/// (two where they wrap around the end of the data area), which the kernel does not write
+/// until the lease is given back with [`RingBuffer::release`]. `Send`: a writer thread can
+/// `write` them straight from the ring.
+#[derive(Debug)]
+pub struct RingLease {
+    map: std::sync::Arc<Mapping>,
+    data_offset: usize,
+    data_size: usize,
+    start: u64,
+    end: u64,
+}
+
+impl RingLease {
+    /// The lent bytes, in order: the second part is empty unless they wrap.
+    pub fn parts(&self) -> [&[u8]; 2] {
+        let data = data_area(&self.map, self.data_offset, self.data_size);
+        let off = (self.start & (self.data_size as u64 - 1)) as usize;
+        let len = self.len();
+        if off + len <= data.len() {
+            [&data[off..off + len], &data[..0]]
+        } else {
+            [&data[off..], &data[..off + len - data.len()]]
+        }
+    }
+
+    /// The whole record at offset `at` of the lent bytes, contiguous (copied into
+    /// `scratch` where it wraps the end of the data area); None where none starts there.
+    pub fn record<'a>(&'a self, at: usize, scratch: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+        let [a, b] = self.parts();
+        if at < a.len() {
+            // Headers are 8-byte aligned, so a header never wraps.
+            let h = a.get(at..at + HEADER_SIZE)?;
+            let size = u16::from_ne_bytes([h[6], h[7]]) as usize;
+            if at + size <= a.len() {
+                return Some(&a[at..at + size]);
+            }
+            let more = b.get(..at + size - a.len())?;
+            scratch.clear();
+            scratch.extend_from_slice(&a[at..]);
+            scratch.extend_from_slice(more);
+            return Some(&scratch[..]);
+        }
+        let at = at - a.len();
+        let h = b.get(at..at + HEADER_SIZE)?;
+        let size = u16::from_ne_bytes([h[6], h[7]]) as usize;
+        b.get(at..at + size)
+    }
+
+    /// Bytes lent.
+    pub fn len(&self) -> usize {
+        self.end.wrapping_sub(self.start) as usize
+    }
+
+    /// Whether nothing was pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Forward walk over the records between two ring positions of a data area, oldest
@@ -572,6 +637,13 @@ pub(crate) struct Mapping {
     len: usize,
 }
 
+// SAFETY: plain shared memory, unmapped once when the last owner drops it. Threads only
+// read it as bytes ([`RingLease`]: bytes the kernel no longer writes until the tail is
+// published, which only the ring's owner does), or reach the head/tail through atomics.
+unsafe impl Send for Mapping {}
+// SAFETY: as above: shared reads of bytes nobody writes while they are read.
+unsafe impl Sync for Mapping {}
+
 impl Mapping {
     pub(crate) fn new(
         fd: BorrowedFd<'_>,
@@ -695,7 +767,8 @@ fn copy_volatile(src: &Mapping, offset: usize, len: usize, dst: &mut Vec<u8>) {
 /// # Ok::<(), perfkit::Error>(())
 /// ```
 pub struct RingBuffer {
-    map: Mapping,
+    /// Shared with the [`RingLease`]s lent out, which read it in place.
+    map: std::sync::Arc<Mapping>,
     ctl: RingControl,
     fd: OwnedFd,
     name: String,
@@ -712,6 +785,9 @@ pub struct RingBuffer {
     user_paused: std::cell::Cell<bool>,
     /// The copy of an overwrite-mode ring's data area that its walks read.
     copy: Vec<u8>,
+    /// The start of the bytes lent out by [`lease`](RingBuffer::lease) and not given
+    /// back: the tail is not published past it.
+    leased: Option<u64>,
 }
 
 // SAFETY: the mapping is plain shared memory; all shared-state access (head/tail) goes
@@ -840,7 +916,7 @@ impl RingBuffer {
             ctl.head()
         };
         Ok(RingBuffer {
-            map,
+            map: std::sync::Arc::new(map),
             ctl,
             fd,
             name: name.to_string(),
@@ -854,6 +930,7 @@ impl RingBuffer {
             aux: None,
             user_paused: std::cell::Cell::new(false),
             copy: Vec::new(),
+            leased: None,
         })
     }
 
@@ -894,7 +971,7 @@ impl RingBuffer {
     /// Publish everything handed out so far as consumed (`data_tail`). Done
     /// automatically at the start of every [`records`](Self::records) call.
     pub fn consume(&mut self) {
-        if self.mode == RingMode::Consume && !self.backward {
+        if self.mode == RingMode::Consume && !self.backward && self.leased.is_none() {
             self.ctl.set_tail(self.read_pos);
         }
     }
@@ -995,9 +1072,10 @@ impl RingBuffer {
     }
 
     /// Copy every pending record to the end of `out` as the kernel wrote it (header
-    /// included), with one copy of the pending bytes (two where they wrap around the end
-    /// of the data area) instead of one per record, then publish the tail. `f` gets each
-    /// record's offset in `out` and the record there; returns the number of records.
+    /// included), copying the pending bytes in pieces of 64 KiB instead of one record at
+    /// a time, then publish the tail. `f` gets each record's offset in `out` and the
+    /// record there, as soon as the piece that ends it is copied (its header is then still
+    /// in the cache); returns the number of records.
     ///
     /// What a recorder that writes the records unchanged needs: a pass costs a `memcpy`
     /// and a walk over the headers. A record whose header is inconsistent ends the copy
@@ -1043,30 +1121,49 @@ impl RingBuffer {
         let start = out.len();
         let off = (tail & (data_size - 1)) as usize;
         let span = span as usize;
-        if off + span <= data.len() {
-            out.extend_from_slice(&data[off..off + span]);
+        let (first, second) = if off + span <= data.len() {
+            (&data[off..off + span], &data[..0])
         } else {
-            out.extend_from_slice(&data[off..]);
-            out.extend_from_slice(&data[..off + span - data.len()]);
-        }
+            (&data[off..], &data[..off + span - data.len()])
+        };
+        out.reserve(span);
+        // Copied and walked a piece at a time: the headers are read while the piece is in
+        // the cache. A copy of the whole span (megabytes) goes around the cache, and a walk
+        // after it missed the cache at every record.
         let mut at = start;
         let mut n = 0;
-        let end = out.len();
         let mut failed = None;
-        while at < end {
+        'copy: for piece in first.chunks(COPY_PIECE).chain(second.chunks(COPY_PIECE)) {
+            out.extend_from_slice(piece);
+            let end = out.len();
             // Headers are 8-byte aligned in the ring, so a whole header is always there.
-            let size = u16::from_ne_bytes([out[at + 6], out[at + 7]]) as usize;
-            if size < HEADER_SIZE || at + size > end {
-                failed = Some(RingError::BadRecord {
-                    position: tail.wrapping_add((at - start) as u64),
-                    size: size as u16,
-                    available: (end - at - HEADER_SIZE) as u64,
-                });
-                break;
+            while at + HEADER_SIZE <= end {
+                let size = u16::from_ne_bytes([out[at + 6], out[at + 7]]) as usize;
+                if size < HEADER_SIZE {
+                    failed = Some(RingError::BadRecord {
+                        position: tail.wrapping_add((at - start) as u64),
+                        size: size as u16,
+                        available: (end - at - HEADER_SIZE) as u64,
+                    });
+                    break 'copy;
+                }
+                if at + size > end {
+                    // The rest of it comes with the next piece.
+                    break;
+                }
+                f(at, record_at(out, at));
+                n += 1;
+                at += size;
             }
-            f(at, record_at(out, at));
-            n += 1;
-            at += size;
+        }
+        let end = out.len();
+        if failed.is_none() && at < end {
+            // The last record runs past the kernel's head.
+            failed = Some(RingError::BadRecord {
+                position: tail.wrapping_add((at - start) as u64),
+                size: u16::from_ne_bytes([out[at + 6], out[at + 7]]),
+                available: (end - at - HEADER_SIZE) as u64,
+            });
         }
         out.truncate(at);
         self.read_pos = tail.wrapping_add((at - start) as u64);
@@ -1074,6 +1171,56 @@ impl RingBuffer {
         match failed {
             Some(e) => Err(e),
             None => Ok(n),
+        }
+    }
+
+    /// Lend out every pending record in place, without copying: `f` gets each record's
+    /// offset in the lent bytes and the record (split where it wraps the end of the data
+    /// area). The kernel writes nothing over the lent bytes until they are given back with
+    /// [`release`](Self::release), which publishes the tail; meanwhile later walks go on
+    /// after them but publish nothing. The lease may go to another thread (a writer that
+    /// `write`s the bytes straight from the ring, as perf does) and keeps the mapping alive.
+    ///
+    /// `Ok(None)` where nothing can be lent: a ring not read in place (overwrite or
+    /// backward mode), or one whose last lease is still out. A record whose header is
+    /// inconsistent is a [`RingError::BadRecord`], and nothing is lent.
+    pub fn lease(
+        &mut self,
+        mut f: impl FnMut(usize, RawRecord<'_>),
+    ) -> std::result::Result<Option<RingLease>, RingError> {
+        if self.mode != RingMode::Consume || self.backward || self.leased.is_some() {
+            return Ok(None);
+        }
+        let start = self.read_pos;
+        let head = self.ctl.head();
+        let data = data_area(&self.map, self.data_offset, self.data_size);
+        let mut walk = RingRecords::new(data, start, head)?;
+        loop {
+            let at = walk.position().wrapping_sub(start) as usize;
+            match walk.next() {
+                None => break,
+                Some(Ok(r)) => f(at, r),
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        self.read_pos = head;
+        self.leased = Some(start);
+        Ok(Some(RingLease {
+            map: self.map.clone(),
+            data_offset: self.data_offset,
+            data_size: self.data_size,
+            start,
+            end: head,
+        }))
+    }
+
+    /// Give back a [`lease`](Self::lease) of this ring whose bytes are done with, and
+    /// publish the tail past them (and past whatever was walked after them). A lease of
+    /// another ring, or one given back already, changes nothing.
+    pub fn release(&mut self, lease: RingLease) {
+        if std::sync::Arc::ptr_eq(&lease.map, &self.map) && self.leased == Some(lease.start) {
+            self.leased = None;
+            self.consume();
         }
     }
 

@@ -521,7 +521,7 @@ fn overwrite_forward_ring_reports_overrun() {
     let mut r = RingBuffer::map_with(&c, RingSize::Pages(1), RingMode::Overwrite).unwrap();
     c.enable().unwrap();
 
-    touch_fresh_pages(2000);
+    touch_fresh_pages(1200);
     c.disable().unwrap();
     let first: Vec<_> = r.records().collect();
     assert!(
@@ -934,4 +934,179 @@ fn drain_copy_hands_out_the_kernels_records_as_written_over_many_laps() {
             "a record of {only} bytes wrapped around the end"
         );
     }
+}
+
+/// page-faults of this thread at period 1 with callchains: one sample per fresh page.
+fn fault_attr() -> Attr {
+    Attr::new(Software::PageFaults)
+        .sample_period(1)
+        .exclude_kernel(false)
+        .sample_type(
+            sys::PERF_SAMPLE_IP
+                | sys::PERF_SAMPLE_TID
+                | sys::PERF_SAMPLE_CALLCHAIN
+                | sys::PERF_SAMPLE_ID,
+        )
+}
+
+#[test]
+fn drain_copy_of_hundreds_of_kilobytes_walks_records_across_its_copy_pieces() {
+    require_root!();
+    // drain_copy copies 64 KiB at a time and walks the headers of each piece: a pass of
+    // several pieces, wrapping the end of the ring, must hand out exactly the records the
+    // kernel wrote, including those that straddle two pieces.
+    const PIECE: usize = 64 << 10;
+    let attr = fault_attr();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(128)).expect("open");
+    let data_size = s.ring_ref().data_size();
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    s.enable().unwrap();
+    let (mut straddling, mut wrapped, mut big_passes) = (0usize, 0usize, 0usize);
+    for round in 0..4 {
+        // Fresh pages until the ring holds three pieces' worth (about 100 bytes a fault
+        // sample); the ring holds eight, and the next pass starts past this one's end, so
+        // one of the passes wraps the end of the ring.
+        let mut touched = 0usize;
+        while {
+            let c = s.ring_ref().control();
+            ((c.head() - c.tail()) as usize) < 3 * PIECE
+        } {
+            touch_fresh_pages(100);
+            touched += 100;
+            assert!(touched <= 20_000, "round {round}: the ring does not fill");
+        }
+        let head = s.ring_ref().control().head();
+        let tail = s.ring_ref().control().tail();
+        let pending = (head - tail) as usize;
+        let mut block = vec![0xee; 8];
+        let mut seen = Vec::new();
+        let n = s
+            .ring()
+            .drain_copy(&mut block, |at, rec| {
+                seen.push((at, rec.type_, rec.data.len()))
+            })
+            .expect("drain_copy");
+        assert_eq!(n, seen.len());
+        assert_eq!(&block[..8], &[0xee; 8], "round {round}");
+        // Everything written before the copy was taken (more may have come after).
+        assert!(
+            block.len() - 8 >= pending,
+            "round {round}: {} < {pending}",
+            block.len() - 8
+        );
+        if pending > 2 * PIECE {
+            big_passes += 1;
+        }
+        if (tail as usize % data_size) + pending > data_size {
+            wrapped += 1;
+        }
+        let mut at = 8;
+        let mut samples = 0u64;
+        for &(off, type_, len) in &seen {
+            assert_eq!(off, at, "round {round}: records back to back");
+            let (raw, size) = perfkit::RawRecord::from_bytes(&block[at..], Endian::NATIVE)
+                .expect("a whole record");
+            assert_eq!((raw.type_, raw.data.len()), (type_, len));
+            let RawData::Single(body) = raw.data else {
+                panic!("a block record is contiguous");
+            };
+            let p = parser.parse(raw.type_, raw.misc, body).expect("parses");
+            if let Record::Sample(smp) = p.record {
+                assert_eq!(smp.tid, Some(gettid()), "round {round}");
+                assert!(smp.callchain.is_some_and(|c| c.frames().count() > 0));
+                samples += 1;
+            }
+            if (at - 8) / PIECE != (at - 8 + size - 1) / PIECE {
+                straddling += 1;
+            }
+            at += size;
+        }
+        assert_eq!(at, block.len(), "round {round}: nothing after the records");
+        // One sample per fresh page at least (the test's own allocations may add some).
+        assert!(
+            samples >= 1200,
+            "round {round}: {samples} samples for 1200 faults"
+        );
+    }
+    s.disable().unwrap();
+    assert_eq!(big_passes, 4, "passes over two pieces");
+    assert!(wrapped >= 1, "no pass wrapped the end of the ring");
+    assert!(straddling >= 1, "no record straddled two pieces");
+}
+
+#[test]
+fn a_lease_lends_the_kernels_records_in_place_until_given_back() {
+    require_root!();
+    // lease: the pending records read in place; the tail stays put (the kernel writes
+    // nothing over them) until release, and the lent bytes are the records the walk
+    // handed out, back to back, wrapping the end of the ring.
+    let attr = fault_attr();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(16)).expect("open");
+    let data_size = s.ring_ref().data_size();
+    let parser = RecordParser::new(attr.raw(), Endian::NATIVE);
+    s.enable().unwrap();
+    let mut wrapped = 0usize;
+    for round in 0..12 {
+        // 100 fault samples of about 100 bytes: well within the 64 KiB ring.
+        touch_fresh_pages(100);
+        let mut samples = 0u64;
+        // The published tail may lag what earlier walks took (a walk publishes at the
+        // start of the next one).
+        let tail = s.ring_ref().control().tail();
+        let head = s.ring_ref().control().head();
+        let pending = s.ring_ref().pending_bytes();
+        let mut seen = Vec::new();
+        let lease = s
+            .ring()
+            .lease(|at, rec| seen.push((at, rec.type_, rec.data.len())))
+            .expect("lease")
+            .expect("a consume-mode ring lends");
+        assert!(lease.len() as u64 >= pending, "round {round}");
+        // Lent and not given back: nothing more is lent, and the tail has not moved even
+        // after a walk of what came since.
+        assert!(s.ring().lease(|_, _| {}).unwrap().is_none());
+        let _ = s.ring().records().count();
+        assert_eq!(s.ring_ref().control().tail(), tail, "round {round}");
+        let [a, b] = lease.parts();
+        assert_eq!(a.len() + b.len(), lease.len());
+        if !b.is_empty() {
+            wrapped += 1;
+        }
+        let bytes: Vec<u8> = [a, b].concat();
+        let mut at = 0;
+        let mut scratch = Vec::new();
+        for &(off, type_, len) in &seen {
+            assert_eq!(off, at, "round {round}: records back to back");
+            let rec = lease.record(off, &mut scratch).expect("a whole record");
+            assert_eq!(rec, &bytes[at..at + rec.len()]);
+            let (raw, size) = perfkit::RawRecord::from_bytes(rec, Endian::NATIVE).unwrap();
+            assert_eq!((raw.type_, raw.data.len(), size), (type_, len, rec.len()));
+            let RawData::Single(body) = raw.data else {
+                panic!("contiguous");
+            };
+            if let Record::Sample(smp) = parser.parse(raw.type_, raw.misc, body).unwrap().record {
+                assert_eq!(smp.tid, Some(gettid()));
+                samples += 1;
+            }
+            at += size;
+        }
+        assert_eq!(at, lease.len(), "round {round}: nothing after the records");
+        assert!(
+            samples >= 100,
+            "round {round}: {samples} samples for 100 faults"
+        );
+        s.ring().release(lease);
+        // Given back: the tail is past everything the kernel had written before the lease.
+        assert!(
+            s.ring_ref().control().tail() >= head,
+            "round {round}: not given back"
+        );
+        // What the walk above took (lent or not) is consumed now; drain the rest.
+        let _ = s.ring().records().count();
+    }
+    s.disable().unwrap();
+    assert!(
+        wrapped >= 1,
+        "no lease wrapped the end of the {data_size}-byte ring"
+    );
 }
