@@ -182,10 +182,13 @@ fn record(args: RecordArgs) -> Result<u8> {
     } else {
         Some(Workload::prepare(&args.command).map_err(launch_error)?)
     };
+    // With -p/-t the command only times the recording (as perf): the attached tasks are
+    // recorded, not the command.
+    let command_is_target = child.is_some() && !system_wide && attached.is_empty();
     let tasks: Vec<i32> = match &child {
         _ if system_wide => vec![-1],
-        Some(c) => vec![c.pid()],
-        None => attached.clone(),
+        Some(c) if command_is_target => vec![c.pid()],
+        _ => attached.clone(),
     };
     if args.off_cpu {
         specs.push(perfkit_engine::offcpu::offcpu_spec()?);
@@ -219,7 +222,7 @@ fn record(args: RecordArgs) -> Result<u8> {
     let opts = OpenOptions {
         cycles_fallback: default_event,
         inherit: !args.no_inherit,
-        enable_on_exec: child.is_some() && tracking.is_empty(),
+        enable_on_exec: child.is_some() && attached.is_empty() && tracking.is_empty(),
         ..OpenOptions::default()
     };
     let mut opened = perfkit_engine::open(&specs, &places, &opts)
@@ -227,7 +230,7 @@ fn record(args: RecordArgs) -> Result<u8> {
         .map_err(|e| branch_refusal(e, &specs, sopts.branch_sample_type))?;
     if !tracking.is_empty() {
         let topts = OpenOptions {
-            enable_on_exec: child.is_some(),
+            enable_on_exec: child.is_some() && attached.is_empty(),
             ..opts
         };
         let t = perfkit_engine::open(&tracking, &places, &topts).require_all()?;
@@ -313,7 +316,7 @@ fn record(args: RecordArgs) -> Result<u8> {
     };
     let mut made = rec.make_preamble(&pids);
     // The command's namespaces (`--namespaces`), which perf synthesizes for it too.
-    if let Some(c) = &child {
+    if let Some(c) = child.as_ref().filter(|_| command_is_target) {
         made.extend(rec.task_namespaces(c.pid()));
     }
     let late: Vec<i32> = if system_wide {
@@ -326,7 +329,7 @@ fn record(args: RecordArgs) -> Result<u8> {
         Vec::new()
     };
     made.extend(rec.task_records(&late));
-    if child.is_none() || system_wide {
+    if !command_is_target {
         if delay == 0 {
             rec.enable()?;
         } else {
@@ -465,7 +468,11 @@ fn record(args: RecordArgs) -> Result<u8> {
         };
         if due {
             // Finish this file under a timestamped name, then start the next one.
-            let extra: Vec<i32> = workload.iter().map(Workload::pid).collect();
+            let extra: Vec<i32> = workload
+                .iter()
+                .filter(|_| command_is_target)
+                .map(Workload::pid)
+                .collect();
             let next = start_file_at(&rec, &pending_path(&args.output), &extra)?;
             std::mem::replace(&mut w, next)
                 .finish(&cmdline)

@@ -284,6 +284,45 @@ fn system_wide_and_attach() {
 }
 
 #[test]
+fn attach_with_a_timer_command_records_the_attached_task() {
+    // perf: with -p, the command after `--` only says how long to record.
+    let w = need!();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(w)
+        .args(["spin", "20000"])
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut pids = Vec::new();
+    for (tool, name) in [("perfkit", "ours.data"), ("perf", "perf.data")] {
+        let out = dir.path().join(name);
+        let mut cmd = if tool == "perf" {
+            std::process::Command::new("perf")
+        } else {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        };
+        let o = cmd
+            .args(["record", "-q", "-e", "cpu-clock", "-p", &pid, "-o"])
+            .arg(&out)
+            .args(["--", "sleep", "0.5"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{tool}: {o:?}");
+        let script = perf_ok(&["script", "-F", "pid"], &out);
+        let mut seen: Vec<String> = script.lines().map(|l| l.trim().to_string()).collect();
+        assert!(!seen.is_empty(), "{tool} recorded no sample of the attached task");
+        seen.sort();
+        seen.dedup();
+        pids.push(seen);
+    }
+    child.kill().ok();
+    child.wait().ok();
+    // Only the attached task, in both tools' files (not the `sleep`).
+    assert_eq!(pids[0], vec![pid.clone()]);
+    assert_eq!(pids[0], pids[1]);
+}
+
+#[test]
 fn exit_status_and_bad_input() {
     let _ = need!();
     let dir = tempfile::tempdir().unwrap();
