@@ -14,10 +14,41 @@ use std::path::Path;
 #[path = "../../perfkit-report/examples/gen-perf-data.rs"]
 mod generator;
 
-/// The commands compared: report in both modes and a few sort keys, script, exports.
+/// The commands compared: report in both modes, several sort keys (CPUs kept apart or
+/// not: the decoding threads merge samples by what the report keeps apart) and every
+/// call-graph mode, script, exports.
 const COMMANDS: &[&[&str]] = &[
     &["report", "--stdio", "--no-children"],
     &["report", "--stdio", "--children"],
+    &["report", "--stdio", "--children", "--sort", "comm,dso"],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "--sort",
+        "cpu,sym",
+        "-g",
+        "flat",
+    ],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "--sort",
+        "tid",
+        "-g",
+        "fractal",
+    ],
+    &["report", "--stdio", "--children", "-g", "callee"],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "-g",
+        "none",
+        "--cpu",
+        "0-3",
+    ],
     &[
         "report",
         "--stdio",

@@ -598,13 +598,13 @@ impl Decoder {
             Record::Comm(c) => emit(Fed::Input(Input::Comm {
                 pid: c.pid,
                 tid: c.tid,
-                name: &String::from_utf8_lossy(c.comm),
+                name: String::from_utf8_lossy(c.comm),
                 exec: c.exec,
                 time,
             })),
             Record::Cgroup(c) => emit(Fed::Input(Input::Cgroup {
                 id: c.id,
-                path: &String::from_utf8_lossy(c.path),
+                path: String::from_utf8_lossy(c.path),
             })),
             Record::Namespaces(n) => {
                 // perf's CGROUP_NS_INDEX.
