@@ -14,12 +14,35 @@ use std::path::Path;
 #[path = "../../perfkit-report/examples/gen-perf-data.rs"]
 mod generator;
 
-/// The commands compared: report in both modes, several sort keys (CPUs kept apart or
-/// not: the decoding threads merge samples by what the report keeps apart) and every
-/// call-graph mode, script, exports.
+/// The commands compared: report in both modes and a few sort keys, script, exports.
 const COMMANDS: &[&[&str]] = &[
     &["report", "--stdio", "--no-children"],
     &["report", "--stdio", "--children"],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "--sort",
+        "dso,sym",
+        "-g",
+        "caller",
+    ],
+    &["report", "--stdio", "-n", "--sort", "pid,cpu"],
+    &["script"],
+    &[
+        "script",
+        "-F",
+        "comm,pid,tid,time,period,event,ip,sym,symoff,dso",
+        "--ns",
+        "--deltatime",
+    ],
+    &["report", "--format", "folded"],
+];
+
+/// More report modes, compared on the generated file: sort keys that keep CPUs apart or
+/// not (the decoding threads merge samples by what the report keeps apart), `--cpu`, and
+/// the call-graph modes.
+const MORE_REPORTS: &[&[&str]] = &[
     &["report", "--stdio", "--children", "--sort", "comm,dso"],
     &[
         "report",
@@ -49,25 +72,6 @@ const COMMANDS: &[&[&str]] = &[
         "--cpu",
         "0-3",
     ],
-    &[
-        "report",
-        "--stdio",
-        "--no-children",
-        "--sort",
-        "dso,sym",
-        "-g",
-        "caller",
-    ],
-    &["report", "--stdio", "-n", "--sort", "pid,cpu"],
-    &["script"],
-    &[
-        "script",
-        "-F",
-        "comm,pid,tid,time,period,event,ip,sym,symoff,dso",
-        "--ns",
-        "--deltatime",
-    ],
-    &["report", "--format", "folded"],
 ];
 
 /// Exit status and output of `perfkit ARGS -i FILE` with `threads` reading threads (1:
@@ -90,8 +94,13 @@ const THREADS: &[&str] = &["2", "3", "4", "8"];
 /// Compare every command's output on one thread and on each of [`THREADS`];
 /// `must_succeed`: each must exit 0. Returns the number of lines compared.
 fn same_bytes_both_ways(file: &Path, must_succeed: bool) -> usize {
+    same_bytes_of(COMMANDS, file, must_succeed)
+}
+
+/// [`same_bytes_both_ways`] for `commands`.
+fn same_bytes_of(commands: &[&[&str]], file: &Path, must_succeed: bool) -> usize {
     let mut lines = 0;
-    for args in COMMANDS {
+    for args in commands {
         let one = output(args, file, "1");
         for threads in THREADS {
             lines += same_as_one(args, file, &one, threads, must_succeed);
@@ -168,6 +177,8 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     );
     let lines = same_bytes_both_ways(&file, true);
     assert!(lines > 40_000, "only {lines} lines compared");
+    let lines = same_bytes_of(MORE_REPORTS, &file, true);
+    assert!(lines > 1_000, "only {lines} lines compared");
 }
 
 /// A sample in the middle whose callchain claims more entries than the record holds:

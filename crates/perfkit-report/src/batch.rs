@@ -30,9 +30,9 @@ use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 /// Inputs per batch when like samples are merged: the more a batch holds, the more of its
-/// samples merge (a generated file of 1.5M samples with 150K distinct stacks and threads:
-/// 1.5 samples a head in batches of 4096, 2.4 in batches of 32768), and the more memory
-/// waits between the threads (about 150 bytes an input).
+/// samples merge (gen-perf-data's 1.5M samples: 1.5 samples a head in batches of 4096,
+/// 2.4 in batches of 32768), and the more memory waits between the threads (about 150
+/// bytes an input).
 pub(crate) const MERGED_BATCH: usize = 16384;
 
 /// A sample's fields ([`Input::Sample`]'s, its slices as ranges into the batch's
