@@ -15,10 +15,12 @@ Needs no cargo: every program is an argument, so it runs on a machine that has o
 binaries (the generator, perfkit, perf).
 
 Usage: scripts/bench-report-scale.py [--perfkit PATH] [--gen PATH] [--perf PATH]
-           [--samples N] [--runs R] [--dir DIR] [--keep] [--skip-perf]
+           [--samples N | --size BYTES] [--runs R] [--dir DIR] [--keep] [--skip-perf]
            [--mults 1,2] [--modes no-children,children,script] [--no-single]
 Defaults: target/release/perfkit, target/release/examples/gen-perf-data, perf on PATH,
 N = 1000000, R = 1, a temporary directory (files removed unless --keep).
+--size 900M (K, M, G: powers of 1000) sizes the files by bytes instead of samples: the 1x
+file holds that much data (the issue's ">= 900 MB file"), the 2x file twice that.
 --mults picks the file sizes (multiples of N), --modes the commands and their order, and
 --no-single skips perfkit's single-threaded run (and the byte comparison): on a machine lent
 for minutes, one >= 900 MB file and the cheap commands first.
@@ -36,6 +38,14 @@ PERFKIT = opt("--perfkit", os.path.join(ROOT, "target", "release", "perfkit"))
 GEN = opt("--gen", os.path.join(ROOT, "target", "release", "examples", "gen-perf-data"))
 PERF = opt("--perf", shutil.which("perf") or "perf")
 SAMPLES = int(opt("--samples", "1000000").replace("_", ""))
+SIZE = opt("--size", None)
+if SIZE is not None:
+    units = {"K": 10**3, "M": 10**6, "G": 10**9}
+    try:
+        SIZE = int(float(SIZE[:-1]) * units[SIZE[-1].upper()]) if SIZE[-1].upper() in units \
+            else int(SIZE)
+    except ValueError:
+        sys.exit(f"--size {SIZE}: give bytes, or a number with K, M or G (e.g. 900M)")
 RUNS = int(opt("--runs", "1"))
 SKIP_PERF = "--skip-perf" in sys.argv
 MULTS = [int(m) for m in opt("--mults", "1,2").split(",")]
@@ -75,10 +85,14 @@ def best(cmd, env=None):
 files = []
 for mult in MULTS:
     n = SAMPLES * mult
-    path = os.path.join(work, f"scale-{n}.data")
+    size = ["--size", str(SIZE * mult)] if SIZE else ["--samples", str(n)]
+    path = os.path.join(work, f"scale-{size[1]}.data")
     if not os.path.exists(path):
         t0 = time.perf_counter()
-        subprocess.run([GEN, "--samples", str(n), "-o", path], check=True)
+        out = subprocess.run([GEN] + size + ["-o", path], check=True, capture_output=True,
+                             text=True).stdout
+        # "gen-perf-data: N samples": the count a --size file came to.
+        n = int(out.split()[1]) if out.startswith("gen-perf-data:") else n
         print(f"generated {path}: {n} samples, {os.path.getsize(path) / 1e6:.0f} MB "
               f"in {time.perf_counter() - t0:.1f} s")
     files.append((n, path))

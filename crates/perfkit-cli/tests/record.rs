@@ -310,7 +310,10 @@ fn attach_with_a_timer_command_records_the_attached_task() {
         assert!(o.status.success(), "{tool}: {o:?}");
         let script = perf_ok(&["script", "-F", "pid"], &out);
         let mut seen: Vec<String> = script.lines().map(|l| l.trim().to_string()).collect();
-        assert!(!seen.is_empty(), "{tool} recorded no sample of the attached task");
+        assert!(
+            !seen.is_empty(),
+            "{tool} recorded no sample of the attached task"
+        );
         seen.sort();
         seen.dedup();
         pids.push(seen);

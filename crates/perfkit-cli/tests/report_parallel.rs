@@ -39,6 +39,41 @@ const COMMANDS: &[&[&str]] = &[
     &["report", "--format", "folded"],
 ];
 
+/// More report modes, compared on the generated file: sort keys that keep CPUs apart or
+/// not (the decoding threads merge samples by what the report keeps apart), `--cpu`, and
+/// the call-graph modes.
+const MORE_REPORTS: &[&[&str]] = &[
+    &["report", "--stdio", "--children", "--sort", "comm,dso"],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "--sort",
+        "cpu,sym",
+        "-g",
+        "flat",
+    ],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "--sort",
+        "tid",
+        "-g",
+        "fractal",
+    ],
+    &["report", "--stdio", "--children", "-g", "callee"],
+    &[
+        "report",
+        "--stdio",
+        "--no-children",
+        "-g",
+        "none",
+        "--cpu",
+        "0-3",
+    ],
+];
+
 /// Exit status and output of `perfkit ARGS -i FILE` with `threads` reading threads (1:
 /// single-threaded).
 fn output(args: &[&str], file: &Path, threads: &str) -> (Option<i32>, Vec<u8>) {
@@ -59,8 +94,13 @@ const THREADS: &[&str] = &["2", "3", "4", "8"];
 /// Compare every command's output on one thread and on each of [`THREADS`];
 /// `must_succeed`: each must exit 0. Returns the number of lines compared.
 fn same_bytes_both_ways(file: &Path, must_succeed: bool) -> usize {
+    same_bytes_of(COMMANDS, file, must_succeed)
+}
+
+/// [`same_bytes_both_ways`] for `commands`.
+fn same_bytes_of(commands: &[&[&str]], file: &Path, must_succeed: bool) -> usize {
     let mut lines = 0;
-    for args in COMMANDS {
+    for args in commands {
         let one = output(args, file, "1");
         for threads in THREADS {
             lines += same_as_one(args, file, &one, threads, must_succeed);
@@ -137,6 +177,8 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     );
     let lines = same_bytes_both_ways(&file, true);
     assert!(lines > 40_000, "only {lines} lines compared");
+    let lines = same_bytes_of(MORE_REPORTS, &file, true);
+    assert!(lines > 1_000, "only {lines} lines compared");
 }
 
 /// A sample in the middle whose callchain claims more entries than the record holds:

@@ -2,7 +2,13 @@
 //!
 //! ```text
 //! cargo run --release -p perfkit-report --example gen-perf-data -- --samples 8000000 -o big.data
+//! cargo run --release -p perfkit-report --example gen-perf-data -- --size 1G -o big.data
 //! ```
+//!
+//! `--size` writes samples until the data section reaches that many bytes (`K`, `M`, `G`
+//! suffixes, powers of 1000 as `ls -l --si` and the benchmarks print them), instead of a
+//! sample count: the issue's "a report of a >= 900 MB file" needs no guess of the bytes a
+//! sample takes on this machine's libraries.
 //!
 //! The file is what `perf record -a -g` of a busy machine looks like: many processes (some
 //! started and exec'd while the recording runs), many threads each, every process mapping
@@ -24,6 +30,9 @@ use std::path::{Path, PathBuf};
 pub struct Args {
     /// Samples in the file.
     pub samples: u64,
+    /// Write samples until the data section holds this many bytes (then `samples` only
+    /// estimates the count, for the process churn).
+    pub size: Option<u64>,
     /// Where to write it.
     pub out: PathBuf,
     /// Processes running at once (each replaced by a new one 4 times over the recording).
@@ -47,6 +56,7 @@ impl Args {
     pub fn new(samples: u64, out: PathBuf) -> Args {
         Args {
             samples,
+            size: None,
             out,
             processes: 24,
             threads: 8,
@@ -59,7 +69,7 @@ impl Args {
     }
 }
 
-const USAGE: &str = "usage: gen-perf-data [--samples N] [-o FILE] [--processes N] \
+const USAGE: &str = "usage: gen-perf-data [--samples N | --size BYTES[K|M|G]] [-o FILE] [--processes N] \
 [--threads N (per process)] [--cpus N] [--paths N (call paths per process)] [--seed N] \
 [-z LEVEL (zstd, as perf record -z)] \
 [--lib PATH]...";
@@ -79,6 +89,22 @@ fn parse_args() -> Result<Args, String> {
         };
         match k.as_str() {
             "--samples" | "-n" => a.samples = num(v()?)?,
+            "--size" => {
+                let s = v()?;
+                let (digits, unit) = match s.to_ascii_uppercase().chars().last() {
+                    Some('K') => (&s[..s.len() - 1], 1_000),
+                    Some('M') => (&s[..s.len() - 1], 1_000_000),
+                    Some('G') => (&s[..s.len() - 1], 1_000_000_000),
+                    _ => (&s[..], 1),
+                };
+                let n = num(digits.to_string())?;
+                if n == 0 {
+                    return Err(format!("--size {s}: give a size above 0 (e.g. 900M, 1G)"));
+                }
+                a.size = Some(n.saturating_mul(unit));
+                // About 145 bytes a sample with the default libraries and paths.
+                a.samples = a.size.unwrap_or(0) / 145;
+            }
             "-o" | "--output" => a.out = PathBuf::from(v()?),
             "--processes" => a.processes = num(v()?)?.max(1) as u32,
             "--threads" => a.threads = num(v()?)?.max(1) as u32,
@@ -392,8 +418,8 @@ impl Gen {
     }
 }
 
-/// Write the file `a` describes.
-pub fn run(a: Args) -> Result<(), String> {
+/// Write the file `a` describes; the samples written.
+pub fn run(a: Args) -> Result<u64, String> {
     let libs = libs(&a.libs);
     if libs.is_empty() {
         return Err("no shared object with symbols found: name some with --lib PATH".into());
@@ -456,7 +482,11 @@ pub fn run(a: Args) -> Result<(), String> {
     // Processes come and go: every `churn` samples one is replaced by a new one (its
     // side-band in the middle of the samples, as in a real system-wide recording).
     let churn = (a.samples / u64::from(a.processes * 4)).max(1);
-    for n in 0..a.samples {
+    let mut n = 0u64;
+    while match a.size {
+        Some(size) => g.w.data_size() < size,
+        None => n < a.samples,
+    } {
         if n > 0 && n % churn == 0 {
             let slot = g.rng.below(procs.len() as u64) as usize;
             let name = names[g.rng.below(names.len() as u64) as usize];
@@ -471,16 +501,17 @@ pub fn run(a: Args) -> Result<(), String> {
         if n % 20_000 == 19_999 {
             g.w.finish_round().map_err(io)?;
         }
+        n += 1;
     }
     g.w.finish_round().map_err(io)?;
     let cmdline: Vec<String> = std::env::args().collect();
     g.w.finish(&cmdline).map_err(io)?;
-    Ok(())
+    Ok(n)
 }
 
 fn main() {
     match parse_args().and_then(run) {
-        Ok(()) => {}
+        Ok(n) => println!("gen-perf-data: {n} samples"),
         Err(e) => {
             eprintln!("gen-perf-data: {e}");
             std::process::exit(2);

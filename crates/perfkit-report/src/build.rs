@@ -8,6 +8,7 @@ use crate::{EventDesc, Frame, FrameId, Func, Profile, Sample, StackId, Switch, T
 use perfkit_symbols::{Mapping, Options, ProcessMaps, Symbolizer, UnknownReason};
 use perfkit_sys as sys;
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// One record, as the builder needs it.
@@ -46,7 +47,7 @@ pub enum Input<'a> {
         /// The cgroup id (its inode in the cgroup2 file system).
         id: u64,
         /// Its path below the cgroup2 mount (`/` for the root).
-        path: &'a str,
+        path: Cow<'a, str>,
     },
     /// `PERF_RECORD_NAMESPACES`: the thread's cgroup namespace (`record --namespaces`).
     Namespaces {
@@ -66,7 +67,7 @@ pub enum Input<'a> {
         /// Length in bytes.
         len: u64,
         /// The symbol's name.
-        name: &'a str,
+        name: Cow<'a, str>,
         /// The unregister flag: the code went away.
         unregister: bool,
     },
@@ -84,7 +85,7 @@ pub enum Input<'a> {
         /// Thread id.
         tid: i32,
         /// New name.
-        name: &'a str,
+        name: Cow<'a, str>,
         /// Because of an exec (the address space was replaced).
         exec: bool,
         /// When.
@@ -144,6 +145,84 @@ pub enum Input<'a> {
         /// How many.
         count: u64,
     },
+}
+
+impl Input<'_> {
+    /// The input with its borrowed parts owned, to keep it beyond the record it came from
+    /// ([`crate::batch`]); None for a sample (a batch keeps a sample's slices itself).
+    pub(crate) fn into_static(self) -> Option<Input<'static>> {
+        Some(match self {
+            Input::Sample { .. } => return None,
+            Input::Cgroup { id, path } => Input::Cgroup {
+                id,
+                path: Cow::Owned(path.into_owned()),
+            },
+            Input::Namespaces {
+                pid,
+                tid,
+                time,
+                cgroup_ns,
+            } => Input::Namespaces {
+                pid,
+                tid,
+                time,
+                cgroup_ns,
+            },
+            Input::Mmap { pid, mapping } => Input::Mmap { pid, mapping },
+            Input::Comm {
+                pid,
+                tid,
+                name,
+                exec,
+                time,
+            } => Input::Comm {
+                pid,
+                tid,
+                name: Cow::Owned(name.into_owned()),
+                exec,
+                time,
+            },
+            Input::Fork {
+                pid,
+                tid,
+                ppid,
+                ptid,
+                time,
+            } => Input::Fork {
+                pid,
+                tid,
+                ppid,
+                ptid,
+                time,
+            },
+            Input::Exit { pid, tid, time } => Input::Exit { pid, tid, time },
+            Input::Switch {
+                pid,
+                tid,
+                time,
+                out,
+            } => Input::Switch {
+                pid,
+                tid,
+                time,
+                out,
+            },
+            Input::Ksymbol {
+                addr,
+                len,
+                name,
+                unregister,
+            } => Input::Ksymbol {
+                addr,
+                len,
+                name: Cow::Owned(name.into_owned()),
+                unregister,
+            },
+            Input::Lost { count } => Input::Lost { count },
+            Input::Throttle { time, on } => Input::Throttle { time, on },
+            Input::LostSamples { count } => Input::LostSamples { count },
+        })
+    }
 }
 
 /// A sample's `PERF_SAMPLE_REGS_USER` and `PERF_SAMPLE_STACK_USER`.
@@ -478,6 +557,59 @@ impl Builder {
         id
     }
 
+    /// How samples are folded as they come, when they are ([`aggregate`](Self::aggregate)):
+    /// the decoding threads may then merge like samples first ([`crate::batch`]).
+    pub(crate) fn folding(&self) -> Option<crate::fold::Aggregation> {
+        self.folder
+            .as_ref()
+            .filter(|_| !self.stream && self.live.is_none())
+            .map(crate::fold::Folder::how)
+    }
+
+    /// Whether thread (pid, tid) has had one name from `from` to `to` (its samples then
+    /// fold under one name); a thread not seen yet has none.
+    pub(crate) fn one_name_between(&self, pid: i32, tid: i32, from: u64, to: u64) -> bool {
+        let Some(id) = self.profile.thread_id(pid, tid) else {
+            return true;
+        };
+        let names = &self.profile.threads[id as usize].names;
+        // The name at time t is the last one given at t or before (`fold`): the index
+        // grows with t, so the same index at both ends is the same all along.
+        let at = |t: u64| names.iter().rposition(|(n, _)| *n <= t);
+        at(from) == at(to)
+    }
+
+    /// Fold the samples waiting to be folded.
+    pub(crate) fn flush_folder(&mut self) {
+        if let Some(f) = &mut self.folder {
+            f.flush(&mut self.profile);
+        }
+    }
+
+    /// [`push`](Self::push) a sample that stands for `count` like samples (its period
+    /// their sum), folding it at once; its thread. Only for a folding builder whose
+    /// waiting samples are folded ([`flush_folder`](Self::flush_folder)).
+    pub(crate) fn push_merged(&mut self, input: Input<'_>, count: u32) -> Option<ThreadId> {
+        let mut sample = self.sample(input)?;
+        sample.count = count;
+        let thread = sample.thread;
+        match &mut self.folder {
+            Some(f) => f.fold(&mut self.profile, sample),
+            None => self.keep(sample),
+        }
+        Some(thread)
+    }
+
+    /// What a sample of thread `id` at `time` does to the thread's times (as
+    /// [`push`](Self::push) does), for a merged sample's others.
+    pub(crate) fn touch_thread(&mut self, id: ThreadId, time: u64) {
+        let t = &mut self.profile.threads[id as usize];
+        if t.names.is_empty() {
+            t.start = time;
+        }
+        t.end = t.end.max(time);
+    }
+
     /// How many samples the profile holds so far.
     pub fn samples_len(&self) -> usize {
         self.profile.samples.len() + self.folder.as_ref().map_or(0, |f| f.pending())
@@ -528,8 +660,8 @@ impl Builder {
                 }
                 let id = self.thread(pid, tid, time);
                 let t = &mut self.profile.threads[id as usize];
-                if t.names.last().is_none_or(|(_, n)| n != name) {
-                    t.names.push((time, name.to_string()));
+                if t.names.last().is_none_or(|(_, n)| *n != name) {
+                    t.names.push((time, name.into_owned()));
                 }
             }
             Input::Fork {
@@ -566,11 +698,11 @@ impl Builder {
                 if unregister {
                     self.ksymbols.unregister(addr);
                 } else {
-                    self.ksymbols.register(addr, len, name);
+                    self.ksymbols.register(addr, len, &name);
                 }
             }
             Input::Cgroup { id, path } => {
-                self.profile.cgroup_names.insert(id, path.to_string());
+                self.profile.cgroup_names.insert(id, path.into_owned());
             }
             Input::Namespaces {
                 pid,
@@ -610,162 +742,186 @@ impl Builder {
                 },
             }),
             Input::LostSamples { count } => self.profile.lost += count,
-            Input::Sample {
-                event,
-                pid,
-                tid,
-                time,
-                cpu,
-                period,
-                ip,
-                kernel,
-                callchain,
-                user,
-                raw,
-                cgroup,
-            } => {
-                let thread = self.thread(pid, tid, time);
-                let cgroup = self.profile.cgroup_index(cgroup);
-                let raw = raw
-                    .filter(|_| {
-                        self.profile
-                            .events
-                            .get(event as usize)
-                            .is_some_and(|e| e.trace.is_some())
-                    })
-                    .map(|r| self.profile.raw.push(r));
-                let mut chain = std::mem::take(&mut self.chain);
-                chain.clear();
-                let mut cached = None;
-                let dwarf = user.filter(|u| !u.stack.is_empty() && u.abi != 0);
-                if let Some(u) = dwarf {
-                    // dwarf mode: the kernel's part of the chain, then the user stack
-                    // unwound from the registers and stack copy.
-                    let mut in_kernel = kernel;
-                    for &addr in callchain {
-                        if addr >= sys::PERF_CONTEXT_MAX {
-                            in_kernel = matches!(
-                                addr,
-                                sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
-                            );
-                            continue;
-                        }
-                        if in_kernel {
-                            self.push_frame(&mut chain, pid, addr, true);
-                        }
-                    }
-                    // As perf's unwinders: a caller's frame is looked up at its return
-                    // address - 1 (inside the call), which is also the address printed.
-                    let unwound = self.unwind(pid, &u);
-                    if self.unwind_caller_first {
-                        // Root first: the frames' names can depend on the order they
-                        // are first looked up in (perfkit-symbols' a2l_names).
-                        let mut scratch = Vec::new();
-                        for (i, &addr) in unwound.iter().enumerate().rev() {
-                            let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
-                            self.push_dwarf_frame(&mut scratch, pid, addr, i == 0);
-                        }
-                    }
-                    for (i, addr) in unwound.into_iter().enumerate() {
-                        let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
-                        self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
-                    }
-                } else if let Some(stack) = (self.live.is_none() || !callchain.is_empty())
-                    .then(|| {
-                        self.chains
-                            .get(&self.chain_key(pid, ip, kernel, callchain), callchain)
-                    })
-                    .flatten()
-                {
-                    cached = Some(stack);
-                } else if callchain.is_empty() {
-                    self.push_frame(&mut chain, pid, ip, kernel);
-                    // A live view's lone frame: its stack by frame id, not by hashing.
-                    if self.live.is_some()
-                        && let [f] = chain[..]
-                    {
-                        let at = f as usize;
-                        if self.leaf_stacks.len() <= at {
-                            self.leaf_stacks.resize(at + 1, u32::MAX);
-                        }
-                        if self.leaf_stacks[at] == u32::MAX {
-                            self.leaf_stacks[at] = self.profile.stack(f, None);
-                        }
-                        cached = Some(Some(self.leaf_stacks[at]));
-                    }
-                } else {
-                    let mut in_kernel = kernel;
-                    for &addr in callchain {
-                        if addr >= sys::PERF_CONTEXT_MAX {
-                            in_kernel = matches!(
-                                addr,
-                                sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
-                            );
-                            continue;
-                        }
-                        // Return addresses are looked up as they are, as perf does, so
-                        // names and offsets agree with `perf report` and `perf script`.
-                        self.push_frame(&mut chain, pid, addr, in_kernel);
-                    }
-                }
-                // perf knows three context markers; any other discards the chain.
-                let chain_broken = callchain.iter().any(|&a| {
-                    a >= sys::PERF_CONTEXT_MAX
-                        && !matches!(
-                            a,
-                            sys::PERF_CONTEXT_HV
-                                | sys::PERF_CONTEXT_KERNEL
-                                | sys::PERF_CONTEXT_USER
-                        )
-                });
-                // Stored leaf first; the prefix tree is built from the root.
-                let stack = match cached {
-                    Some(stack) => stack,
-                    None => {
-                        let stack = self.profile.stack_from_root(chain.iter().rev().copied());
-                        // A live view's samples without a chain skip the memo: its
-                        // frame memo already names an ip once for every process (a
-                        // kernel one for all), where this one would grow by every
-                        // process that ever ran the same code.
-                        if dwarf.is_none() && (self.live.is_none() || !callchain.is_empty()) {
-                            let key = self.chain_key(pid, ip, kernel, callchain);
-                            self.chains.insert(key, callchain, stack);
-                        }
-                        stack
-                    }
-                };
-                self.chain = chain;
-                let sample = Sample {
-                    time,
-                    thread,
-                    cpu,
-                    event,
-                    period,
-                    stack,
-                    raw,
-                    chain_broken,
-                    count: 1,
-                    cgroup,
-                };
-                match (&mut self.folder, &mut self.live) {
-                    (Some(f), _) => f.push(&mut self.profile, sample),
-                    (None, Some(index)) if sample.raw.is_none() => {
-                        let p = &mut self.profile;
-                        let key = (thread, stack, cpu, event);
-                        let n = p.samples.len() as u32;
-                        let i = *index.entry(key).or_insert(n);
-                        if i == n {
-                            p.samples.push(sample);
-                        } else {
-                            let s = &mut p.samples[i as usize];
-                            s.period += period;
-                            s.time = s.time.max(time);
-                            s.count += 1;
-                        }
-                    }
-                    (None, _) => self.profile.samples.push(sample),
+            input @ Input::Sample { .. } => {
+                if let Some(sample) = self.sample(input) {
+                    self.keep(sample);
                 }
             }
+        }
+    }
+
+    /// A sample input as the profile's [`Sample`] (its thread, cgroup and stack interned,
+    /// its frames named), not kept yet; None for another input.
+    fn sample(&mut self, input: Input<'_>) -> Option<Sample> {
+        let Input::Sample {
+            event,
+            pid,
+            tid,
+            time,
+            cpu,
+            period,
+            ip,
+            kernel,
+            callchain,
+            user,
+            raw,
+            cgroup,
+        } = input
+        else {
+            return None;
+        };
+        let thread = self.thread(pid, tid, time);
+        let cgroup = self.profile.cgroup_index(cgroup);
+        let raw = raw
+            .filter(|_| {
+                self.profile
+                    .events
+                    .get(event as usize)
+                    .is_some_and(|e| e.trace.is_some())
+            })
+            .map(|r| self.profile.raw.push(r));
+        let mut chain = std::mem::take(&mut self.chain);
+        chain.clear();
+        let mut cached = None;
+        let dwarf = user.filter(|u| !u.stack.is_empty() && u.abi != 0);
+        if let Some(u) = dwarf {
+            // dwarf mode: the kernel's part of the chain, then the user stack
+            // unwound from the registers and stack copy.
+            let mut in_kernel = kernel;
+            for &addr in callchain {
+                if addr >= sys::PERF_CONTEXT_MAX {
+                    in_kernel = matches!(
+                        addr,
+                        sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
+                    );
+                    continue;
+                }
+                if in_kernel {
+                    self.push_frame(&mut chain, pid, addr, true);
+                }
+            }
+            // As perf's unwinders: a caller's frame is looked up at its return
+            // address - 1 (inside the call), which is also the address printed.
+            let unwound = self.unwind(pid, &u);
+            if self.unwind_caller_first {
+                // Root first: the frames' names can depend on the order they
+                // are first looked up in (perfkit-symbols' a2l_names).
+                let mut scratch = Vec::new();
+                for (i, &addr) in unwound.iter().enumerate().rev() {
+                    let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
+                    self.push_dwarf_frame(&mut scratch, pid, addr, i == 0);
+                }
+            }
+            for (i, addr) in unwound.into_iter().enumerate() {
+                let addr = if i == 0 { addr } else { addr.wrapping_sub(1) };
+                self.push_dwarf_frame(&mut chain, pid, addr, i == 0);
+            }
+        } else if let Some(stack) = (self.live.is_none() || !callchain.is_empty())
+            .then(|| {
+                self.chains
+                    .get(&self.chain_key(pid, ip, kernel, callchain), callchain)
+            })
+            .flatten()
+        {
+            cached = Some(stack);
+        } else if callchain.is_empty() {
+            self.push_frame(&mut chain, pid, ip, kernel);
+            // A live view's lone frame: its stack by frame id, not by hashing.
+            if self.live.is_some()
+                && let [f] = chain[..]
+            {
+                let at = f as usize;
+                if self.leaf_stacks.len() <= at {
+                    self.leaf_stacks.resize(at + 1, u32::MAX);
+                }
+                if self.leaf_stacks[at] == u32::MAX {
+                    self.leaf_stacks[at] = self.profile.stack(f, None);
+                }
+                cached = Some(Some(self.leaf_stacks[at]));
+            }
+        } else {
+            let mut in_kernel = kernel;
+            for &addr in callchain {
+                if addr >= sys::PERF_CONTEXT_MAX {
+                    in_kernel = matches!(
+                        addr,
+                        sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
+                    );
+                    continue;
+                }
+                // Return addresses are looked up as they are, as perf does, so
+                // names and offsets agree with `perf report` and `perf script`.
+                self.push_frame(&mut chain, pid, addr, in_kernel);
+            }
+        }
+        // perf knows three context markers; any other discards the chain.
+        let chain_broken = callchain.iter().any(|&a| {
+            a >= sys::PERF_CONTEXT_MAX
+                && !matches!(
+                    a,
+                    sys::PERF_CONTEXT_HV | sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_USER
+                )
+        });
+        // Stored leaf first; the prefix tree is built from the root.
+        let stack = match cached {
+            Some(stack) => stack,
+            None => {
+                let stack = self.profile.stack_from_root(chain.iter().rev().copied());
+                // A live view's samples without a chain skip the memo: its
+                // frame memo already names an ip once for every process (a
+                // kernel one for all), where this one would grow by every
+                // process that ever ran the same code.
+                if dwarf.is_none() && (self.live.is_none() || !callchain.is_empty()) {
+                    let key = self.chain_key(pid, ip, kernel, callchain);
+                    self.chains.insert(key, callchain, stack);
+                }
+                stack
+            }
+        };
+        self.chain = chain;
+        let sample = Sample {
+            time,
+            thread,
+            cpu,
+            event,
+            period,
+            stack,
+            raw,
+            chain_broken,
+            count: 1,
+            cgroup,
+        };
+        Some(sample)
+    }
+
+    /// Keep a sample: folded, merged into a live view's entry, or as it is.
+    fn keep(&mut self, sample: Sample) {
+        let Sample {
+            thread,
+            stack,
+            cpu,
+            event,
+            period,
+            time,
+            ..
+        } = sample;
+        match (&mut self.folder, &mut self.live) {
+            (Some(f), _) => f.push(&mut self.profile, sample),
+            (None, Some(index)) if sample.raw.is_none() => {
+                let p = &mut self.profile;
+                let key = (thread, stack, cpu, event);
+                let n = p.samples.len() as u32;
+                let i = *index.entry(key).or_insert(n);
+                if i == n {
+                    p.samples.push(sample);
+                } else {
+                    let s = &mut p.samples[i as usize];
+                    s.period += period;
+                    s.time = s.time.max(time);
+                    s.count += 1;
+                }
+            }
+            (None, _) => self.profile.samples.push(sample),
         }
     }
 
@@ -1370,7 +1526,7 @@ mod decay {
         b.push(Input::Comm {
             pid,
             tid: pid,
-            name: "tester",
+            name: "tester".into(),
             exec: false,
             time: 1,
         });
@@ -1407,7 +1563,7 @@ mod decay {
                     b.push(Input::Comm {
                         pid,
                         tid: pid + 1,
-                        name: "renamed",
+                        name: "renamed".into(),
                         exec: false,
                         time: time + i,
                     });
@@ -1504,7 +1660,7 @@ mod tests {
         b.push(Input::Comm {
             pid,
             tid: pid,
-            name: "tester",
+            name: "tester".into(),
             exec: false,
             time: 1,
         });
@@ -1657,7 +1813,7 @@ mod shared_frames {
         b.push(Input::Comm {
             pid,
             tid: pid,
-            name: "sleep",
+            name: "sleep".into(),
             exec: true,
             time,
         });

@@ -1,10 +1,11 @@
 //! Loading a file on more than two cores: one thread reads (the data section, zstd, perf's
 //! time ordering of each round) and hands out the records, still undecoded, in batches;
-//! several threads decode batches into the builder's inputs; this thread builds the
-//! profile from the decoded batches taken back in the reader's order.
+//! several threads decode batches into the builder's inputs (merging like samples when
+//! the builder folds them, [`crate::batch`]); this thread builds the profile from the
+//! decoded batches taken back in the reader's order.
 //!
-//! The builder sees exactly the inputs the single-threaded path gives it, in the same
-//! order, so every report, script and export is byte for byte the single-threaded one.
+//! The builder ends with the profile the single-threaded path builds ([`Batch::replay`]),
+//! so every report, script and export is byte for byte the single-threaded one.
 //! Decoding is stateless per record except for `PERF_SAMPLE_READ` (each counter's last
 //! value), so files with it, and streams (read once), take the two-thread path
 //! ([`crate::pipeline`]). A record that fails to decode makes [`fan_out`] give up (the
@@ -15,9 +16,9 @@
 //! than `QUEUE` per decoding thread (+2) are on their way to the builder; buffers are
 //! reused.
 
+use crate::batch::Batch;
 use crate::build::{Builder, SampleSink};
 use crate::load::Decoder;
-use crate::pipeline::Batch;
 use perfkit_data::{Item, PerfData, ReadError};
 use perfkit_sys as sys;
 use std::collections::BTreeMap;
@@ -26,7 +27,8 @@ use std::sync::{Mutex, mpsc};
 
 /// Records per batch: small enough that the batches on their way (`QUEUE` per decoding
 /// thread, raw and decoded) stay a few MiB, large enough that handing them over costs
-/// nothing next to decoding them.
+/// nothing next to decoding them ([`crate::batch::MERGED_BATCH`] when the decoders merge
+/// samples).
 const BATCH: usize = 1024;
 /// Batches waiting for each decoding thread.
 const QUEUE: usize = 2;
@@ -73,6 +75,12 @@ pub(crate) fn fan_out(
         return None;
     };
     let decoders = decoders.clamp(1, MAX_DECODERS);
+    let fold = b.folding();
+    let batch_len = if fold.is_some() {
+        crate::batch::MERGED_BATCH
+    } else {
+        BATCH
+    };
     let failed = AtomicBool::new(false);
     let spare_raw: Mutex<Vec<Raw>> = Mutex::new(Vec::new());
     let spare_out: Mutex<Vec<Batch>> = Mutex::new(Vec::new());
@@ -89,7 +97,7 @@ pub(crate) fn fan_out(
             let mut dec = dec.clone();
             s.spawn(move || {
                 for mut raw in rx {
-                    let mut batch = take(spare_out).unwrap_or_default();
+                    let mut batch = take(spare_out).unwrap_or_else(|| Batch::new(fold));
                     batch.done = raw.done;
                     let mut ok = true;
                     for &(type_, misc, start, end) in &raw.recs {
@@ -149,7 +157,7 @@ pub(crate) fn fan_out(
                         Item::User { type_, .. } => dec.user_record(type_),
                         _ => {}
                     }
-                    if raw.recs.len() >= BATCH {
+                    if raw.recs.len() >= batch_len {
                         send(&mut raw, &mut seq);
                     }
                 },

@@ -55,6 +55,11 @@ impl Folder {
         }
     }
 
+    /// What it keeps apart.
+    pub fn how(&self) -> Aggregation {
+        self.how
+    }
+
     /// Take a sample (records come in time order).
     pub fn push(&mut self, p: &mut Profile, s: Sample) {
         if self.pending.first().is_some_and(|f| f.time != s.time) {
@@ -76,40 +81,51 @@ impl Folder {
 
     /// Fold the samples waiting.
     pub fn flush(&mut self, p: &mut Profile) {
-        for mut s in self.pending.drain(..) {
-            if s.raw.is_some() {
+        let mut pending = std::mem::take(&mut self.pending);
+        for s in pending.drain(..) {
+            self.fold(p, s);
+        }
+        self.pending = pending;
+    }
+
+    /// Fold one sample now (one that stands for [`Sample::count`] like samples, the
+    /// decoding threads' merge, adds them all): the name its thread has at its time
+    /// picks its group, so the samples waiting go first and any name given at its time
+    /// must be known ([`crate::batch`]).
+    pub fn fold(&mut self, p: &mut Profile, mut s: Sample) {
+        if s.raw.is_some() {
+            p.samples.push(s);
+            return;
+        }
+        if !self.how.cpu {
+            s.cpu = None;
+        }
+        let name = p.threads[s.thread as usize]
+            .names
+            .iter()
+            .rposition(|(t, _)| *t <= s.time)
+            .map_or(u32::MAX, |i| i as u32);
+        let key = (
+            s.thread,
+            name,
+            s.cpu,
+            s.event,
+            s.stack,
+            s.chain_broken,
+            s.cgroup,
+        );
+        let next = p.samples.len() as u32;
+        let i = *self.groups.entry(key).or_insert(next);
+        match p.samples.get_mut(i as usize) {
+            // (A group of 2^32 samples is full: the next go to a new one.)
+            Some(g) if i != next && g.count <= u32::MAX - s.count => {
+                g.period += s.period;
+                g.count += s.count;
+            }
+            _ => {
+                // A new group (or a full one's successor).
+                self.groups.insert(key, next);
                 p.samples.push(s);
-                continue;
-            }
-            if !self.how.cpu {
-                s.cpu = None;
-            }
-            let name = p.threads[s.thread as usize]
-                .names
-                .iter()
-                .rposition(|(t, _)| *t <= s.time)
-                .map_or(u32::MAX, |i| i as u32);
-            let key = (
-                s.thread,
-                name,
-                s.cpu,
-                s.event,
-                s.stack,
-                s.chain_broken,
-                s.cgroup,
-            );
-            let next = p.samples.len() as u32;
-            let i = *self.groups.entry(key).or_insert(next);
-            match p.samples.get_mut(i as usize) {
-                Some(g) if i != next && g.count < u32::MAX => {
-                    g.period += s.period;
-                    g.count += 1;
-                }
-                _ => {
-                    // A new group (or a full one's successor).
-                    self.groups.insert(key, next);
-                    p.samples.push(s);
-                }
             }
         }
     }

@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod annotate;
+mod batch;
 pub mod build;
 mod callgraph;
 mod chain_memo;

@@ -583,7 +583,7 @@ impl Decoder {
             Record::Ksymbol(k) => emit(Fed::Input(Input::Ksymbol {
                 addr: k.addr,
                 len: u64::from(k.len),
-                name: bytes_str(k.name),
+                name: std::borrow::Cow::Borrowed(bytes_str(k.name)),
                 unregister: k.flags & sys::PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER != 0,
             })),
             Record::Mmap(m) if !m.data => emit(Fed::Input(Input::Mmap {
@@ -612,13 +612,13 @@ impl Decoder {
             Record::Comm(c) => emit(Fed::Input(Input::Comm {
                 pid: c.pid,
                 tid: c.tid,
-                name: &String::from_utf8_lossy(c.comm),
+                name: String::from_utf8_lossy(c.comm),
                 exec: c.exec,
                 time,
             })),
             Record::Cgroup(c) => emit(Fed::Input(Input::Cgroup {
                 id: c.id,
-                path: &String::from_utf8_lossy(c.path),
+                path: String::from_utf8_lossy(c.path),
             })),
             Record::Namespaces(n) => {
                 // perf's CGROUP_NS_INDEX.

@@ -451,6 +451,11 @@ impl Profile {
         parent
     }
 
+    /// The thread (pid, tid), if it has been seen.
+    pub(crate) fn thread_id(&self, pid: i32, tid: i32) -> Option<ThreadId> {
+        self.thread_ids.get(&(pid, tid)).copied()
+    }
+
     /// The thread for (pid, tid), created if new.
     pub fn thread(&mut self, pid: i32, tid: i32) -> ThreadId {
         if let Some(&id) = self.thread_ids.get(&(pid, tid)) {
