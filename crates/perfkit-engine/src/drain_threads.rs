@@ -26,7 +26,7 @@ use crate::drain_budget::Budget;
 use crate::{Error, Result};
 use perfkit::records::{Endian, MultiParser};
 use perfkit::sys;
-use perfkit::{Poller, Ready, RingBuffer, RingLease, Stopper};
+use perfkit::{Poller, RawRecord, Ready, RingBuffer, RingLease, Stopper};
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,6 +56,39 @@ impl Counts {
             ..Counts::default()
         }
     }
+
+    /// Count one of a ring's records, at offset `at` of its pass: an MMAP or MMAP2
+    /// record's offset, shifted by `base`, goes into `mappings`, and a sample's into
+    /// `ends` (the first and the last, whose times are read after the pass).
+    fn count(
+        &mut self,
+        at: usize,
+        rec: &RawRecord<'_>,
+        (mappings, base): (&mut Vec<usize>, usize),
+        ends: &mut (Option<usize>, Option<usize>),
+    ) {
+        self.records += 1;
+        match rec.type_ {
+            sys::PERF_RECORD_SAMPLE => {
+                self.samples += 1;
+                ends.0.get_or_insert(at);
+                ends.1 = Some(at);
+            }
+            sys::PERF_RECORD_LOST => {
+                self.lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
+                self.lost_chunks += 1;
+            }
+            sys::PERF_RECORD_THROTTLE => self.throttled += 1,
+            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => mappings.push(base + at),
+            _ => {}
+        }
+    }
+
+    /// Take in the time of a sample the pass counted.
+    fn saw_time(&mut self, t: u64) {
+        self.first_time = self.first_time.min(t);
+        self.last_time = self.last_time.max(t);
+    }
 }
 
 /// Copy every pending record of `ring` (header included) to the end of `block` (one copy
@@ -70,32 +103,16 @@ pub(crate) fn drain_ring(
     mappings: &mut Vec<usize>,
     parser: &MultiParser,
 ) -> Result<()> {
-    let mut first: Option<usize> = None;
-    let mut last: Option<usize> = None;
+    let mut ends = (None, None);
     ring.drain_copy(block, |at, rec| {
-        counts.records += 1;
-        match rec.type_ {
-            sys::PERF_RECORD_SAMPLE => {
-                counts.samples += 1;
-                first.get_or_insert(at);
-                last = Some(at);
-            }
-            sys::PERF_RECORD_LOST => {
-                counts.lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
-                counts.lost_chunks += 1;
-            }
-            sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
-            sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => mappings.push(at),
-            _ => {}
-        }
+        counts.count(at, &rec, (mappings, 0), &mut ends)
     })
     .map_err(Error::Ring)?;
-    for at in first.into_iter().chain(last) {
+    for at in ends.0.into_iter().chain(ends.1) {
         if let Ok((_, p)) = parser.parse_native(&block[at..])
             && let Some(t) = p.time()
         {
-            counts.first_time = counts.first_time.min(t);
-            counts.last_time = counts.last_time.max(t);
+            counts.saw_time(t);
         }
     }
     Ok(())
@@ -114,35 +131,17 @@ pub(crate) fn lease_ring(
     parser: &MultiParser,
     scratch: &mut Vec<u8>,
 ) -> Result<Option<RingLease>> {
-    let mut first: Option<usize> = None;
-    let mut last: Option<usize> = None;
+    let mut ends = (None, None);
     let lease = ring
-        .lease(|at, rec| {
-            counts.records += 1;
-            match rec.type_ {
-                sys::PERF_RECORD_SAMPLE => {
-                    counts.samples += 1;
-                    first.get_or_insert(at);
-                    last = Some(at);
-                }
-                sys::PERF_RECORD_LOST => {
-                    counts.lost_records += rec.data.u64_at(8, Endian::NATIVE).unwrap_or(0);
-                    counts.lost_chunks += 1;
-                }
-                sys::PERF_RECORD_THROTTLE => counts.throttled += 1,
-                sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2 => mappings.push(base + at),
-                _ => {}
-            }
-        })
+        .lease(|at, rec| counts.count(at, &rec, (mappings, base), &mut ends))
         .map_err(Error::Ring)?
         .ok_or_else(|| Error::Usage("a recorder ring could not be read in place".into()))?;
-    for at in first.into_iter().chain(last) {
+    for at in ends.0.into_iter().chain(ends.1) {
         if let Some(rec) = lease.record(at, scratch)
             && let Ok((_, p)) = parser.parse_native(rec)
             && let Some(t) = p.time()
         {
-            counts.first_time = counts.first_time.min(t);
-            counts.last_time = counts.last_time.max(t);
+            counts.saw_time(t);
         }
     }
     if lease.is_empty() {
