@@ -415,17 +415,7 @@ fn defer_ties(
     let mut ties = HashMap::new();
     let (mut i, mut entry) = (0, 0u32);
     while i < raw.len() {
-        let start = raw[i].0;
-        let mut j = i + 1;
-        while j < raw.len() && raw[j].0 == start {
-            j += 1;
-        }
-        // The aliases ranked alike but for the name (as prefer_longer_demangled ties them).
-        let best = raw[i].2;
-        let tied = raw[i..j]
-            .iter()
-            .take_while(|e| (e.2.0, e.2.1, e.2.2, e.2.3) == (best.0, best.1, best.2, best.3))
-            .count();
+        let (j, tied) = alias_group(raw, i);
         if tied > 1 {
             let group = &mut raw[i..i + tied];
             if group.iter().all(|e| e.1 == group[0].1) {
@@ -440,6 +430,18 @@ fn defer_ties(
     ties
 }
 
+/// The aliases at `raw[i]`'s address (`raw` sorted by address and rank): where the next
+/// address starts, and how many of them, from `i`, rank alike but for their names.
+fn alias_group(raw: &[RawSym], i: usize) -> (usize, usize) {
+    let (start, best) = (raw[i].0, raw[i].2);
+    let j = i + raw[i..].iter().take_while(|e| e.0 == start).count();
+    let tied = raw[i..j]
+        .iter()
+        .take_while(|e| (e.2.0, e.2.1, e.2.2, e.2.3) == (best.0, best.1, best.2, best.3))
+        .count();
+    (j, tied)
+}
+
 /// perf compares aliases' names as it prints them, demangled (its symbols are demangled
 /// before `choose_best_symbol` sees them): among the aliases at one address that rank best
 /// but for the name, move first the one whose demangled name has the fewest leading
@@ -450,14 +452,7 @@ fn defer_ties(
 fn prefer_longer_demangled(raw: &mut [RawSym], file: &[u8], own: &[u8], how: Demangling) {
     let mut i = 0;
     while i < raw.len() {
-        let start = raw[i].0;
-        let mut j = i + 1;
-        while j < raw.len() && raw[j].0 == start {
-            j += 1;
-        }
-        let best = raw[i].2;
-        let same = |r: &Rank| r.0 == best.0 && r.1 == best.1 && r.2 == best.2 && r.3 == best.3;
-        let tied = raw[i..j].iter().take_while(|e| same(&e.2)).count();
+        let (j, tied) = alias_group(raw, i);
         if tied > 1 {
             let key = |e: &RawSym| {
                 let name = how
