@@ -17,6 +17,13 @@ use std::process::{Command, Stdio};
 
 /// Build the workload; `None` (after `skip`) without a C compiler or the rights to load a
 /// BPF program.
+/// One test at a time: each loads programs named perfkit_spin and records the whole
+/// system, so another test's programs would be in its recording.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bpf_spin(dir: &Path) -> Option<PathBuf> {
     let bin = dir.join("bpf_spin");
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bpf_spin.c");
@@ -118,6 +125,7 @@ fn record(tool: &str, bin: &Path, out: &Path) {
 
 #[test]
 fn samples_in_a_bpf_program_are_named_from_its_ksymbol_record() {
+    let _one = one_at_a_time();
     if !have_perf() {
         return skip("perf is not installed");
     }
@@ -167,6 +175,7 @@ fn samples_in_a_bpf_program_are_named_from_its_ksymbol_record() {
 /// PID (a difference from perf of its own).
 #[test]
 fn record_describes_the_programs_loaded_before_it() {
+    let _one = one_at_a_time();
     if !have_perf() {
         return skip("perf is not installed");
     }
@@ -265,4 +274,94 @@ fn record_describes_the_programs_loaded_before_it() {
             .all(|l| l.trim_start().starts_with(&format!("{pid}/{pid} "))),
         "{script:?}"
     );
+}
+
+/// Two programs of one name (the same code loaded twice, at two addresses) are one row, as
+/// in perf: perf keeps a BPF program's symbol at the start of its own map (0), and tells
+/// symbols apart by that start.
+#[test]
+fn programs_of_one_name_are_one_row() {
+    let _one = one_at_a_time();
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = bpf_spin(dir.path()) else {
+        return;
+    };
+    let mut spin = Command::new(&bin)
+        .arg("4000000000")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn bpf_spin");
+    let mut line = String::new();
+    BufReader::new(spin.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("loaded "), "{line}");
+    // The second copy loads, runs and goes while the recording runs.
+    let file = dir.path().join("perfkit.data");
+    let second = format!("sleep 0.2; {} 3000 >/dev/null; sleep 0.2", bin.display());
+    run_ok(
+        perfkit()
+            .args(["record", "-q", "-e", "cpu-clock", "-a", "-o"])
+            .arg(&file)
+            .args(["--", "sh", "-c", &second]),
+    );
+    spin.kill().unwrap();
+    spin.wait().unwrap();
+    // Both programs' places, from their KSYMBOL records.
+    let events = perf_ok(&["script", "--show-bpf-events"], &file);
+    let mut places: Vec<(u64, u64)> = events
+        .lines()
+        .filter(|l| {
+            l.contains("PERF_RECORD_KSYMBOL")
+                && l.contains("flags 0x0 ")
+                && l.ends_with("_perfkit_spin")
+        })
+        .map(|l| {
+            let word = |key: &str| {
+                let at = l.find(key).unwrap() + key.len();
+                l[at..].split_whitespace().next().unwrap().to_string()
+            };
+            (
+                u64::from_str_radix(&word(" addr "), 16).unwrap(),
+                word(" len ").parse().unwrap(),
+            )
+        })
+        .collect();
+    places.sort();
+    places.dedup();
+    assert_eq!(
+        places.len(),
+        2,
+        "two programs named perfkit_spin:\n{events}"
+    );
+    // Samples in each of them.
+    let ips: Vec<u64> = perf_ok(&["script", "-F", "ip"], &file)
+        .lines()
+        .filter_map(|l| u64::from_str_radix(l.trim(), 16).ok())
+        .collect();
+    for (start, len) in &places {
+        let n = ips
+            .iter()
+            .filter(|&&ip| ip >= *start && ip < start + len)
+            .count();
+        assert!(n > 0, "no sample in the program at {start:#x}");
+    }
+    for sort in ["dso,sym", "sym", "pid,sym"] {
+        let args = ["report", "--stdio", "--no-children", "--sort", sort];
+        let rows = |tool: &str| -> Vec<String> {
+            shown(tool, &args, &file)
+                .lines()
+                .filter(|l| l.contains("_perfkit_spin"))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect()
+        };
+        let theirs = rows("perf");
+        if sort != "pid,sym" {
+            assert_eq!(theirs.len(), 1, "perf --sort {sort}: {theirs:?}");
+        }
+        assert_eq!(rows("perfkit"), theirs, "--sort {sort}");
+    }
 }

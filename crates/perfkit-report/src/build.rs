@@ -1341,8 +1341,18 @@ impl Builder {
                 dso: sym.dso.to_string(),
                 kernel: true,
             };
+            // A symbol is told apart by its start as perf keeps it: a BPF program's is
+            // relative to its own map (0), so programs of one name (loaded again, or
+            // twice) are one row, as in perf.
             let func = match &sym.symbol {
-                Some(s) => self.profile.func_at(func, addr.wrapping_sub(s.offset)),
+                Some(s) => {
+                    let start = addr.wrapping_sub(s.offset);
+                    let start = match &place {
+                        perfkit_symbols::KernelPlace::Ksymbol(_) => place.map_ip(start),
+                        _ => start,
+                    };
+                    self.profile.func_at(func, start)
+                }
                 None => self.profile.func(func),
             };
             if let Some(s) = &sym.symbol {
