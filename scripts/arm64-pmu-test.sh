@@ -17,6 +17,7 @@
 #   6. in each guest, after the tests, records the hot-loop program (tests/common/hotloop.rs,
 #      cross-built) with `perfkit record -e cycles:u` and annotates it with `perfkit annotate --stdio`; the
 #      host checks that against aarch64-linux-gnu-objdump (the `annotate_in_guest` line);
+#      and counts perf 6.1's hip08 `retiring` metric with `perfkit stat -M` (`metric_in_guest`);
 #   7. prints every test's PASS/FAIL line, `N passed, M failed`, and the boot-to-result time.
 #
 # Exit status 0 only when every test ran and passed. A step that fails says which and why.
@@ -205,6 +206,13 @@ if [ -x /bin/hotloop ]; then
     /bin/perfkit report --stdio -q --sort sym -i /tmp/perf.data 2>&1 | head -n 5
     /bin/perfkit annotate --stdio --no-source -q -s hot -i /tmp/perf.data 2>&1
     echo "ANNOTATE-END status=$?"
+    # A metric from perf 6.1's table of an arm64 core (HiSilicon hip08, chosen by its MIDR
+    # as perf would) counted on the emulated PMU: `retiring` is INST_RETIRED /
+    # (CPU_CYCLES * 4), both events qemu's PMUv3 has (the host checks the value).
+    echo "METRIC-BEGIN"
+    PERFKIT_CPUID=0x00000000480fd010 /bin/perfkit stat -x, -M retiring -- /bin/hotloop 4000000 1 \
+        2>&1 >/dev/null
+    echo "METRIC-END status=$?"
 fi
 poweroff -f
 EOF
@@ -289,6 +297,39 @@ else:
 PY
 }
 
+# The guest's `stat -M retiring` (hip08's table): both events counted, and the metric the
+# value of its formula over the two counts as printed. Prints one PASS or FAIL line.
+check_metric() {
+    python3 - "$1" <<'PY'
+import sys
+lines = open(sys.argv[1], errors="replace").read().splitlines()
+try:
+    body = lines[lines.index("METRIC-BEGIN") + 1:]
+    end = next(i for i, l in enumerate(body) if l.startswith("METRIC-END"))
+except (ValueError, StopIteration):
+    print("FAIL metric_in_guest: no METRIC-BEGIN/END in the guest's output"); sys.exit()
+body, status = body[:end], body[end]
+counts, metric = {}, None
+for l in body:
+    f = l.split(",")
+    if len(f) >= 3 and f[2].upper() in ("INST_RETIRED", "CPU_CYCLES") and f[0].isdigit():
+        counts[f[2].upper()] = int(f[0])
+    if len(f) >= 2 and f[-1].strip() == "retiring" and f[-2].strip():
+        metric = float(f[-2])
+# (stat passes the command's exit status on: hotloop's is its result's low bit, not checked.)
+if len(counts) != 2 or metric is None:
+    print("FAIL metric_in_guest: %s, counts %s, metric %s: %s" % (status, counts, metric, " | ".join(body)))
+    sys.exit()
+want = counts["INST_RETIRED"] / (counts["CPU_CYCLES"] * 4)
+if counts["INST_RETIRED"] < 4000000 or abs(metric - want) > 0.006:
+    print("FAIL metric_in_guest: retiring %s, want %.4f from INST_RETIRED %d / (CPU_CYCLES %d * 4)"
+          % (metric, want, counts["INST_RETIRED"], counts["CPU_CYCLES"]))
+else:
+    print("PASS metric_in_guest: stat -M retiring (perf 6.1's hip08 table) on the emulated PMU: "
+          "%s = INST_RETIRED %d / (CPU_CYCLES %d * 4)" % (metric, counts["INST_RETIRED"], counts["CPU_CYCLES"]))
+PY
+}
+
 passed=0
 failed=0
 boot() {
@@ -308,6 +349,7 @@ boot() {
         fail "the guest (-cpu $cpu) did not finish its tests (qemu exit $rc)"
     fi
     check_annotate "$log.txt" >>"$log.txt"
+    check_metric "$log.txt" >>"$log.txt"
     grep -E '^(PASS|FAIL|SKIP|INFO) ' "$log.txt" | sed "s/^/[$name] /"
     passed=$((passed + $(grep -c '^PASS ' "$log.txt")))
     failed=$((failed + $(grep -c '^FAIL ' "$log.txt")))
