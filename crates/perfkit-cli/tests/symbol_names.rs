@@ -210,10 +210,21 @@ fn cxx_names_and_plt_stubs_are_perfs() {
         .is_ok_and(|s| s.success());
     assert!(ok, "strip");
     let data = record(dir.path(), &stripped, "stripped.data");
+    // A sample that lands in a PLT stub (rare) differs on purpose: perf 6.1 may name it
+    // `_init+0x40` (it stretches the zero-size `_init` over the PLT: a perf bug in the
+    // README's table) where perfkit names the stub (`operator delete[]@plt`); left out
+    // here, as in the -v comparison.
+    let no_plt = |s: &str| -> String {
+        s.lines()
+            .filter(|l| !l.contains(" _init+") && !l.contains("@plt+"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
     let perf = perf_ok(&["script"], &data);
     let ours = stdout_ok(perfkit().arg("script").arg("-i").arg(&data));
-    assert_eq!(ours, perf);
+    assert_eq!(no_plt(&ours), no_plt(&perf));
     // With -v its rows say perf read its (empty) `.dynsym` from the build-id cache (`B`).
     let verbose = same_verbose_report(&data);
-    assert!(verbose.contains(" B [.] 0x"), "{verbose}");
+    // (Whether a row is an unnamed address depends on where the samples fell.)
+    assert!(verbose.contains(" B [.] "), "{verbose}");
 }

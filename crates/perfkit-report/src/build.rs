@@ -1879,8 +1879,17 @@ mod shared_frames {
         let maps_of = |c: &std::process::Child| {
             // Until the exec is done, /proc shows the parent's image.
             for _ in 0..500 {
+                // The dynamic loader maps (and re-protects) libraries after the exec:
+                // read the maps once the process sleeps, so both are read alike.
+                let asleep = std::fs::read_to_string(format!("/proc/{}/stat", c.id()))
+                    .ok()
+                    .and_then(|st| {
+                        st.rsplit_once(')')
+                            .map(|(_, r)| r.trim_start().starts_with('S'))
+                    })
+                    .unwrap_or(false);
                 let m = perfkit_symbols::read_proc_maps(c.id()).expect("its maps");
-                if m.iter().any(|m| m.path.ends_with("/sleep")) {
+                if asleep && m.iter().any(|m| m.path.ends_with("/sleep")) {
                     return m;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
