@@ -787,19 +787,7 @@ impl Builder {
         if let Some(u) = dwarf {
             // dwarf mode: the kernel's part of the chain, then the user stack
             // unwound from the registers and stack copy.
-            let mut in_kernel = kernel;
-            for &addr in callchain {
-                if addr >= sys::PERF_CONTEXT_MAX {
-                    in_kernel = matches!(
-                        addr,
-                        sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
-                    );
-                    continue;
-                }
-                if in_kernel {
-                    self.push_frame(&mut chain, pid, addr, true);
-                }
-            }
+            self.push_callchain(&mut chain, pid, callchain, kernel, true);
             // As perf's unwinders: a caller's frame is looked up at its return
             // address - 1 (inside the call), which is also the address printed.
             let unwound = self.unwind(pid, &u);
@@ -840,19 +828,9 @@ impl Builder {
                 cached = Some(Some(self.leaf_stacks[at]));
             }
         } else {
-            let mut in_kernel = kernel;
-            for &addr in callchain {
-                if addr >= sys::PERF_CONTEXT_MAX {
-                    in_kernel = matches!(
-                        addr,
-                        sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
-                    );
-                    continue;
-                }
-                // Return addresses are looked up as they are, as perf does, so
-                // names and offsets agree with `perf report` and `perf script`.
-                self.push_frame(&mut chain, pid, addr, in_kernel);
-            }
+            // Return addresses are looked up as they are, as perf does, so names and
+            // offsets agree with `perf report` and `perf script`.
+            self.push_callchain(&mut chain, pid, callchain, kernel, false);
         }
         // perf knows three context markers; any other discards the chain.
         let chain_broken = callchain.iter().any(|&a| {
@@ -964,6 +942,32 @@ impl Builder {
             self.profile.incomplete_stacks += 1;
         }
         out.frames
+    }
+
+    /// Push the frames of a sample's `callchain`, each in the kernel or user space its
+    /// last context marker says (`kernel`: the sample's own before any marker); with
+    /// `kernel_only`, only the kernel's (a DWARF sample's user part is unwound instead).
+    fn push_callchain(
+        &mut self,
+        chain: &mut Vec<FrameId>,
+        pid: i32,
+        callchain: &[u64],
+        kernel: bool,
+        kernel_only: bool,
+    ) {
+        let mut in_kernel = kernel;
+        for &addr in callchain {
+            if addr >= sys::PERF_CONTEXT_MAX {
+                in_kernel = matches!(
+                    addr,
+                    sys::PERF_CONTEXT_KERNEL | sys::PERF_CONTEXT_GUEST_KERNEL
+                );
+                continue;
+            }
+            if in_kernel || !kernel_only {
+                self.push_frame(chain, pid, addr, in_kernel);
+            }
+        }
     }
 
     /// Changes whenever the kernel's maps or its KSYMBOL maps do (both draw from one
