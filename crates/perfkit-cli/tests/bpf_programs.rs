@@ -48,6 +48,26 @@ fn bpf_spin(dir: &Path) -> Option<PathBuf> {
     Some(bin)
 }
 
+/// Start `bin` running its program until killed (the kernel's test loop stops at a
+/// signal), once it is loaded: the process and the program's id.
+fn spin_until_killed(bin: &Path) -> (std::process::Child, String) {
+    let mut spin = Command::new(bin)
+        .arg("4000000000")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn bpf_spin");
+    let mut line = String::new();
+    BufReader::new(spin.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let id = line
+        .trim()
+        .strip_prefix("loaded ")
+        .unwrap_or_else(|| panic!("bpf_spin printed {line:?}, not `loaded ID`"))
+        .to_string();
+    (spin, id)
+}
+
 /// `tool ARGS -i FILE`'s output without report's closing tip line (perf picks one at
 /// random, perfkit prints its own).
 fn shown(tool: &str, args: &[&str], file: &Path) -> String {
@@ -171,8 +191,7 @@ fn samples_in_a_bpf_program_are_named_from_its_ksymbol_record() {
 
 /// A program loaded before the recording starts is described by the records `record`
 /// synthesizes at its start, the same as perf's (address, length, type, name, id).
-/// System-wide (`-a`): perfkit's `record -p PID -- sleep` records the command rather than
-/// PID (a difference from perf of its own).
+/// System-wide (`-a`).
 #[test]
 fn record_describes_the_programs_loaded_before_it() {
     let _one = one_at_a_time();
@@ -183,21 +202,7 @@ fn record_describes_the_programs_loaded_before_it() {
     let Some(bin) = bpf_spin(dir.path()) else {
         return;
     };
-    // Runs until killed (the kernel's test loop stops at a signal).
-    let mut spin = Command::new(&bin)
-        .arg("4000000000")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn bpf_spin");
-    let mut line = String::new();
-    BufReader::new(spin.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let prog_id = line
-        .trim()
-        .strip_prefix("loaded ")
-        .expect("loaded ID")
-        .to_string();
+    let (mut spin, prog_id) = spin_until_killed(&bin);
     let pid = spin.id();
     let ours = dir.path().join("perfkit.data");
     let theirs = dir.path().join("perf.data");
@@ -289,16 +294,7 @@ fn programs_of_one_name_are_one_row() {
     let Some(bin) = bpf_spin(dir.path()) else {
         return;
     };
-    let mut spin = Command::new(&bin)
-        .arg("4000000000")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn bpf_spin");
-    let mut line = String::new();
-    BufReader::new(spin.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("loaded "), "{line}");
+    let (mut spin, _) = spin_until_killed(&bin);
     // The second copy loads, runs and goes while the recording runs.
     let file = dir.path().join("perfkit.data");
     let second = format!("sleep 0.2; {} 3000 >/dev/null; sleep 0.2", bin.display());
