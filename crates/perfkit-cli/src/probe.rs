@@ -1,6 +1,6 @@
 //! `perfkit probe`: user-space probes (uprobes) as `perf probe -x BINARY` defines them:
-//! add `FUNC[@FILE]`, `FUNC[@FILE]%return`, `FUNC[@FILE]:RLN` or `FILE:LINE` (`-a`, or bare
-//! arguments; an inline function at its inlined copies), with arguments fetched from DWARF
+//! add `FUNC[@FILE]`, `FUNC[@FILE]%return`, `FUNC[@FILE]:RLN` or `FILE:LINE`, named
+//! `[GROUP:]EVENT=` or perf's way (`-a`, or bare arguments; an inline function at its inlined copies), with arguments fetched from DWARF
 //! (`VAR`, `VAR->FIELD`, `arr[N]`, `:TYPE`, `$vars`, globals) or written as given (`%di`,
 //! `$retval`), show a function's probe-able lines (`-L FUNC`), delete (`-d`, globs as
 //! perf's), list (`-l`), and list a binary's functions (`--funcs`). Kernel probes are
@@ -32,7 +32,7 @@ pub struct ProbeArgs {
     /// The binary (executable or library) to probe.
     #[arg(short = 'x', long = "exec", value_name = "BINARY")]
     pub exec: Option<PathBuf>,
-    /// Add a probe: `FUNC`, `FUNC%return` or `EVENT=FUNC[%return]`.
+    /// Add a probe: `FUNC`, `FUNC%return`, with `[GROUP:]EVENT=` before it to name it.
     #[arg(short, long, value_name = "PROBE")]
     pub add: Vec<String>,
     /// Delete probes: `GROUP:EVENT` or `EVENT`, with `*` globs.
@@ -164,13 +164,13 @@ fn write_refused(errno: i32, specs: &[ArgSpec], is_return: bool) -> u8 {
 }
 
 fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
-    // `[EVENT=]POINT [ARG...]`: the event name is in the first word only.
+    // `[[GROUP:]EVENT=]POINT [ARG...]`: the event name is in the first word only.
     let mut words = spec.split_whitespace();
     let head = words.next().unwrap_or("");
     let arg_texts: Vec<&str> = words.collect();
-    let (name, point) = match head.split_once('=') {
-        Some((n, p)) => (Some(n), p),
-        None => (None, head),
+    let (name, point) = match EventName::split(head) {
+        Ok(x) => x,
+        Err(bad) => return parse_error(&bad),
     };
     let (func, is_return) = match point.strip_suffix("%return") {
         Some(f) => (f, true),
@@ -275,29 +275,16 @@ fn add(bin: &Path, spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     }
     let events = uprobe_events()?;
     let existing = events.list()?;
-    let group = group_for(&bin);
-    let base = match name {
-        Some(n) => n.to_owned(),
-        None if is_return => format!("{}__return", points.event),
-        None => points.event.clone(),
-    };
+    let group = name
+        .as_ref()
+        .and_then(|n| n.group.clone())
+        .unwrap_or_else(|| group_for(&bin));
+    let base = name.map_or_else(|| points.event.clone(), |n| n.event);
     // As perf: an event name is taken when any uprobe has it, whatever its group.
     let taken = |e: &str| existing.iter().any(|d| d.event == e);
-    let mut event = base.clone();
-    if taken(&event) {
-        if !args.force {
-            eprintln!("Error: event \"{event}\" already exists.");
-            eprintln!(" Hint: Remove existing event by 'perf probe -d'");
-            eprintln!("       or force duplicates by 'perf probe -f'");
-            eprintln!("       or set 'force=yes' in BPF source.");
-            eprintln!("  Error: Failed to add events.");
-            return Ok(PROBE_EXISTS);
-        }
-        event = (1..)
-            .map(|i| format!("{base}_{i}"))
-            .find(|e| !taken(e))
-            .unwrap_or(base);
-    }
+    let Some(event) = new_event_name(&base, is_return, &taken, args.force) else {
+        return Ok(PROBE_EXISTS);
+    };
     for (&offset, args) in points.offsets.iter().zip(fetch) {
         let added = events.add(&UprobeDef {
             group: group.clone(),
@@ -357,9 +344,9 @@ fn add_kprobe(spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
         eprintln!("  Error: Failed to add events.");
         return Ok(PROBE_FAILED);
     };
-    let (name, point) = match spec.split_once('=') {
-        Some((n, p)) => (Some(n), p),
-        None => (None, spec),
+    let (name, point) = match EventName::split(spec) {
+        Ok(x) => x,
+        Err(bad) => return parse_error(&bad),
     };
     let (func, is_return) = match point.strip_suffix("%return") {
         Some(f) => (f, true),
@@ -373,14 +360,18 @@ fn add_kprobe(spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
         eprintln!("  Error: Failed to add events.");
         return Ok(PROBE_FAILED);
     }
-    let event = match name {
-        Some(n) => n.to_owned(),
-        None if is_return => format!("{func}__return"),
-        None => func.to_owned(),
-    };
+    let group = name
+        .as_ref()
+        .and_then(|n| n.group.clone())
+        .unwrap_or_else(|| perfkit_symbols::kprobe::KPROBE_GROUP.to_owned());
+    let event = event_base(
+        &name.map_or_else(|| func.to_owned(), |n| n.event),
+        is_return,
+    );
     let kallsyms = perfkit_symbols::Kallsyms::from_file(Path::new("/proc/kallsyms"))?;
-    let line = match perfkit_symbols::kprobe::kprobe_definition(&kallsyms, func, &event, is_return)
-    {
+    let line = match perfkit_symbols::kprobe::kprobe_definition(
+        &kallsyms, func, &group, &event, is_return,
+    ) {
         Ok(l) => l,
         Err(e @ perfkit_symbols::uprobe_events::ProbeError::NotFound(_)) => {
             eprintln!("{e}");
@@ -391,7 +382,6 @@ fn add_kprobe(spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
     };
     UprobeEvents::kprobes(&tracefs).add_line(&line)?;
     if !args.quiet {
-        let group = perfkit_symbols::kprobe::KPROBE_GROUP;
         let ret = if is_return { "%return" } else { "" };
         eprintln!("Added new event:");
         eprintln!("  {:<20} (on {func}{ret})", format!("{group}:{event}"));
@@ -402,6 +392,95 @@ fn add_kprobe(spec: &str, args: &ProbeArgs) -> anyhow::Result<u8> {
         eprintln!();
     }
     Ok(0)
+}
+
+/// A probe's `[GROUP:]EVENT=` prefix (perf's `parse_perf_probe_event_name`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct EventName {
+    /// The group, instead of `probe_BINARY` (or `probe` for kernel probes).
+    group: Option<String>,
+    /// The event's name.
+    event: String,
+}
+
+impl EventName {
+    /// Split a probe's first word into its event name, if it has one, and the point: as
+    /// perf, the name is what comes before an `=` met before any of `; @ + %`, and its
+    /// group and event must follow C's naming rule (else perf's semantic error, naming
+    /// the part refused).
+    fn split(head: &str) -> Result<(Option<EventName>, &str), String> {
+        let Some((name, point)) = head
+            .find([';', '=', '@', '+', '%'])
+            .filter(|&i| head.as_bytes()[i] == b'=')
+            .map(|i| (&head[..i], &head[i + 1..]))
+        else {
+            return Ok((None, head));
+        };
+        let bad = |part: &str| {
+            format!("{part} is bad for event name -it must follow C symbol-naming rule.")
+        };
+        let (group, event) = match name.split_once(':') {
+            Some((g, _)) if !is_c_name(g) => return Err(bad(g)),
+            Some((g, e)) => (Some(g.to_owned()), e),
+            None => (None, name),
+        };
+        if !is_c_name(event) {
+            return Err(bad(event));
+        }
+        let event = event.to_owned();
+        Ok((Some(EventName { group, event }), point))
+    }
+}
+
+/// perf's `is_c_func_name`: a letter or `_`, then letters, digits and `_`.
+fn is_c_name(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// perf's base for an event's name (`get_new_event_name`): a leading `.` dropped, cut at
+/// the first `.` or `@` after its first character (`foo.isra.0`: `foo`).
+fn event_stem(name: &str) -> &str {
+    let name = name.strip_prefix('.').unwrap_or(name);
+    match name.find(['.', '@']) {
+        Some(i) if i > 0 => &name[..i],
+        _ => name,
+    }
+}
+
+/// The event's name before any `_N` suffix: its stem, with `__return` for a return probe
+/// (a name given with `EVENT=` too, as perf).
+fn event_base(name: &str, is_return: bool) -> String {
+    let ret = if is_return { "__return" } else { "" };
+    format!("{}{ret}", event_stem(name))
+}
+
+/// An unused event name as perf picks one: the base name; if that is `taken`, perf's
+/// "already exists" lines and `None`, or with `force`, the stem with the first free `_N`
+/// (without `__return`, as perf writes it).
+fn new_event_name(
+    name: &str,
+    is_return: bool,
+    taken: &dyn Fn(&str) -> bool,
+    force: bool,
+) -> Option<String> {
+    let event = event_base(name, is_return);
+    if !taken(&event) {
+        return Some(event);
+    }
+    if !force {
+        eprintln!("Error: event \"{event}\" already exists.");
+        eprintln!(" Hint: Remove existing event by 'perf probe -d'");
+        eprintln!("       or force duplicates by 'perf probe -f'");
+        eprintln!("       or set 'force=yes' in BPF source.");
+        eprintln!("  Error: Failed to add events.");
+        return None;
+    }
+    let stem = event_stem(name);
+    // perf tries suffixes up to MAX_EVENT_INDEX (1024).
+    (1..1024).map(|i| format!("{stem}_{i}")).find(|e| !taken(e))
 }
 
 /// Where a probe goes: file offsets, perf's default event name and perf's description.
@@ -705,4 +784,59 @@ fn kernel_takes_immediates() -> bool {
     .iter()
     .find_map(|p| std::fs::read_to_string(p).ok())
     .is_some_and(|r| r.contains("\\imm-value"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(group: Option<&str>, event: &str) -> Option<EventName> {
+        Some(EventName {
+            group: group.map(str::to_owned),
+            event: event.to_owned(),
+        })
+    }
+
+    #[test]
+    fn group_and_event_names_split_as_perf_splits_them() {
+        assert_eq!(
+            EventName::split("mygrp:myev=f%return"),
+            Ok((named(Some("mygrp"), "myev"), "f%return"))
+        );
+        assert_eq!(EventName::split("ev=f"), Ok((named(None, "ev"), "f")));
+        // An `=` after `@`, `;`, `+` or `%` names no event (perf's strpbrk of ";=@+%").
+        assert_eq!(EventName::split("f@a=b.c"), Ok((None, "f@a=b.c")));
+        assert_eq!(EventName::split("f:3"), Ok((None, "f:3")));
+        let bad =
+            |s: &str| format!("{s} is bad for event name -it must follow C symbol-naming rule.");
+        assert_eq!(EventName::split("1bad:ev=f"), Err(bad("1bad")));
+        assert_eq!(EventName::split("grp:b-d=f"), Err(bad("b-d")));
+        assert_eq!(EventName::split(":ev=f"), Err(bad("")));
+        assert_eq!(EventName::split("grp:=f"), Err(bad("")));
+        assert_eq!(EventName::split("a:b:c=f"), Err(bad("b:c")));
+    }
+
+    #[test]
+    fn new_names_are_perfs() {
+        let none = |_: &str| false;
+        assert_eq!(
+            new_event_name("ev", true, &none, false).as_deref(),
+            Some("ev__return")
+        );
+        assert_eq!(
+            new_event_name("foo.isra.0", false, &none, false).as_deref(),
+            Some("foo")
+        );
+        assert_eq!(
+            new_event_name(".x@y", false, &none, false).as_deref(),
+            Some("x")
+        );
+        let taken = |e: &str| ["ev", "ev__return", "ev_1"].contains(&e);
+        assert_eq!(new_event_name("ev", true, &taken, false), None);
+        // perf's suffix goes on the stem, without `__return`.
+        assert_eq!(
+            new_event_name("ev", true, &taken, true).as_deref(),
+            Some("ev_2")
+        );
+    }
 }

@@ -9,12 +9,13 @@ use crate::uprobe_events::ProbeError;
 /// perf's group for kernel probes.
 pub const KPROBE_GROUP: &str = "probe";
 
-/// The `kprobe_events` line of a probe named `event` on kernel function `func` (a return
+/// The `kprobe_events` line of a probe `group:event` on kernel function `func` (a return
 /// probe with `is_return`), from `kallsyms`. Module functions are written `MOD:FUNC+0`, as
 /// perf writes them.
 pub fn kprobe_definition(
     kallsyms: &Kallsyms,
     func: &str,
+    group: &str,
     event: &str,
     is_return: bool,
 ) -> Result<String, ProbeError> {
@@ -23,13 +24,13 @@ pub fn kprobe_definition(
         .by_name(func)
         .ok_or_else(|| ProbeError::NotFound(func.to_owned()))?;
     if let Some(m) = &sym.module {
-        return Ok(format!("{kind}:{KPROBE_GROUP}/{event} {m}:{func}+0"));
+        return Ok(format!("{kind}:{group}/{event} {m}:{func}+0"));
     }
     let text = kallsyms
         .by_name("_text")
         .ok_or_else(|| ProbeError::NotFound("_text".to_owned()))?;
     Ok(format!(
-        "{kind}:{KPROBE_GROUP}/{event} _text+{}",
+        "{kind}:{group}/{event} _text+{}",
         sym.start.wrapping_sub(text.start)
     ))
 }
@@ -46,19 +47,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            kprobe_definition(&k, "vfs_read", "vfs_read", false).unwrap(),
+            kprobe_definition(&k, "vfs_read", KPROBE_GROUP, "vfs_read", false).unwrap(),
             "p:probe/vfs_read _text+1048592"
         );
         assert_eq!(
-            kprobe_definition(&k, "vfs_read", "vfs_read__return", true).unwrap(),
+            kprobe_definition(&k, "vfs_read", KPROBE_GROUP, "vfs_read__return", true).unwrap(),
             "r:probe/vfs_read__return _text+1048592"
         );
         assert_eq!(
-            kprobe_definition(&k, "nft_do", "nft_do", false).unwrap(),
+            kprobe_definition(&k, "nft_do", KPROBE_GROUP, "nft_do", false).unwrap(),
             "p:probe/nft_do nf_tables:nft_do+0"
         );
         assert!(matches!(
-            kprobe_definition(&k, "nope", "nope", false),
+            kprobe_definition(&k, "nope", KPROBE_GROUP, "nope", false),
             Err(ProbeError::NotFound(_))
         ));
     }
