@@ -6,7 +6,7 @@ Usage: scripts/gen-metric-tables.py ARCH_DIR > crates/perfkit-events/src/metrics
 ARCH_DIR is a copy of the kernel's tools/perf/pmu-events/arch (Linux 6.1, the perf installed
 here): ARCH_DIR/<arch>/mapfile.csv and ARCH_DIR/<arch>/<model>/*.json. Only the models in
 TABLES are read, and of them only the metrics (MetricName, BriefDescription, MetricExpr,
-MetricGroup): the events a formula names resolve through perfkit's event parser (sysfs,
+MetricGroup, ScaleUnit, MetricConstraint): the events a formula names resolve through perfkit's event parser (sysfs,
 libpfm4), so the embedded tables stay small. The JSON data is the Linux kernel's
 (GPL-2.0); the generated file says so in its header.
 
@@ -34,6 +34,10 @@ TABLES = [
 
 def rust_str(s):
     return json.dumps(s)  # a JSON string is a valid Rust string literal for this data
+
+
+def rust_opt(s):
+    return "None" if s is None else f"Some({rust_str(s)})"
 
 
 def fixdesc(s):
@@ -64,7 +68,8 @@ def metrics_of(model_dir):
                 topic = "metrics" if f.endswith("metrics.json") else f[:-5].replace("-", " ")
                 key = ("BriefDescription" in e, topic, e.get("EventName", "").lower(),
                        e.get("Unit", "") and unit_to_pmu(e["Unit"]), e["MetricName"])
-                out.append((key, (e["MetricName"], groups, desc, e["MetricExpr"], listed)))
+                out.append((key, (e["MetricName"], groups, desc, e["MetricExpr"], listed,
+                                  e.get("ScaleUnit"), e.get("MetricConstraint"))))
     return [m for _, m in sorted(out, key=lambda x: x[0])]
 
 
@@ -103,11 +108,13 @@ def main():
         const = model.upper().replace("-", "_").replace("/", "_")
         print()
         print(f"static {const}: &[Metric] = &[")
-        for name, groups, desc, expr, listed in metrics_of(os.path.join(arch_dir, arch, model)):
+        for name, groups, desc, expr, listed, scale_unit, constraint in metrics_of(
+                os.path.join(arch_dir, arch, model)):
             g = ", ".join(rust_str(x) for x in groups)
             print(f"    Metric {{ name: {rust_str(name)}, groups: &[{g}], "
                   f"description: {rust_str(desc)}, expr: {rust_str(expr)}, "
-                  f"listed: {'true' if listed else 'false'} }},")
+                  f"listed: {'true' if listed else 'false'}, "
+                  f"scale_unit: {rust_opt(scale_unit)}, constraint: {rust_opt(constraint)} }},")
         print("];")
 
 

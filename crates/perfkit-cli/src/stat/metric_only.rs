@@ -54,7 +54,10 @@ fn cell(r: &Row) -> Cell {
         return Cell::Empty;
     }
     match &r.metric {
-        Some((v, unit)) if wanted(unit) => Cell::Value(if is_percent_metric(unit) {
+        Some((v, unit)) if wanted(unit) => Cell::Value(if let Some(d) = r.metric_decimals {
+            // A -M metric: perf's "%8.1f" (with a ScaleUnit) or "%8.2f".
+            format!("{v:.d$}")
+        } else if is_percent_metric(unit) {
             format!("{v:.2}%")
         } else {
             format!("{v:.2}")

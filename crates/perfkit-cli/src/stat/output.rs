@@ -1,6 +1,7 @@
 //! Printing counts in perf's layouts: the text table, `-x SEP` CSV and `-j` JSON.
 
 use perfkit_engine::stat::{Aggr, Row, State, Tool, is_percent_metric, rel_stddev_pct};
+use perfkit_events::metrics::csv_number;
 use std::fmt::Write as _;
 
 fn display_unit(r: &Row) -> &str {
@@ -148,7 +149,13 @@ pub fn text_row(r: &Row, interval: Option<f64>, big_num: bool, out: &mut String)
         display_unit(r),
         name
     );
-    if let Some((v, unit)) = &r.metric {
+    if let (Some((v, unit)), Some(d)) = (&r.metric, r.metric_decimals) {
+        // A -M metric as perf's generic_metric prints it: "%8.Nf", then the unit padded
+        // to perf's METRIC_LEN (35) after " # ".
+        let value = format!("{v:>8.d$}");
+        let pad = 35usize.saturating_sub(3 + value.len() + 1);
+        let _ = write!(out, " # {value} {unit:<pad$}");
+    } else if let Some((v, unit)) = &r.metric {
         if is_percent_metric(unit) {
             let _ = write!(out, " # {v:>7.2}% {unit:<22}");
         } else if unit.contains("per") {
@@ -207,7 +214,10 @@ pub fn csv_row(r: &Row, prefix: Option<&str>, runs: usize, sep: &str, out: &mut 
     f.push(format!("{:.2}", r.pcnt_running()));
     match &r.metric {
         Some((v, unit)) => {
-            f.push(format!("{v:.3}"));
+            f.push(match r.metric_decimals {
+                Some(d) => csv_number(*v, d),
+                None => format!("{v:.3}"),
+            });
             f.push(unit.clone());
         }
         None => {

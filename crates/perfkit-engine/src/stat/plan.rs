@@ -214,6 +214,7 @@ impl Plan {
                 list,
                 cfg.metric_no_group,
                 &perfkit_events::metrics::Literals::system(matches!(scope, Scope::Cpus(_))),
+                perfkit_events::metrics::nmi_watchdog_enabled(),
             )?;
             notes = r.notes;
             metrics = r.metrics;

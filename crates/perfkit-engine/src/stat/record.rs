@@ -201,6 +201,7 @@ pub fn read_stat(data: &PerfData) -> Result<StatReport> {
                 enabled,
                 runs: Vec::new(),
                 metric: None,
+                metric_decimals: None,
             }
         })
         .collect();

@@ -55,6 +55,9 @@ pub struct Row {
     pub runs: Vec<f64>,
     /// Shadow metric: value and unit.
     pub metric: Option<(f64, String)>,
+    /// Digits perf prints a `-M` metric's value with (`%8.2f`, `%8.1f` with a
+    /// `ScaleUnit`); `None` for the shadow metrics, each printed its own way.
+    pub metric_decimals: Option<usize>,
 }
 
 impl Row {
@@ -223,6 +226,7 @@ pub fn build_rows(
                 enabled,
                 runs: Vec::new(),
                 metric: None,
+                metric_decimals: None,
             });
         }
         // perf prints a tool event once, in the first bucket.
@@ -304,6 +308,7 @@ pub fn summarize(plan: &Plan, runs: &[RunResult], no_scale: bool) -> Vec<Row> {
             / runs.len() as f64;
         for r in &mut rows {
             r.metric = None;
+            r.metric_decimals = None;
         }
         // Metrics over the means, bucket by bucket.
         let mut start = 0;

@@ -9,13 +9,17 @@
 
 use super::rows::{Row, State};
 use crate::{EventSpec, Result};
-use perfkit_events::metrics::{Expr, IdMap, Literals, Metric, Metrics};
+use perfkit_events::metrics::{Expr, IdMap, Literals, Metric, MetricText, Metrics};
 
 /// A metric being counted: its formula and the events it reads.
 #[derive(Clone, Debug)]
 pub struct MetricUse {
     /// perf's name, printed after the value.
     pub name: String,
+    /// The formula as the table writes it (perf looks for its `?`).
+    pub source: &'static str,
+    /// The table's `ScaleUnit`.
+    pub scale_unit: Option<&'static str>,
     /// The formula.
     pub expr: Expr,
     /// The event names the formula reads (the specs' names).
@@ -102,13 +106,21 @@ fn shown(ids: &[String], grouped: bool) -> String {
     out
 }
 
+/// perf 6.1's hint after the metrics, when a `NO_NMI_WATCHDOG` metric was split.
+const WATCHDOG_HINT: &str = "Try disabling the NMI watchdog to comply NO_NMI_WATCHDOG metric \
+                             constraint:\n    echo 0 > /proc/sys/kernel/nmi_watchdog\n    \
+                             perfkit stat ...\n    echo 1 > /proc/sys/kernel/nmi_watchdog";
+
 /// Resolve `list` (comma separated) against `table`; `no_group`: perf's
-/// `--metric-no-group`; `literals`: the values of `#SMT_on` and the like for this run.
+/// `--metric-no-group`; `literals`: the values of `#SMT_on` and the like for this run;
+/// `nmi_watchdog`: whether the NMI watchdog is on, which makes perf count a
+/// `NO_NMI_WATCHDOG` metric's events outside a group (with its warning and hint).
 pub(super) fn resolve(
     table: &Metrics,
     list: &str,
     no_group: bool,
     literals: &Literals,
+    nmi_watchdog: bool,
 ) -> Result<Resolved> {
     let mut out = Resolved::default();
     // perf 6.1: each name's metrics put at the head of the list, then the list sorted by
@@ -119,6 +131,12 @@ pub(super) fn resolve(
             Some(ms) => {
                 for m in ms {
                     if !chosen.iter().any(|c| c.name == m.name) {
+                        if m.ungrouped(nmi_watchdog) {
+                            out.notes.push(format!(
+                                "Splitting metric group {} into standalone metrics.",
+                                m.name
+                            ));
+                        }
                         chosen.insert(0, m);
                     }
                 }
@@ -138,6 +156,9 @@ pub(super) fn resolve(
                 });
             }
         }
+    }
+    if chosen.iter().any(|m| m.ungrouped(nmi_watchdog)) {
+        out.notes.push(WATCHDOG_HINT.to_string());
     }
     let literal = |l: &str| literals.get(l);
     // Each metric's formula (references expanded, to evaluate) and perf's ids for it.
@@ -163,18 +184,23 @@ pub(super) fn resolve(
                 .count(),
         )
     });
-    // Each metric's events as one group (`{...}:W`); with --metric-no-group, every
-    // metric's events in one list, ungrouped, each event once (perf's combined map).
-    let sets: Vec<(Vec<usize>, Vec<String>)> = if no_group {
-        let all: Vec<&String> = own.iter().flat_map(|o| &o.2).collect();
+    // Each metric's events as one group (`{...}:W`); the metrics perf counts ungrouped
+    // (all with --metric-no-group, a NO_NMI_WATCHDOG one while the watchdog is on): their
+    // events first, in one list, ungrouped, each event once (perf's combined map).
+    let ungrouped = |m: &Metric| no_group || m.ungrouped(nmi_watchdog);
+    let combined: Vec<usize> = (0..own.len()).filter(|&i| ungrouped(own[i].0)).collect();
+    let mut sets: Vec<(Vec<usize>, Vec<String>, bool)> = Vec::new();
+    if !combined.is_empty() {
+        let all: Vec<&String> = combined.iter().flat_map(|&i| &own[i].2).collect();
         let all: Vec<String> = IdMap::from_names(&all).iter().map(String::from).collect();
-        vec![((0..own.len()).collect(), all)]
-    } else {
+        sets.push((combined, all, false));
+    }
+    sets.extend(
         own.iter()
             .enumerate()
-            .map(|(i, o)| (vec![i], o.2.clone()))
-            .collect()
-    };
+            .filter(|(_, o)| !ungrouped(o.0))
+            .map(|(i, o)| (vec![i], o.2.clone(), true)),
+    );
     // perf counts a tool event for a set whose formulas need no event (`X if #SMT_on else
     // 0` with SMT off): those the metrics use, else duration_time.
     let tools: Vec<String> = TOOL_EVENTS
@@ -182,7 +208,7 @@ pub(super) fn resolve(
         .filter(|t| own.iter().any(|o| o.2.iter().any(|i| i == *t)))
         .map(|t| t.to_string())
         .collect();
-    for (members, mut events) in sets {
+    for (members, mut events, grouped) in sets {
         if events.is_empty() {
             events = if tools.is_empty() {
                 vec!["duration_time".to_string()]
@@ -190,7 +216,7 @@ pub(super) fn resolve(
                 tools.clone()
             };
         }
-        let shown = shown(&events, !no_group);
+        let shown = shown(&events, grouped);
         let plain: Vec<String> = events
             .iter()
             .filter(|e| !TOOL_EVENTS.contains(&e.as_str()))
@@ -211,9 +237,9 @@ pub(super) fn resolve(
                 let base = out.specs.last().map_or(0, |s| s.group + 1);
                 let n = specs.len();
                 for (i, s) in specs.iter_mut().enumerate() {
-                    s.group = if no_group { base + i } else { base };
-                    s.leader = no_group || i == 0;
-                    s.grouped = !no_group && n > 1;
+                    s.group = if grouped { base } else { base + i };
+                    s.leader = !grouped || i == 0;
+                    s.grouped = grouped && n > 1;
                 }
                 // Tool events count outside the group, each on its own.
                 if !tool_list.is_empty() {
@@ -228,6 +254,8 @@ pub(super) fn resolve(
                     let (m, expr, own_events) = &own[i];
                     out.metrics.push(MetricUse {
                         name: m.name.to_string(),
+                        source: m.expr,
+                        scale_unit: m.scale_unit,
                         expr: expr.clone(),
                         // A formula without events shows on the tool event counted for it.
                         events: if own_events.is_empty() {
@@ -268,19 +296,29 @@ pub(super) fn resolve(
     Ok(out)
 }
 
-/// Put each metric's value on the row of its first event, in one bucket's rows.
+/// Put each metric's value on the row of its first event, in one bucket's rows, as perf
+/// 6.1 prints it ([`MetricText`]): scaled by its `ScaleUnit`, with its digits. A tool
+/// event reads in seconds in a formula, as perf's (`duration_time` counts nanoseconds).
 pub fn apply(metrics: &[MetricUse], rows: &mut [Row]) {
     for m in metrics {
         let value = m.expr.eval(&mut |name| {
             rows.iter()
                 .find(|r| r.event == name && r.state == State::Counted)
-                .map(|r| r.value)
+                .map(|r| {
+                    if TOOL_EVENTS.contains(&name) {
+                        r.value * 1e-9
+                    } else {
+                        r.value
+                    }
+                })
         });
         let (Some(v), Some(first)) = (value, m.events.first()) else {
             continue;
         };
         if let Some(r) = rows.iter_mut().find(|r| &r.event == first) {
-            r.metric = Some((v, m.name.clone()));
+            let text = MetricText::of(&m.name, m.source, m.scale_unit, v);
+            r.metric = Some((text.value, text.unit));
+            r.metric_decimals = Some(text.decimals);
         }
     }
 }
@@ -298,7 +336,7 @@ mod tests {
             model: 17,
             stepping: 1,
         });
-        let r = resolve(&zen, "nosuch", false, &Literals::default()).unwrap();
+        let r = resolve(&zen, "nosuch", false, &Literals::default(), false).unwrap();
         assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);
         assert!(r.specs.is_empty());
         // No `cpu` PMU on the test machines: the first event is missing.
@@ -307,6 +345,7 @@ mod tests {
             "branch_misprediction_ratio",
             false,
             &Literals::default(),
+            false,
         )
         .unwrap();
         if r.specs.is_empty() {
@@ -317,6 +356,41 @@ mod tests {
             );
         }
         assert!(quoted("short") == "short");
+    }
+
+    #[test]
+    fn a_no_nmi_watchdog_metric_is_ungrouped_while_the_watchdog_is_on() {
+        // Skylake-X's Page_Walks_Utilization has perf's NO_NMI_WATCHDOG constraint.
+        let skx = Metrics::for_cpuid("GenuineIntel-6-55-4");
+        let m = skx.resolve("Page_Walks_Utilization").unwrap()[0];
+        assert_eq!(m.constraint, Some("NO_NMI_WATCHDOG"));
+        assert!(m.ungrouped(true) && !m.ungrouped(false));
+        let lits = Literals::default();
+        let on = resolve(&skx, "Page_Walks_Utilization", false, &lits, true).unwrap();
+        assert_eq!(
+            on.notes[0],
+            "Splitting metric group Page_Walks_Utilization into standalone metrics."
+        );
+        assert_eq!(on.notes[1], WATCHDOG_HINT);
+        assert!(WATCHDOG_HINT.contains("\n    echo 0 > /proc/sys/kernel/nmi_watchdog\n"));
+        let off = resolve(&skx, "Page_Walks_Utilization", false, &lits, false).unwrap();
+        // Another metric's events stay in their group either way.
+        let both = resolve(&skx, "Page_Walks_Utilization,IPC", false, &lits, true).unwrap();
+        if std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
+            return; // the events may open there: the error lines below are a VM's
+        }
+        // Without a core PMU the events are missing: perf's syntax error shows the event
+        // string, ungrouped while the watchdog is on, a `{...}:W` group when it is off.
+        assert!(
+            on.notes[2]
+                .starts_with("event syntax error: 'EPT.WALK_PENDING/metric-id=EPT.WALK_PENDING/,"),
+            "{}",
+            on.notes[2]
+        );
+        assert!(off.notes[0].starts_with("event syntax error: '{EPT.WALK_PENDING/"));
+        assert_eq!(off.notes.len(), 1);
+        // The ungrouped metric's events are parsed first (perf's combined list).
+        assert!(both.notes[2].starts_with("event syntax error: 'EPT.WALK_PENDING/"));
     }
 
     fn row(event: &str, value: f64, state: State) -> Row {
@@ -334,6 +408,7 @@ mod tests {
             enabled: 1,
             runs: Vec::new(),
             metric: None,
+            metric_decimals: None,
         }
     }
 
@@ -341,6 +416,8 @@ mod tests {
     fn a_metric_lands_on_its_first_event() {
         let m = MetricUse {
             name: "branch_misprediction_ratio".into(),
+            source: "d_ratio(ex_ret_brn_misp, ex_ret_brn)",
+            scale_unit: None,
             expr: Expr::parse("d_ratio(ex_ret_brn_misp, ex_ret_brn)").unwrap(),
             events: vec!["ex_ret_brn_misp".into(), "ex_ret_brn".into()],
         };
@@ -362,5 +439,47 @@ mod tests {
         ];
         apply(&[m], &mut rows);
         assert_eq!(rows[0].metric, None);
+    }
+
+    #[test]
+    fn scale_units_and_tool_events_as_perf() {
+        // skylakex's tma_retiring-like "100%" metric: 0.25 is printed 25.0 "%  NAME".
+        let pct = MetricUse {
+            name: "ratio".into(),
+            source: "a / b",
+            scale_unit: Some("100%"),
+            expr: Expr::parse("a / b").unwrap(),
+            events: vec!["a".into(), "b".into()],
+        };
+        // A bandwidth over duration_time, which counts ns and reads in seconds:
+        // 64 * 2e6 / 1e6 / 0.5 s = 256 MB/s.
+        let bw = MetricUse {
+            name: "bw".into(),
+            source: "(a * 64 / 1000000) / duration_time",
+            scale_unit: Some("1MB/s"),
+            expr: Expr::parse("(a * 64 / 1000000) / duration_time").unwrap(),
+            events: vec!["a".into(), "duration_time".into()],
+        };
+        let mut rows = vec![
+            row("a", 2e6, State::Counted),
+            row("b", 8e6, State::Counted),
+            row("duration_time", 5e8, State::Counted),
+        ];
+        apply(&[pct], &mut rows);
+        assert_eq!(rows[0].metric, Some((25.0, "%  ratio".to_string())));
+        assert_eq!(rows[0].metric_decimals, Some(1));
+        apply(&[bw], &mut rows);
+        assert_eq!(rows[0].metric, Some((256.0, "MB/s  bw".to_string())));
+        // No ScaleUnit: the name alone, two digits.
+        let plain = MetricUse {
+            name: "plain".into(),
+            source: "b / a",
+            scale_unit: None,
+            expr: Expr::parse("b / a").unwrap(),
+            events: vec!["b".into(), "a".into()],
+        };
+        apply(&[plain], &mut rows);
+        assert_eq!(rows[1].metric, Some((4.0, "plain".to_string())));
+        assert_eq!(rows[1].metric_decimals, Some(2));
     }
 }

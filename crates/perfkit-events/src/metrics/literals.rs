@@ -6,8 +6,10 @@
 //! `#smt_on` (any case) is `/sys/devices/system/cpu/smt/active` == 1, else whether a core
 //! lists more than one CPU; `#core_wide` is true only when counting system-wide with SMT
 //! off (perf also checks the CPU list when SMT is on; perfkit says false there);
-//! `#system_tsc_freq` is the frequency in the model name (`@ 2.10GHz`) of an Intel CPU,
-//! 0 elsewhere (perf asks CPUID leaf 0x15 first).
+//! `#system_tsc_freq` is perf's `arch_get_tsc_freq` (x86): 0 unless CPUID's vendor is
+//! Intel's; CPUID leaf 0x15 (crystal clock × numerator / denominator) where the CPU has
+//! it and fills it in, else the frequency in `/proc/cpuinfo`'s first `model name` with
+//! ` @ ` (`Intel(R) Xeon(R) Gold 6154 CPU @ 3.00GHz`: 3e9); 0 on other architectures.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -84,7 +86,9 @@ impl Literals {
             num_cores: distinct(&online, &cores),
             smt_on,
             core_wide: system_wide && !smt_on,
-            tsc_freq: tsc_freq(&fs::read_to_string("/proc/cpuinfo").unwrap_or_default()),
+            tsc_freq: tsc_freq(tsc_cpuid().as_ref(), &|| {
+                fs::read_to_string("/proc/cpuinfo").unwrap_or_default()
+            }),
         }
     }
 
@@ -104,16 +108,63 @@ impl Literals {
     }
 }
 
-/// An Intel CPU's nominal frequency from its model name (`... @ 2.10GHz`), in Hz.
-fn tsc_freq(cpuinfo: &str) -> f64 {
-    if !cpuinfo.contains("GenuineIntel") {
-        return 0.0;
+/// What `#system_tsc_freq` is computed from: CPUID's vendor string and highest basic
+/// leaf, and leaf 0x15's EAX (denominator), EBX (numerator) and ECX (crystal Hz).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TscCpuid {
+    vendor: String,
+    max_leaf: u32,
+    leaf15: (u32, u32, u32),
+}
+
+/// This CPU's answers (none off x86_64).
+fn tsc_cpuid() -> Option<TscCpuid> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__cpuid, __cpuid_count};
+        // SAFETY: CPUID exists on every x86_64 CPU and only reads identification
+        // registers (the intrinsics are safe functions from Rust 1.87 on; the block is for
+        // the workspace's older minimum).
+        #[allow(unsafe_code, unused_unsafe)]
+        let (l0, l15) = unsafe { (__cpuid(0), __cpuid_count(0x15, 0)) };
+        let vendor: Vec<u8> = [l0.ebx, l0.edx, l0.ecx]
+            .iter()
+            .flat_map(|r| r.to_le_bytes())
+            .collect();
+        Some(TscCpuid {
+            vendor: String::from_utf8_lossy(&vendor).into_owned(),
+            max_leaf: l0.eax,
+            leaf15: (l15.eax, l15.ebx, l15.ecx),
+        })
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// perf's `arch_get_tsc_freq` for these CPUID answers and `/proc/cpuinfo` text, in Hz.
+fn tsc_freq(id: Option<&TscCpuid>, cpuinfo: &dyn Fn() -> String) -> f64 {
+    let Some(id) = id.filter(|id| id.vendor.contains("Intel")) else {
+        return 0.0;
+    };
+    match id.leaf15 {
+        (a, b, c) if id.max_leaf >= 0x15 && a != 0 && b != 0 && c != 0 => {
+            f64::from(c) * f64::from(b) / f64::from(a)
+        }
+        _ => cpuinfo_tsc_freq(&cpuinfo()),
+    }
+}
+
+/// perf's `cpuinfo_tsc_freq`: the first `model name` line with ` @ ` and a number after
+/// it (`sscanf(" @ %lfGHz")`), in GHz, as Hz; 0 when none has one.
+fn cpuinfo_tsc_freq(cpuinfo: &str) -> f64 {
     cpuinfo
         .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.rsplit_once('@'))
-        .and_then(|(_, f)| f.trim().strip_suffix("GHz")?.trim().parse::<f64>().ok())
+        .filter(|l| l.starts_with("model name"))
+        .find_map(|l| {
+            let rest = l.get(11..)?;
+            let after = &rest[rest.find(" @ ")? + 3..];
+            super::scale_unit::strtod(after).map(|(v, _)| v)
+        })
         .map_or(0.0, |ghz| ghz * 1e9)
 }
 
@@ -133,13 +184,45 @@ mod tests {
         assert_eq!(l.get("#SMT_on"), l.get("#smt_on"));
         assert_eq!(l.get("#Num_cores"), None);
         assert_eq!(cpu_list("0-2,5\n"), [0, 1, 2, 5]);
+    }
+
+    #[test]
+    fn tsc_frequency_as_perf_finds_it() {
+        let intel = |max_leaf, leaf15| TscCpuid {
+            vendor: "GenuineIntel".into(),
+            max_leaf,
+            leaf15,
+        };
+        let xeon = || "model name\t: Intel(R) Xeon(R) Gold 6154 CPU @ 3.00GHz\n".to_string();
+        // Leaf 0x15 filled in: crystal 25 MHz x 168 / 2 = 2.1 GHz, whatever the model says.
         assert_eq!(
-            tsc_freq("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.10GHz\n"),
+            tsc_freq(Some(&intel(0x16, (2, 168, 25_000_000))), &xeon),
             2.1e9
         );
-        assert_eq!(
-            tsc_freq("vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC @ 2GHz\n"),
-            0.0
-        );
+        // Leaf 0x15 present but not enumerated (ECX 0), or beyond the highest leaf: the
+        // model name's frequency.
+        assert_eq!(tsc_freq(Some(&intel(0x16, (2, 168, 0))), &xeon), 3e9);
+        assert_eq!(tsc_freq(Some(&intel(0x14, (2, 168, 25))), &xeon), 3e9);
+        // perf reads the number even without `GHz` after it, and skips lines without ` @ `.
+        let two = || "model name\t: Some CPU\nmodel name\t: X @ 2.5\n".to_string();
+        assert_eq!(tsc_freq(Some(&intel(1, (0, 0, 0))), &two), 2.5e9);
+        let none = || "model name\t: Intel(R) Core(TM) i7\n".to_string();
+        assert_eq!(tsc_freq(Some(&intel(1, (0, 0, 0))), &none), 0.0);
+        // Not Intel (CPUID's vendor, not /proc/cpuinfo's), or not x86: 0.
+        let amd = TscCpuid {
+            vendor: "AuthenticAMD".into(),
+            max_leaf: 0x16,
+            leaf15: (2, 168, 25_000_000),
+        };
+        assert_eq!(tsc_freq(Some(&amd), &xeon), 0.0);
+        assert_eq!(tsc_freq(None, &xeon), 0.0);
+        // This machine: CPUID answers, and the literal is what they give.
+        if let Some(id) = tsc_cpuid() {
+            assert_eq!(id.vendor.len(), 12);
+            let l = Literals::system(false);
+            let cpuinfo = || std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+            assert_eq!(l.tsc_freq, tsc_freq(Some(&id), &cpuinfo));
+            assert_eq!(l.get("#SYSTEM_TSC_FREQ"), Some(l.tsc_freq));
+        }
     }
 }

@@ -23,11 +23,13 @@ pub mod expr;
 mod generated;
 mod ids;
 mod literals;
+mod scale_unit;
 mod tables;
 
 pub use expr::{Expr, ExprError};
 pub use ids::IdMap;
 pub use literals::Literals;
+pub use scale_unit::{MetricText, ScaleUnit, csv_number};
 
 /// One metric: a formula over events, with perf's name, groups and description.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,9 +45,27 @@ pub struct Metric {
     /// Whether `perf list` shows it (not a metric that is also an event and in no group:
     /// perf finds those with `-M` but does not list them).
     pub listed: bool,
+    /// The JSON's `ScaleUnit` (`100%`, `1GHz`, `1per_instr`): the factor the value is
+    /// multiplied by and the unit printed before the name ([`ScaleUnit`]).
+    pub scale_unit: Option<&'static str>,
+    /// The JSON's `MetricConstraint`: perf 6.1 knows `NO_NMI_WATCHDOG` (the events are
+    /// counted outside a group while the NMI watchdog holds a counter).
+    pub constraint: Option<&'static str>,
 }
 
 impl Metric {
+    /// How perf 6.1 prints `value`, this metric's result ([`MetricText::of`]).
+    pub fn text(&self, value: f64) -> MetricText {
+        MetricText::of(self.name, self.expr, self.scale_unit, value)
+    }
+
+    /// Whether perf 6.1 counts this metric's events outside a group here: its constraint
+    /// is `NO_NMI_WATCHDOG` and the NMI watchdog is on (`nmi_watchdog` > 0, as
+    /// `/proc/sys/kernel/nmi_watchdog` says on this machine).
+    pub fn ungrouped(&self, nmi_watchdog: bool) -> bool {
+        self.constraint == Some("NO_NMI_WATCHDOG") && nmi_watchdog
+    }
+
     /// The formula, parsed.
     pub fn parsed(&self) -> Result<Expr, ExprError> {
         Expr::parse(self.expr)
@@ -357,6 +377,15 @@ pub fn system_cpuid() -> String {
 /// 16 hex digits (`0x00000000410fd070`).
 pub fn midr_cpuid(midr: u64) -> String {
     format!("0x{:016x}", midr & !0x00f0_000f)
+}
+
+/// Whether the NMI watchdog is on (perf's `sysctl__nmi_watchdog_enabled`:
+/// `/proc/sys/kernel/nmi_watchdog` greater than 0; off when it cannot be read).
+pub fn nmi_watchdog_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/nmi_watchdog")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .is_some_and(|v| v > 0)
 }
 
 /// perf's name for the group of metrics that name none.
