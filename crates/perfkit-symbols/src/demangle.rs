@@ -69,6 +69,11 @@ fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
         // `{:#}` drops the hash suffix of legacy symbols and the crate disambiguators of v0.
         return Cow::Owned(format!("{d:#}"));
     }
+    if name.starts_with("_ZT")
+        && let Some(s) = special_data(name)
+    {
+        return Cow::Owned(s);
+    }
     if params
         && name.starts_with("_Z")
         && let Some(s) = cpp_signature(name)
@@ -94,6 +99,61 @@ fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
         }
     }
     Cow::Borrowed(name)
+}
+
+/// A template argument pack expanded from an expression (`_Index_tuple<(0ul)...>` for
+/// `J XspT0_E E`), which libiberty prints as its elements (`_Index_tuple<0ul>`, and
+/// `_Index_tuple<>` for an empty one): `(ELEMENTS)...` right after `<` or `, `, with no
+/// bracket inside.
+fn expanded_argument_packs(s: String) -> String {
+    if !s.contains(")...") {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s.as_str();
+    while let Some(end) = rest.find(")...") {
+        let open = rest[..end].rfind('(');
+        match open {
+            Some(o)
+                if (rest[..o].ends_with('<') || rest[..o].ends_with(", "))
+                    && !rest[o + 1..end].contains(['(', '<', '[']) =>
+            {
+                out.push_str(&rest[..o]);
+                out.push_str(&rest[o + 1..end]);
+            }
+            _ => out.push_str(&rest[..end + 4]),
+        }
+        rest = &rest[end + 4..];
+    }
+    out.push_str(rest);
+    while out.contains(", >") {
+        out = out.replace(", >", ">");
+    }
+    out
+}
+
+/// Virtual tables and VTTs as libiberty names them (`vtable for shapes::Shape`, `VTT for
+/// std::iostream`), where cpp_demangle writes `{vtable(shapes::Shape)}`; perf prints them
+/// so with and without `-v`.
+fn special_data(mangled: &str) -> Option<String> {
+    let what = if mangled.starts_with("_ZTV") {
+        "vtable"
+    } else if mangled.starts_with("_ZTT") {
+        "vtt"
+    } else {
+        return None;
+    };
+    let full = render(mangled, &cpp_demangle::DemangleOptions::new())?;
+    let inner = full
+        .strip_prefix(&format!("{{{what}("))?
+        .strip_suffix(")}")?;
+    let mut name = standard_substitutions(literal_suffixes(inner.to_string()));
+    // An empty pack leaves a separator (`AnalysisManager<llvm::Module, >`).
+    while name.contains(", >") {
+        name = name.replace(", >", ">");
+    }
+    let label = if what == "vtt" { "VTT" } else { "vtable" };
+    Some(format!("{label} for {name}"))
 }
 
 /// Thunks and transaction clones, which libiberty prints with the target's parameters
@@ -131,9 +191,10 @@ fn cpp_signature(mangled: &str) -> Option<String> {
     if let Some(s) = special_function(mangled) {
         return Some(s);
     }
-    let s = render(mangled, &cpp_demangle::DemangleOptions::new())?;
+    let s = render_signature(mangled)?;
     let s = template_constructor_parameters(mangled, s);
-    let mut s = function_types(literal_suffixes(misplaced_modifiers(s)));
+    let s = function_types(literal_suffixes(misplaced_modifiers(s)));
+    let mut s = expanded_argument_packs(s);
     if s.contains(" const)") {
         // A cv-qualified function type (`unique_function<void (A) const>`), which
         // cpp_demangle writes inside its parameters; a parameter's own top-level `const`
@@ -156,6 +217,19 @@ fn cpp_signature(mangled: &str) -> Option<String> {
     } else {
         s
     })
+}
+
+/// cpp_demangle's whole rendering of a name, with a trailing parameter pack of reference
+/// type as libiberty prints it ([`crate::demangle_packs`]); a local name's function
+/// without its return type, as libiberty prints it.
+fn render_signature(mangled: &str) -> Option<String> {
+    let options = if mangled.starts_with("_ZZ") {
+        cpp_demangle::DemangleOptions::new().no_return_type()
+    } else {
+        cpp_demangle::DemangleOptions::new()
+    };
+    crate::demangle_packs::with_trailing_pack(mangled, &|m| render(m, &options))
+        .or_else(|| render(mangled, &options))
 }
 
 /// cpp_demangle treats the first type of a constructor template's signature as a return
@@ -186,7 +260,7 @@ fn template_constructor_parameters(mangled: &str, full: String) -> String {
         if cpp_name(&probe).as_deref() != Some(name.as_str()) {
             continue;
         }
-        if let Some(s) = render(&probe, &cpp_demangle::DemangleOptions::new())
+        if let Some(s) = render_signature(&probe)
             && params(&s) > had
         {
             // The dummy return type is printed before the name: drop it.
