@@ -346,3 +346,71 @@ fn metric_values_print_as_perfs() {
         assert_eq!(ours, theirs, "{args:?}");
     }
 }
+
+/// The `Parsing metric events '...'` lines of `TOOL stat -v -M LIST true`.
+fn parsing_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("Parsing metric events '"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn metric_event_strings_are_perfs() {
+    if !have_perf() {
+        skip("perf is not installed");
+        return;
+    }
+    if std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
+        skip("this machine has a `cpu` PMU: another CPU's events are not all missing");
+        return;
+    }
+    // With -v both tools print the whole event string built for the metrics (perf's
+    // "Parsing metric events"), not only the 56 bytes of the syntax error: the ids in
+    // perf's hash-map order, `{...}:W` groups, NO_NMI_WATCHDOG/--metric-no-group sets
+    // ungrouped, and every tool event of the list added to every set (IPC's set gets
+    // L1D_Cache_Fill_BW's duration_time).
+    let mut tried = 0;
+    for cpuid in [
+        "AuthenticAMD-23-31-0",
+        "AuthenticAMD-25-11-1",
+        "GenuineIntel-6-96-0",
+        "GenuineIntel-6-55-4",
+    ] {
+        let (_, metrics) = perf(cpuid, &["list", "--raw-dump", "metrics"]);
+        let (_, groups) = perf(cpuid, &["list", "--raw-dump", "metricgroups"]);
+        let step = if cpuid == "GenuineIntel-6-55-4" { 6 } else { 1 };
+        let mut lists: Vec<String> = groups
+            .split_whitespace()
+            .chain(metrics.split_whitespace())
+            .step_by(step)
+            .filter(|n| *n != "Kernel_Utilization")
+            .map(str::to_string)
+            .collect();
+        if cpuid == "GenuineIntel-6-55-4" {
+            for l in [
+                "L1D_Cache_Fill_BW,IPC",
+                "IPC,SMT_2T_Utilization,L1D_Cache_Fill_BW",
+                "Page_Walks_Utilization,UNCORE_FREQ",
+                "TopdownL1,GFLOPs",
+            ] {
+                lists.push(l.to_string());
+            }
+        }
+        for list in &lists {
+            let out = Command::new("perf")
+                .env("PERF_CPUID", cpuid)
+                .args(["stat", "-v", "-M", list, "true"])
+                .output()
+                .expect("run perf");
+            let theirs = parsing_lines(&String::from_utf8_lossy(&out.stderr));
+            let (_, _, ours) = kit("PERFKIT_CPUID", cpuid, &["stat", "-v", "-M", list, "true"]);
+            let ours = parsing_lines(&ours);
+            assert!(!theirs.is_empty(), "{cpuid} {list}");
+            assert_eq!(ours, theirs, "{cpuid} -M {list}");
+            tried += 1;
+        }
+    }
+    assert!(tried > 60, "{tried}");
+}

@@ -452,6 +452,11 @@ pub fn run(args: StatArgs) -> Result<u8> {
             None => Box::new(std::io::stderr()),
         }
     };
+    if args.verbose > 0 {
+        for e in &plan.metric_events {
+            eprintln!("Parsing metric events '{e}'");
+        }
+    }
     for note in &plan.notes {
         eprintln!("{note}");
     }

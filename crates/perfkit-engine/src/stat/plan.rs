@@ -123,6 +123,9 @@ pub struct Plan {
     pub metrics: Vec<MetricUse>,
     /// Messages for the user before counting (perf's: a metric that is not there).
     pub notes: Vec<String>,
+    /// `-M`: each event string built for the metrics, in the order parsed (perf's `-v`
+    /// line `Parsing metric events '...'`).
+    pub metric_events: Vec<String>,
 }
 
 fn comm_of(tid: i32) -> String {
@@ -206,6 +209,7 @@ impl Plan {
             ));
         }
         let mut notes = Vec::new();
+        let mut metric_events = Vec::new();
         let mut metrics = Vec::new();
         let mut metric_specs = Vec::new();
         if let Some(list) = &cfg.metrics {
@@ -217,6 +221,7 @@ impl Plan {
                 perfkit_events::metrics::nmi_watchdog_enabled(),
             )?;
             notes = r.notes;
+            metric_events = r.event_strings;
             metrics = r.metrics;
             metric_specs = r.specs;
         }
@@ -295,6 +300,7 @@ impl Plan {
             system_wide,
             metrics,
             notes,
+            metric_events,
         })
     }
 }

@@ -32,6 +32,8 @@ pub(super) struct Resolved {
     pub specs: Vec<EventSpec>,
     pub metrics: Vec<MetricUse>,
     pub notes: Vec<String>,
+    /// Each set's event string, in the order parsed (the failing one last).
+    pub event_strings: Vec<String>,
 }
 
 /// perf's way of quoting an event string in a syntax error: at most 56 bytes, then `..`.
@@ -162,38 +164,27 @@ pub(super) fn resolve(
     }
     let literal = |l: &str| literals.get(l);
     // Each metric's formula (references expanded, to evaluate) and perf's ids for it.
-    let mut own: Vec<(&Metric, Expr, Vec<String>)> = Vec::new();
+    let mut own: Vec<(&Metric, Expr, IdMap)> = Vec::new();
     for m in chosen {
         let ids = table.perf_ids(m, &literal);
         match (table.expanded(m), ids) {
-            (Ok(e), Ok(ids)) => own.push((
-                m,
-                e.with_literals(&literal),
-                ids.iter().map(String::from).collect(),
-            )),
+            (Ok(e), Ok(ids)) => own.push((m, e.with_literals(&literal), ids)),
             (Err(e), _) | (_, Err(e)) => out.notes.push(format!(
                 "metric `{}': its formula does not parse: {e}",
                 m.name
             )),
         }
     }
-    own.sort_by_key(|o| {
-        std::cmp::Reverse(
-            o.2.iter()
-                .filter(|i| !TOOL_EVENTS.contains(&i.as_str()))
-                .count(),
-        )
-    });
+    own.sort_by_key(|o| std::cmp::Reverse(o.2.iter().filter(|i| !TOOL_EVENTS.contains(i)).count()));
     // Each metric's events as one group (`{...}:W`); the metrics perf counts ungrouped
     // (all with --metric-no-group, a NO_NMI_WATCHDOG one while the watchdog is on): their
     // events first, in one list, ungrouped, each event once (perf's combined map).
     let ungrouped = |m: &Metric| no_group || m.ungrouped(nmi_watchdog);
     let combined: Vec<usize> = (0..own.len()).filter(|&i| ungrouped(own[i].0)).collect();
-    let mut sets: Vec<(Vec<usize>, Vec<String>, bool)> = Vec::new();
+    let mut sets: Vec<(Vec<usize>, IdMap, bool)> = Vec::new();
     if !combined.is_empty() {
-        let all: Vec<&String> = combined.iter().flat_map(|&i| &own[i].2).collect();
-        let all: Vec<String> = IdMap::from_names(&all).iter().map(String::from).collect();
-        sets.push((combined, all, false));
+        let all: Vec<&str> = combined.iter().flat_map(|&i| own[i].2.iter()).collect();
+        sets.push((combined, IdMap::from_names(&all), false));
     }
     sets.extend(
         own.iter()
@@ -201,22 +192,25 @@ pub(super) fn resolve(
             .filter(|(_, o)| !ungrouped(o.0))
             .map(|(i, o)| (vec![i], o.2.clone(), true)),
     );
-    // perf counts a tool event for a set whose formulas need no event (`X if #SMT_on else
-    // 0` with SMT off): those the metrics use, else duration_time.
-    let tools: Vec<String> = TOOL_EVENTS
+    // perf 6.1 (`parse_ids`, metrics merged as by default) puts every tool event any of
+    // the metrics uses into every set, so that sets can be shared, inserted into the set's
+    // map (which may reorder it); a set left without events (`X if #SMT_on else 0` with SMT
+    // off) counts duration_time.
+    let tools: Vec<&str> = TOOL_EVENTS
         .iter()
-        .filter(|t| own.iter().any(|o| o.2.iter().any(|i| i == *t)))
-        .map(|t| t.to_string())
+        .copied()
+        .filter(|t| own.iter().any(|o| o.2.contains(t)))
         .collect();
-    for (members, mut events, grouped) in sets {
-        if events.is_empty() {
-            events = if tools.is_empty() {
-                vec!["duration_time".to_string()]
-            } else {
-                tools.clone()
-            };
+    for (members, mut ids, grouped) in sets {
+        for t in &tools {
+            ids.insert(t);
         }
+        if ids.is_empty() {
+            ids.insert("duration_time");
+        }
+        let events: Vec<String> = ids.iter().map(String::from).collect();
         let shown = shown(&events, grouped);
+        out.event_strings.push(shown.clone());
         let plain: Vec<String> = events
             .iter()
             .filter(|e| !TOOL_EVENTS.contains(&e.as_str()))
@@ -251,7 +245,14 @@ pub(super) fn resolve(
                 }
                 out.specs.extend(specs);
                 for i in members {
-                    let (m, expr, own_events) = &own[i];
+                    let (m, expr, own_ids) = &own[i];
+                    // perf inserts the tool events into a grouped metric's own map (the
+                    // set is built from it); a metric of the combined set keeps its own.
+                    let own_events: Vec<String> = if grouped {
+                        events.clone()
+                    } else {
+                        own_ids.iter().map(String::from).collect()
+                    };
                     out.metrics.push(MetricUse {
                         name: m.name.to_string(),
                         source: m.expr,
@@ -288,6 +289,7 @@ pub(super) fn resolve(
                 // perf gives up on the whole list at the first metric it cannot set up.
                 return Ok(Resolved {
                     notes: out.notes,
+                    event_strings: out.event_strings,
                     ..Resolved::default()
                 });
             }
