@@ -47,6 +47,8 @@ impl Demangling {
 /// C++ names with their parameter lists, a template function's return type, method
 /// qualifiers and clone suffixes (`[clone .constprop.0]`), spelled as libiberty spells
 /// them. Rust names are as [`demangle`] prints them (perf does not pass `DMGL_VERBOSE`).
+/// A C++ name cpp_demangle cannot render is given to binutils' `c++filt -i` where it is
+/// installed (libiberty, perf's demangler), else printed as its name alone.
 ///
 /// ```
 /// use perfkit_symbols::demangle_with_params;
@@ -74,11 +76,13 @@ fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
     {
         return Cow::Owned(s);
     }
-    if params
-        && name.starts_with("_Z")
-        && let Some(s) = cpp_signature(name)
-    {
-        return Cow::Owned(s);
+    if params && name.starts_with("_Z") {
+        // What cpp_demangle cannot render, c++filt (libiberty, as perf) may.
+        if let Some(s) =
+            cpp_signature(name).or_else(|| crate::demangle_fallback::cxxfilt(name, true))
+        {
+            return Cow::Owned(s);
+        }
     }
     if name.starts_with("_Z") {
         // GCC/LLVM clones add suffixes like `.constprop.0`, `.isra.0`, `.part.0`,
@@ -96,6 +100,9 @@ fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
             } else {
                 s
             });
+        }
+        if let Some(s) = crate::demangle_fallback::cxxfilt(name, false) {
+            return Cow::Owned(s);
         }
     }
     Cow::Borrowed(name)

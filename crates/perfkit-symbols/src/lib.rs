@@ -100,6 +100,7 @@ pub mod buildid_cache;
 mod code;
 mod data_symbols;
 mod demangle;
+mod demangle_fallback;
 mod demangle_packs;
 mod elf;
 mod error;
