@@ -7,12 +7,17 @@
 //! perf 6.1 demangles with libiberty, which takes them; `c++filt` is libiberty's
 //! command-line front end (binutils, which perf's own annotate needs too), so asking it
 //! gives perf's exact spelling (`-i`: no `DMGL_VERBOSE`, as perf; `-p`: no parameters).
-//! Only names cpp_demangle refused come here; each answer is cached for the process, and
+//! Only names cpp_demangle refused come here; each answer is cached for the process, at
+//! most [`MAX_ASKED`] names are asked about (a process each, about a millisecond), and
 //! without `c++filt` the caller keeps its own best effort (the name alone).
 
 use std::collections::HashMap;
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
+
+/// How many names one process asks c++filt about, so that a binary full of names
+/// cpp_demangle refuses costs at most a fraction of a second.
+pub(crate) const MAX_ASKED: usize = 512;
 
 /// Answers so far, by (name, with parameters).
 type Answers = HashMap<(String, bool), Option<String>>;
@@ -23,8 +28,14 @@ pub(crate) fn cxxfilt(name: &str, params: bool) -> Option<String> {
     static CACHE: OnceLock<Mutex<Answers>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (name.to_string(), params);
-    if let Some(hit) = cache.lock().ok()?.get(&key) {
-        return hit.clone();
+    {
+        let c = cache.lock().ok()?;
+        if let Some(hit) = c.get(&key) {
+            return hit.clone();
+        }
+        if c.len() >= MAX_ASKED {
+            return None;
+        }
     }
     let answer = ask(name, params);
     if let Ok(mut c) = cache.lock() {
