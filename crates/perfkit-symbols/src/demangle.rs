@@ -143,6 +143,9 @@ fn expanded_argument_packs(s: String) -> String {
 /// std::iostream`), where cpp_demangle writes `{vtable(shapes::Shape)}`; perf prints them
 /// so with and without `-v`.
 fn special_data(mangled: &str) -> Option<String> {
+    if mangled.starts_with("_ZTIF") || mangled.starts_with("_ZTSF") {
+        return function_type_info(mangled);
+    }
     let what = if mangled.starts_with("_ZTV") {
         "vtable"
     } else if mangled.starts_with("_ZTT") {
@@ -161,6 +164,31 @@ fn special_data(mangled: &str) -> Option<String> {
     }
     let label = if what == "vtt" { "VTT" } else { "vtable" };
     Some(format!("{label} for {name}"))
+}
+
+/// The type information of a function type, which libiberty prints with a space before
+/// the parameters (`typeinfo for llvm::Error (llvm::raw_ostream&)`), cpp_demangle without.
+fn function_type_info(mangled: &str) -> Option<String> {
+    let full = render(mangled, &cpp_demangle::DemangleOptions::new())?;
+    let (label, ty) = ["typeinfo name for ", "typeinfo for "]
+        .iter()
+        .find_map(|l| full.strip_prefix(l).map(|t| (*l, t)))?;
+    // The parameters' `(`: the first outside any template arguments.
+    let mut depth = 0i32;
+    let open = ty.bytes().position(|c| {
+        match c {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            _ => {}
+        }
+        c == b'(' && depth == 0
+    })?;
+    let (ret, params) = ty.split_at(open);
+    let ty = format!("{} {params}", ret.trim_end());
+    Some(format!(
+        "{label}{}",
+        standard_substitutions(literal_suffixes(ty))
+    ))
 }
 
 /// Thunks and transaction clones, which libiberty prints with the target's parameters
@@ -932,5 +960,48 @@ mod tests {
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zbad"), "_Zbad");
         assert_eq!(demangle(""), "");
+    }
+
+    #[test]
+    fn packs_vtables_and_local_names_as_cxxfilt() {
+        // (mangled, `c++filt -i`, `c++filt -p -i`), from binutils 2.40.
+        let cases = [
+            (
+                "_ZTIFN4llvm5ErrorERNS_11raw_ostreamERKNS_9DWARFYAML4DataEE",
+                "typeinfo for llvm::Error (llvm::raw_ostream&, llvm::DWARFYAML::Data const&)",
+                "typeinfo for llvm::Error (llvm::raw_ostream&, llvm::DWARFYAML::Data const&)",
+            ),
+            ("_ZTTSd", "VTT for std::iostream", "VTT for std::iostream"),
+            (
+                "_ZTVN6shapes5ShapeE",
+                "vtable for shapes::Shape",
+                "vtable for shapes::Shape",
+            ),
+            (
+                "_ZN4llvm12hash_combineIJNS_9hash_codeES1_S1_EEES1_DpRKT_",
+                "llvm::hash_code llvm::hash_combine<llvm::hash_code, llvm::hash_code, \
+                 llvm::hash_code>(llvm::hash_code const&, llvm::hash_code const&, \
+                 llvm::hash_code const&)",
+                "llvm::hash_combine<llvm::hash_code, llvm::hash_code, llvm::hash_code>",
+            ),
+            (
+                "_ZN4llvm10make_errorINS_16RuntimeDyldErrorEJRA31_KcEEENS_5ErrorEDpOT0_",
+                "llvm::Error llvm::make_error<llvm::RuntimeDyldError, char const (&) [31]>\
+                 (char const (&) [31])",
+                "llvm::make_error<llvm::RuntimeDyldError, char const (&) [31]>",
+            ),
+            (
+                "_ZZNSt8__detail18__to_chars_10_implImEEvPcjT_E8__digits",
+                "std::__detail::__to_chars_10_impl<unsigned long>(char*, unsigned int, \
+                 unsigned long)::__digits",
+                "std::__detail::__to_chars_10_impl<unsigned long>(char*, unsigned int, \
+                 unsigned long)::__digits",
+            ),
+            ("_Z1fIJEEviDpOT_", "void f<>(int)", "f<>"),
+        ];
+        for (mangled, with, without) in cases {
+            assert_eq!(demangle_with_params(mangled), with, "{mangled}");
+            assert_eq!(demangle(mangled), without, "{mangled}");
+        }
     }
 }
