@@ -201,7 +201,31 @@ pub(super) fn resolve(
         .copied()
         .filter(|t| own.iter().any(|o| o.2.contains(t)))
         .collect();
+    // The grouped sets parsed so far (their maps, tool events in), which perf lets a later
+    // metric share when its events are among them (`expr__subset_of_ids`).
+    let mut parsed_sets: Vec<IdMap> = Vec::new();
     for (members, mut ids, grouped) in sets {
+        if let [only] = members[..]
+            && grouped
+        {
+            let (m, expr, own_ids) = &own[only];
+            // (A metric without events keeps a set of its own: in perf it would share
+            // one and then never be printed.)
+            if !own_ids.is_empty()
+                && parsed_sets
+                    .iter()
+                    .any(|p| own_ids.iter().all(|id| p.contains(id)))
+            {
+                out.metrics.push(MetricUse {
+                    name: m.name.to_string(),
+                    source: m.expr,
+                    scale_unit: m.scale_unit,
+                    expr: expr.clone(),
+                    events: own_ids.iter().map(String::from).collect(),
+                });
+                continue;
+            }
+        }
         for t in &tools {
             ids.insert(t);
         }
@@ -244,6 +268,9 @@ pub(super) fn resolve(
                     }
                 }
                 out.specs.extend(specs);
+                if grouped {
+                    parsed_sets.push(ids.clone());
+                }
                 for i in members {
                     let (m, expr, own_ids) = &own[i];
                     // perf inserts the tool events into a grouped metric's own map (the
@@ -393,6 +420,50 @@ mod tests {
         assert_eq!(off.notes.len(), 1);
         // The ungrouped metric's events are parsed first (perf's combined list).
         assert!(both.notes[2].starts_with("event syntax error: 'EPT.WALK_PENDING/"));
+    }
+
+    #[test]
+    fn a_metric_whose_events_another_set_has_shares_it() {
+        // Two metrics over software events: `b`'s events are among `a`'s, so perf 6.1
+        // opens `a`'s set once and computes `b` from it (no second group).
+        let metric = |name, expr| Metric {
+            name,
+            groups: &[],
+            description: "",
+            expr,
+            listed: true,
+            scale_unit: None,
+            constraint: None,
+        };
+        let table = Metrics {
+            table: "test",
+            cpuid: String::new(),
+            metrics: vec![
+                metric("a", "cs + faults + migrations"),
+                metric("b", "cs / faults"),
+            ],
+        };
+        let lits = Literals::default();
+        let r = resolve(&table, "b,a", false, &lits, false).unwrap();
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_eq!(r.specs.len(), 3, "{:?}", r.specs);
+        assert_eq!(r.event_strings.len(), 1, "{:?}", r.event_strings);
+        assert!(r.event_strings[0].starts_with('{'));
+        let names: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let mut b_events = r.metrics[1].events.clone();
+        b_events.sort();
+        assert_eq!(b_events, ["cs", "faults"]);
+        // A metric with an event the other set lacks gets its own set.
+        let table = Metrics {
+            metrics: vec![
+                metric("a", "cs + faults"),
+                metric("b", "migrations / faults"),
+            ],
+            ..table
+        };
+        let r = resolve(&table, "a,b", false, &lits, false).unwrap();
+        assert_eq!((r.specs.len(), r.event_strings.len()), (4, 2));
     }
 
     fn row(event: &str, value: f64, state: State) -> Row {
