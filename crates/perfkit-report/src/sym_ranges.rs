@@ -12,12 +12,12 @@
 use crate::FuncId;
 use perfkit_symbols::Mapping;
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
-/// One named extent: file offsets `[start, end)`, the function, and the symbol offset of
-/// `start`.
+/// One named extent (file offsets from its key, the start, to `end`), the function, and
+/// the symbol offset of its start.
 #[derive(Clone, Copy, Debug)]
 struct Extent {
-    start: u64,
     end: u64,
     func: FuncId,
     sym_offset: u64,
@@ -30,15 +30,18 @@ type Build = (Option<Vec<u8>>, u32);
 #[derive(Default)]
 pub(crate) struct SymRanges {
     files: HashMap<String, Vec<Build>>,
-    /// Each file's extents, sorted, by the index [`find`](Self::find) gives the file.
-    extents: Vec<Vec<Extent>>,
+    /// Each file's extents by start, by the index [`find`](Self::find) gives the file.
+    /// (A B-tree: a large library gets a new extent for every function named, and a
+    /// sorted vector moved half its length for each, most of a live view's time
+    /// on a machine running compilers; the tree's searches also miss the caches less.)
+    extents: Vec<BTreeMap<u64, Extent>>,
 }
 
 impl SymRanges {
     /// How many extents are known.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.extents.iter().map(Vec::len).sum()
+        self.extents.iter().map(BTreeMap::len).sum()
     }
 
     fn file(&self, m: &Mapping) -> Option<u32> {
@@ -53,10 +56,8 @@ impl SymRanges {
     /// process maps it, wherever).
     pub(crate) fn find(&self, m: &Mapping, off: u64) -> Option<(FuncId, u64, u32)> {
         let file = self.file(m)?;
-        let ex = &self.extents[file as usize];
-        let i = ex.partition_point(|e| e.start <= off).checked_sub(1)?;
-        let e = &ex[i];
-        (off < e.end).then(|| (e.func, e.sym_offset + (off - e.start), file))
+        let (&start, e) = self.extents[file as usize].range(..=off).next_back()?;
+        (off < e.end).then(|| (e.func, e.sym_offset + (off - start), file))
     }
 
     /// Remember that `[start, end)` of `m`'s file is function `func`, whose symbol offset
@@ -75,7 +76,7 @@ impl SymRanges {
             Some(i) => i,
             None => {
                 let i = self.extents.len() as u32;
-                self.extents.push(Vec::new());
+                self.extents.push(BTreeMap::new());
                 self.files
                     .entry(m.path.clone())
                     .or_default()
@@ -84,14 +85,15 @@ impl SymRanges {
             }
         };
         let ex = &mut self.extents[file as usize];
-        let i = ex.partition_point(|e| e.start < start);
-        let overlaps = ex.get(i).is_some_and(|n| n.start < end)
-            || i.checked_sub(1).is_some_and(|p| ex[p].end > start);
+        let overlaps = ex.range(start..).next().is_some_and(|(&n, _)| n < end)
+            || ex
+                .range(..start)
+                .next_back()
+                .is_some_and(|(_, p)| p.end > start);
         if !overlaps {
             ex.insert(
-                i,
+                start,
                 Extent {
-                    start,
                     end,
                     func,
                     sym_offset,
