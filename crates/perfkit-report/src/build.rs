@@ -16,32 +16,7 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum Input<'a> {
     /// `PERF_RECORD_SAMPLE`.
-    Sample {
-        /// Index of the event (attr) in the file.
-        event: u32,
-        /// Process id.
-        pid: i32,
-        /// Thread id.
-        tid: i32,
-        /// Timestamp.
-        time: u64,
-        /// CPU, if recorded.
-        cpu: Option<u32>,
-        /// Period.
-        period: u64,
-        /// The sampled ip.
-        ip: u64,
-        /// Whether the ip is in the kernel (header misc cpumode).
-        kernel: bool,
-        /// The callchain as recorded, context markers included (empty if none).
-        callchain: &'a [u64],
-        /// User registers and stack copy (`--call-graph dwarf`), unwound here.
-        user: Option<UserStack<'a>>,
-        /// `PERF_SAMPLE_RAW` data (kept for tracepoint events).
-        raw: Option<&'a [u8]>,
-        /// `PERF_SAMPLE_CGROUP`: the task's cgroup id (0: not recorded).
-        cgroup: u64,
-    },
+    Sample(SampleInput<'a>),
     /// `PERF_RECORD_CGROUP`: a cgroup's id and path (`record --all-cgroups`).
     Cgroup {
         /// The cgroup id (its inode in the cgroup2 file system).
@@ -147,12 +122,41 @@ pub enum Input<'a> {
     },
 }
 
+/// A sample, as the builder needs it ([`Input::Sample`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SampleInput<'a> {
+    /// Index of the event (attr) in the file.
+    pub event: u32,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Timestamp.
+    pub time: u64,
+    /// CPU, if recorded.
+    pub cpu: Option<u32>,
+    /// Period.
+    pub period: u64,
+    /// The sampled ip.
+    pub ip: u64,
+    /// Whether the ip is in the kernel (header misc cpumode).
+    pub kernel: bool,
+    /// The callchain as recorded, context markers included (empty if none).
+    pub callchain: &'a [u64],
+    /// User registers and stack copy (`--call-graph dwarf`), unwound here.
+    pub user: Option<UserStack<'a>>,
+    /// `PERF_SAMPLE_RAW` data (kept for tracepoint events).
+    pub raw: Option<&'a [u8]>,
+    /// `PERF_SAMPLE_CGROUP`: the task's cgroup id (0: not recorded).
+    pub cgroup: u64,
+}
+
 impl Input<'_> {
     /// The input with its borrowed parts owned, to keep it beyond the record it came from
     /// ([`crate::batch`]); None for a sample (a batch keeps a sample's slices itself).
     pub(crate) fn into_static(self) -> Option<Input<'static>> {
         Some(match self {
-            Input::Sample { .. } => return None,
+            Input::Sample(_) => return None,
             Input::Cgroup { id, path } => Input::Cgroup {
                 id,
                 path: Cow::Owned(path.into_owned()),
@@ -589,15 +593,15 @@ impl Builder {
     /// [`push`](Self::push) a sample that stands for `count` like samples (its period
     /// their sum), folding it at once; its thread. Only for a folding builder whose
     /// waiting samples are folded ([`flush_folder`](Self::flush_folder)).
-    pub(crate) fn push_merged(&mut self, input: Input<'_>, count: u32) -> Option<ThreadId> {
-        let mut sample = self.sample(input)?;
+    pub(crate) fn push_merged(&mut self, input: SampleInput<'_>, count: u32) -> ThreadId {
+        let mut sample = self.sample(input);
         sample.count = count;
         let thread = sample.thread;
         match &mut self.folder {
             Some(f) => f.fold(&mut self.profile, sample),
             None => self.keep(sample),
         }
-        Some(thread)
+        thread
     }
 
     /// What a sample of thread `id` at `time` does to the thread's times (as
@@ -742,48 +746,38 @@ impl Builder {
                 },
             }),
             Input::LostSamples { count } => self.profile.lost += count,
-            input @ Input::Sample { .. } => {
-                if let Some(sample) = self.sample(input) {
-                    self.keep(sample);
-                }
+            Input::Sample(s) => {
+                let sample = self.sample(s);
+                self.keep(sample);
             }
         }
     }
 
     /// A sample input as the profile's [`Sample`] (its thread, cgroup and stack interned,
-    /// its frames named), not kept yet; None for another input.
-    fn sample(&mut self, input: Input<'_>) -> Option<Sample> {
-        let Input::Sample {
-            event,
+    /// its frames named), not kept yet.
+    fn sample(&mut self, s: SampleInput<'_>) -> Sample {
+        let SampleInput {
             pid,
-            tid,
-            time,
-            cpu,
-            period,
             ip,
             kernel,
             callchain,
-            user,
-            raw,
-            cgroup,
-        } = input
-        else {
-            return None;
-        };
-        let thread = self.thread(pid, tid, time);
-        let cgroup = self.profile.cgroup_index(cgroup);
-        let raw = raw
+            ..
+        } = s;
+        let thread = self.thread(pid, s.tid, s.time);
+        let cgroup = self.profile.cgroup_index(s.cgroup);
+        let raw = s
+            .raw
             .filter(|_| {
                 self.profile
                     .events
-                    .get(event as usize)
+                    .get(s.event as usize)
                     .is_some_and(|e| e.trace.is_some())
             })
             .map(|r| self.profile.raw.push(r));
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
         let mut cached = None;
-        let dwarf = user.filter(|u| !u.stack.is_empty() && u.abi != 0);
+        let dwarf = s.user.filter(|u| !u.stack.is_empty() && u.abi != 0);
         if let Some(u) = dwarf {
             // dwarf mode: the kernel's part of the chain, then the user stack
             // unwound from the registers and stack copy.
@@ -857,19 +851,18 @@ impl Builder {
             }
         };
         self.chain = chain;
-        let sample = Sample {
-            time,
+        Sample {
+            time: s.time,
             thread,
-            cpu,
-            event,
-            period,
+            cpu: s.cpu,
+            event: s.event,
+            period: s.period,
             stack,
             raw,
             chain_broken,
             count: 1,
             cgroup,
-        };
-        Some(sample)
+        }
     }
 
     /// Keep a sample: folded, merged into a live view's entry, or as it is.
@@ -1558,7 +1551,7 @@ mod decay {
             let time = 10 + 100 * round;
             for i in 0..60u64 {
                 let (tid, cpu) = (pid + (i % 2) as i32, Some((i % 3 % 2) as u32));
-                b.push(Input::Sample {
+                b.push(Input::Sample(SampleInput {
                     event: 0,
                     pid,
                     tid,
@@ -1571,7 +1564,7 @@ mod decay {
                     user: None,
                     raw: None,
                     cgroup: 0,
-                });
+                }));
                 if i == 30 {
                     // A rename halfway through the first round.
                     b.push(Input::Comm {
@@ -1681,7 +1674,7 @@ mod tests {
         let ip = marker_function() + 2;
         let chain = [sys::PERF_CONTEXT_USER, ip, ip];
         for t in 0..3 {
-            b.push(Input::Sample {
+            b.push(Input::Sample(SampleInput {
                 event: 0,
                 pid,
                 tid: pid,
@@ -1694,7 +1687,7 @@ mod tests {
                 user: None,
                 raw: None,
                 cgroup: 0,
-            });
+            }));
         }
         b.push(Input::Lost { count: 4 });
         b.push(Input::LostSamples { count: 9 });
@@ -1751,7 +1744,7 @@ mod symbol_ranges {
                 for m in &code {
                     let mut a = m.start;
                     while a < m.end.min(m.start + 0x10000) {
-                        b.push(Input::Sample {
+                        b.push(Input::Sample(SampleInput {
                             event: 0,
                             pid,
                             tid: pid,
@@ -1764,7 +1757,7 @@ mod symbol_ranges {
                             user: None,
                             raw: None,
                             cgroup: 0,
-                        });
+                        }));
                         a += 13 + u64::from(pid == 200) * 7;
                     }
                 }
@@ -1841,7 +1834,7 @@ mod shared_frames {
         for m in maps.iter().filter(|m| !m.path.starts_with('[')) {
             let mut a = m.start;
             while a < m.end.min(m.start + 0x4000) {
-                b.push(Input::Sample {
+                b.push(Input::Sample(SampleInput {
                     event: 0,
                     pid,
                     tid: pid,
@@ -1854,7 +1847,7 @@ mod shared_frames {
                     user: None,
                     raw: None,
                     cgroup: 0,
-                });
+                }));
                 a += 11;
                 n += 1;
             }
