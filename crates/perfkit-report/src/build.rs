@@ -272,6 +272,10 @@ pub struct Builder {
     /// another thread meanwhile) is ready.
     pending_kernel: Vec<(u32, perfkit_symbols::KernelPlace)>,
     pending_func: Option<u32>,
+    /// Kernel frames by what they are until they are named (their placeholder function,
+    /// address and module offset): the frames themselves change when named, so the
+    /// profile does not intern them ([`Profile::frame_apart`]).
+    kernel_frames: HashMap<(u32, u64, Option<u64>), FrameId>,
     unwinder: Option<perfkit_symbols::unwind::Unwinder>,
     /// Interned [`crate::Image`]s.
     image_ids: HashMap<crate::Image, crate::ImageId>,
@@ -344,6 +348,7 @@ impl Builder {
             chain: Vec::new(),
             pending_kernel: Vec::new(),
             pending_func: None,
+            kernel_frames: HashMap::default(),
             unwinder: None,
             image_ids: HashMap::default(),
             main_exe: HashMap::default(),
@@ -1012,15 +1017,22 @@ impl Builder {
                     })
                 }),
             };
-            let frame = self.profile.frame(Frame {
-                func,
-                addr,
-                map_offset: matches!(place, perfkit_symbols::KernelPlace::Module { .. })
-                    .then(|| place.map_ip(addr)),
-                sym_offset: None,
-                srcline: None,
-                inlined: false,
-            });
+            let map_offset = matches!(place, perfkit_symbols::KernelPlace::Module { .. })
+                .then(|| place.map_ip(addr));
+            // Named in place later: told apart here by what it is until then.
+            let frame = match self.kernel_frames.entry((func, addr, map_offset)) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    *e.insert(self.profile.frame_apart(Frame {
+                        func,
+                        addr,
+                        map_offset,
+                        sym_offset: None,
+                        srcline: None,
+                        inlined: false,
+                    }))
+                }
+            };
             self.pending_kernel.push((frame, place));
             if let Some(m) = self.kernel_maps.find(addr).cloned() {
                 let image = self.image(-1, &m);

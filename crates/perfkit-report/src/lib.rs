@@ -54,6 +54,7 @@ pub mod header;
 pub mod header_info;
 pub mod hierarchy;
 mod image;
+mod intern;
 pub mod load;
 mod model;
 mod origin;
