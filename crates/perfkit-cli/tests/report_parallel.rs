@@ -181,6 +181,74 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     assert!(lines > 1_000, "only {lines} lines compared");
 }
 
+/// The decoding threads name user addresses ahead of the builder, in the maps the builder
+/// published last (perfkit_report's `names`): with processes replaced while their samples
+/// are on their way, some guesses are made in stale maps. Every name, offset and object
+/// of every frame must still be the single-threaded path's, on a file with many shared
+/// objects mapped at another address in each process.
+#[test]
+fn names_found_ahead_are_the_single_threaded_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("names.data");
+    let mut a = generator::Args::new(30_000, file.clone());
+    a.processes = 12;
+    a.threads = 2;
+    a.paths = 400;
+    a.seed = 5;
+    if let Err(e) = generator::run(a) {
+        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+        return;
+    }
+    let args = ["script", "-F", "pid,ip,sym,symoff,dso"];
+    let one = output(&args, &file, "1");
+    assert_eq!(one.0, Some(0), "perfkit script on one thread");
+    // What is named: distinct objects and (symbol, object) pairs among the frames.
+    let text = String::from_utf8_lossy(&one.1);
+    let frames: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('\t'))
+        .map(str::trim)
+        .collect();
+    let dsos: std::collections::HashSet<&str> = frames
+        .iter()
+        .filter_map(|f| f.rsplit_once(" (").map(|(_, d)| d))
+        .collect();
+    let names: std::collections::HashSet<&str> = frames
+        .iter()
+        .filter_map(|f| f.split_once(' ').map(|(_, rest)| rest))
+        .filter(|n| !n.starts_with("[unknown]"))
+        .collect();
+    assert!(frames.len() > 100_000, "{} frames", frames.len());
+    assert!(
+        dsos.len() >= 8,
+        "frames in only {} objects: {dsos:?}",
+        dsos.len()
+    );
+    assert!(names.len() > 1_000, "only {} distinct names", names.len());
+    let mut lines = 0;
+    for threads in THREADS {
+        lines += same_as_one(&args, &file, &one, threads, true);
+    }
+    for report in [
+        &["report", "--stdio", "--no-children", "--sort", "dso,sym"][..],
+        &[
+            "report",
+            "--stdio",
+            "--children",
+            "--sort",
+            "pid,sym",
+            "-g",
+            "none",
+        ],
+    ] {
+        let one = output(report, &file, "1");
+        for threads in THREADS {
+            lines += same_as_one(report, &file, &one, threads, true);
+        }
+    }
+    assert!(lines > 400_000, "only {lines} lines compared");
+}
+
 /// A sample in the middle whose callchain claims more entries than the record holds:
 /// the single-threaded path stops there (the first error), and the decoding threads,
 /// which meet it out of the reader's sight, must give the same output and status.

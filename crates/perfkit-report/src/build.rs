@@ -249,11 +249,27 @@ type DecayKey = (u32, Option<u32>, Option<u32>, u32);
 /// [`Builder::decay_samples`] merges them by.
 type LiveKey = (ThreadId, Option<StackId>, Option<u32>, u32);
 
+/// A user symbol met ([`Builder`]'s `symbol_funcs`): the addresses of its name and its
+/// object's name as the symbolizer gave them, and its start in its file.
+type SymbolKey = (usize, usize, u64);
+
 /// Turns [`Input`]s into a [`Profile`].
 pub struct Builder {
     profile: Profile,
     symbolizer: Symbolizer,
-    maps: HashMap<i32, ProcessMaps>,
+    /// Each process's maps (shared with the decoding threads' snapshot,
+    /// [`crate::names`], until they change).
+    maps: HashMap<i32, Arc<ProcessMaps>>,
+    /// Names of user addresses by file and offset, shared with the decoding threads
+    /// ([`share_names`](Self::share_names)), and the function each answer made.
+    names: Option<Arc<crate::names::SharedNames>>,
+    /// The function of each user symbol met, by the addresses of the symbolizer's name
+    /// and object name (it hands out one of each per symbol and object; both are kept
+    /// here, so an address never comes to stand for another name) and the symbol's start
+    /// in its file.
+    symbol_funcs: HashMap<SymbolKey, (crate::FuncId, Arc<str>, Arc<str>)>,
+    /// The maps changed since they were last published to `names`.
+    maps_changed: bool,
     kernel_maps: ProcessMaps,
     /// Kernel code KSYMBOL records registered (BPF programs), maps of their own.
     ksymbols: perfkit_symbols::Ksymbols,
@@ -338,6 +354,9 @@ impl Builder {
             profile,
             symbolizer: Symbolizer::new(opts),
             maps: HashMap::default(),
+            names: None,
+            symbol_funcs: HashMap::default(),
+            maps_changed: false,
             kernel_maps: ProcessMaps::new(),
             ksymbols: perfkit_symbols::Ksymbols::new(),
             memo: HashMap::default(),
@@ -466,6 +485,29 @@ impl Builder {
     pub fn aggregate(&mut self, how: crate::fold::Aggregation) {
         self.profile.folded = true;
         self.folder = Some(crate::fold::Folder::new(how));
+    }
+
+    /// Name user addresses by file and offset in a table the decoding threads fill ahead
+    /// ([`crate::names`]), when names depend on nothing else (no source lines, no inlined
+    /// functions, no live view's extent cache); the table, for those threads. Builders of
+    /// DWARF-unwound files keep their own symbolizer (the unwinder reads the same files).
+    pub(crate) fn share_names(&mut self) -> Option<Arc<crate::names::SharedNames>> {
+        if self.names.is_none() && self.sym_ranges.is_none() && self.live.is_none() {
+            self.names = crate::names::SharedNames::new(self.symbolizer.options()).map(Arc::new);
+            self.maps_changed = true;
+            self.publish_maps();
+        }
+        self.names.clone()
+    }
+
+    /// Give the decoding threads the maps as they are now, if they changed.
+    pub(crate) fn publish_maps(&mut self) {
+        if let Some(names) = &self.names
+            && self.maps_changed
+        {
+            names.set_maps(Arc::new(self.maps.clone()));
+            self.maps_changed = false;
+        }
     }
 
     /// The recording kernel's build id (the file header's), carried on the kernel's image.
@@ -650,7 +692,8 @@ impl Builder {
                             .entry(pid)
                             .or_insert_with(|| mapping.path.clone());
                     }
-                    self.maps.entry(pid).or_default().insert(mapping);
+                    Arc::make_mut(self.maps.entry(pid).or_default()).insert(mapping);
+                    self.maps_changed = true;
                 }
             }
             Input::Comm {
@@ -688,6 +731,7 @@ impl Builder {
                     && let Some(m) = self.maps.get(&ppid).cloned()
                 {
                     self.maps.insert(pid, m);
+                    self.maps_changed = true;
                     if let Some(exe) = self.main_exe.get(&ppid).cloned() {
                         self.main_exe.insert(pid, exe);
                     }
@@ -906,7 +950,7 @@ impl Builder {
     fn chain_key(&self, pid: i32, ip: u64, kernel: bool, callchain: &[u64]) -> ChainKey {
         ChainKey {
             pid,
-            user_generation: self.maps.get(&pid).map_or(0, ProcessMaps::generation),
+            user_generation: self.maps.get(&pid).map_or(0, |m| m.generation()),
             kernel_generation: self.kernel_generation(),
             kernel,
             ip: if callchain.is_empty() { ip } else { 0 },
@@ -919,7 +963,7 @@ impl Builder {
             return Vec::new();
         };
         let empty = ProcessMaps::new();
-        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let maps = self.maps.get(&pid).map_or(&empty, |m| &**m);
         let regs = perfkit_symbols::unwind::UserRegs {
             abi: u.abi,
             mask: u.mask,
@@ -987,7 +1031,7 @@ impl Builder {
             match self.last_generation {
                 Some((p, g)) if p == pid => g,
                 _ => {
-                    let g = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+                    let g = self.maps.get(&pid).map_or(0, |m| m.generation());
                     self.last_generation = Some((pid, g));
                     g
                 }
@@ -1105,15 +1149,26 @@ impl Builder {
             self.memo.insert(key, frame);
             return frame;
         }
+        let named;
         let (sym, map_offset, mapping) = {
             let empty = ProcessMaps::new();
-            let maps = self.maps.get(&pid).unwrap_or(&empty);
-            let mapping = maps
-                .find(addr)
+            let maps = self.maps.get(&pid).map_or(&empty, |m| &**m);
+            let found = maps.find(addr);
+            let mapping = found
                 .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
                 .cloned();
+            // Named by file and offset, mostly by a decoding thread already.
+            named = match (&self.names, found) {
+                (Some(names), Some(m)) if crate::names::in_file(m, addr) => {
+                    Some(names.name(m, addr))
+                }
+                _ => None,
+            };
             (
-                self.symbolizer.symbolize(pid.max(0) as u32, maps, addr),
+                match &named {
+                    Some(name) => Cow::Borrowed(&**name),
+                    None => Cow::Owned(self.symbolizer.symbolize(pid.max(0) as u32, maps, addr)),
+                },
                 mapping.as_ref().map(|m| m.file_offset(addr)),
                 mapping,
             )
@@ -1124,17 +1179,34 @@ impl Builder {
             *self.unknown.entry(r).or_default() += 1;
         }
         let dso: Arc<str> = sym.dso.clone();
-        let func = Func {
+        let new_func = || Func {
             name: sym.name().to_string(),
             dso: dso.to_string(),
             kernel,
         };
         let func = match &sym.symbol {
-            // Where the symbol starts in its file (the same in every process).
-            Some(s) => self
-                .profile
-                .func_at(func, map_offset.unwrap_or(addr).wrapping_sub(s.offset)),
-            None => self.profile.func(func),
+            Some(s) => {
+                // Where the symbol starts in its file (the same in every process).
+                let start = map_offset.unwrap_or(addr).wrapping_sub(s.offset);
+                // The symbolizer hands out one name and one object name for each symbol
+                // and object: by them, the function is known without making it again.
+                let key = (
+                    Arc::as_ptr(&s.name) as *const u8 as usize,
+                    Arc::as_ptr(&dso) as *const u8 as usize,
+                    start,
+                );
+                match self.symbol_funcs.get(&key) {
+                    Some(&(f, ..)) => f,
+                    None => {
+                        let f = self.profile.func_at(new_func(), start);
+                        // (The names are kept with it: their addresses stay theirs.)
+                        self.symbol_funcs
+                            .insert(key, (f, s.name.clone(), dso.clone()));
+                        f
+                    }
+                }
+            }
+            None => self.profile.func(new_func()),
         };
         let mut shared = None;
         if let Some(s) = &sym.symbol {
@@ -1210,7 +1282,7 @@ impl Builder {
     /// `mprotect`), the symbol's frame is still the one its sample counts for in perf's
     /// report: [`Profile::leaf_symbols`] keeps it.
     fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
-        let generation = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+        let generation = self.maps.get(&pid).map_or(0, |m| m.generation());
         let key = (pid, addr, generation, leaf);
         if let Some(v) = self.dwarf_frames.get(&key) {
             chain.extend_from_slice(v);
@@ -1247,7 +1319,7 @@ impl Builder {
             return None;
         }
         let empty = ProcessMaps::new();
-        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let maps = self.maps.get(&pid).map_or(&empty, |m| &**m);
         let map_offset = maps
             .find(addr)
             .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))

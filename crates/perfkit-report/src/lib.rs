@@ -57,6 +57,7 @@ mod image;
 mod intern;
 pub mod load;
 mod model;
+mod names;
 mod origin;
 pub mod pipeline;
 pub mod pprof_in;
