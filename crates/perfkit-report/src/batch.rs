@@ -262,16 +262,6 @@ impl Batch {
         }
     }
 
-    /// Name the user addresses of its distinct samples ahead of the builder
-    /// ([`crate::names`]), with the maps the builder published last.
-    pub(crate) fn name_ahead(&self, ahead: &mut crate::names::NameAhead) {
-        ahead.refresh();
-        for h in self.heads.iter().filter(|h| h.user.is_none()) {
-            let s = &h.sample;
-            ahead.sample(s.pid, s.ip, s.kernel, &self.words[h.callchain.clone()]);
-        }
-    }
-
     /// Give every input to the builder as the single-threaded path would have (see the
     /// [module](self); samples going to `sink` when it streams, [`Builder::push_to`]).
     pub(crate) fn replay(&mut self, b: &mut Builder, sink: &mut SampleSink<'_>) {

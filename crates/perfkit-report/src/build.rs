@@ -257,19 +257,13 @@ type SymbolKey = (usize, usize, u64);
 pub struct Builder {
     profile: Profile,
     symbolizer: Symbolizer,
-    /// Each process's maps (shared with the decoding threads' snapshot,
-    /// [`crate::names`], until they change).
+    /// Each process's maps (a forked process shares its parent's until either changes).
     maps: HashMap<i32, Arc<ProcessMaps>>,
-    /// Names of user addresses by file and offset, shared with the decoding threads
-    /// ([`share_names`](Self::share_names)), and the function each answer made.
-    names: Option<Arc<crate::names::SharedNames>>,
     /// The function of each user symbol met, by the addresses of the symbolizer's name
     /// and object name (it hands out one of each per symbol and object; both are kept
     /// here, so an address never comes to stand for another name) and the symbol's start
     /// in its file.
     symbol_funcs: HashMap<SymbolKey, (crate::FuncId, Arc<str>, Arc<str>)>,
-    /// The maps changed since they were last published to `names`.
-    maps_changed: bool,
     kernel_maps: ProcessMaps,
     /// Kernel code KSYMBOL records registered (BPF programs), maps of their own.
     ksymbols: perfkit_symbols::Ksymbols,
@@ -293,8 +287,8 @@ pub struct Builder {
     /// profile does not intern them ([`Profile::frame_apart`]).
     kernel_frames: HashMap<(u32, u64, Option<u64>), FrameId>,
     unwinder: Option<perfkit_symbols::unwind::Unwinder>,
-    /// Interned [`crate::Image`]s.
-    image_ids: HashMap<crate::Image, crate::ImageId>,
+    /// Interned [`crate::Image`]s (the index of [`Profile::images`]).
+    image_ids: crate::intern::Index,
     /// Each process's main executable (the first file it mapped since its exec).
     main_exe: HashMap<i32, String>,
     /// The recording kernel's build id, for the kernel's image.
@@ -308,9 +302,8 @@ pub struct Builder {
     /// Functions already named, by file extent (a live view's; see
     /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
     sym_ranges: Option<crate::sym_ranges::SymRanges>,
-    /// The image last made for a user mapping, by (pid, start, end, file offset): the
-    /// cached path's check that it is still the same image, without building one (kept
-    /// only with the extent cache).
+    /// The image last made for a user mapping, by (pid, start, end, file offset): found
+    /// again after a check that it is still the same image, without building one.
     image_memo: HashMap<(i32, u64, u64, u64), crate::ImageId>,
     /// With the extent cache: the frame of each named file offset, by (file index of
     /// [`crate::sym_ranges::SymRanges`], offset). Every process running the same binary,
@@ -354,9 +347,7 @@ impl Builder {
             profile,
             symbolizer: Symbolizer::new(opts),
             maps: HashMap::default(),
-            names: None,
             symbol_funcs: HashMap::default(),
-            maps_changed: false,
             kernel_maps: ProcessMaps::new(),
             ksymbols: perfkit_symbols::Ksymbols::new(),
             memo: HashMap::default(),
@@ -369,7 +360,7 @@ impl Builder {
             pending_func: None,
             kernel_frames: HashMap::default(),
             unwinder: None,
-            image_ids: HashMap::default(),
+            image_ids: crate::intern::Index::default(),
             main_exe: HashMap::default(),
             kernel_build_id: None,
             chains: ChainMemo::default(),
@@ -487,29 +478,6 @@ impl Builder {
         self.folder = Some(crate::fold::Folder::new(how));
     }
 
-    /// Name user addresses by file and offset in a table the decoding threads fill ahead
-    /// ([`crate::names`]), when names depend on nothing else (no source lines, no inlined
-    /// functions, no live view's extent cache); the table, for those threads. Builders of
-    /// DWARF-unwound files keep their own symbolizer (the unwinder reads the same files).
-    pub(crate) fn share_names(&mut self) -> Option<Arc<crate::names::SharedNames>> {
-        if self.names.is_none() && self.sym_ranges.is_none() && self.live.is_none() {
-            self.names = crate::names::SharedNames::new(self.symbolizer.options()).map(Arc::new);
-            self.maps_changed = true;
-            self.publish_maps();
-        }
-        self.names.clone()
-    }
-
-    /// Give the decoding threads the maps as they are now, if they changed.
-    pub(crate) fn publish_maps(&mut self) {
-        if let Some(names) = &self.names
-            && self.maps_changed
-        {
-            names.set_maps(Arc::new(self.maps.clone()));
-            self.maps_changed = false;
-        }
-    }
-
     /// The recording kernel's build id (the file header's), carried on the kernel's image.
     pub fn kernel_build_id(&mut self, id: Option<Vec<u8>>) {
         self.kernel_build_id = id;
@@ -518,6 +486,16 @@ impl Builder {
     /// Intern the image of `m` in process `pid` (-1: the kernel).
     fn image(&mut self, pid: i32, m: &Mapping) -> crate::ImageId {
         let kernel = pid == -1;
+        let main = !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path);
+        let at = (pid, m.start, m.end, m.pgoff);
+        // The image made last time for this mapping, if it is still the one: found without
+        // making one (a path and build id copied and hashed) for each new frame.
+        if let Some(&id) = self.image_memo.get(&at).filter(|_| !kernel) {
+            let im = &self.profile.images[id as usize];
+            if im.path == m.path && im.build_id == m.build_id && im.main == main {
+                return id;
+            }
+        }
         let image = crate::Image {
             pid,
             start: m.start,
@@ -533,19 +511,11 @@ impl Builder {
             } else {
                 m.build_id.clone()
             },
-            main: !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path),
+            main,
         };
-        if let Some(&id) = self.image_ids.get(&image) {
-            if !kernel && self.sym_ranges.is_some() {
-                self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
-            }
-            return id;
-        }
-        let id = self.profile.images.len() as crate::ImageId;
-        self.profile.images.push(image.clone());
-        self.image_ids.insert(image, id);
-        if !kernel && self.sym_ranges.is_some() {
-            self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
+        let id = self.image_ids.intern(&mut self.profile.images, image);
+        if !kernel {
+            self.image_memo.insert(at, id);
         }
         id
     }
@@ -693,7 +663,6 @@ impl Builder {
                             .or_insert_with(|| mapping.path.clone());
                     }
                     Arc::make_mut(self.maps.entry(pid).or_default()).insert(mapping);
-                    self.maps_changed = true;
                 }
             }
             Input::Comm {
@@ -731,7 +700,6 @@ impl Builder {
                     && let Some(m) = self.maps.get(&ppid).cloned()
                 {
                     self.maps.insert(pid, m);
-                    self.maps_changed = true;
                     if let Some(exe) = self.main_exe.get(&ppid).cloned() {
                         self.main_exe.insert(pid, exe);
                     }
@@ -1149,30 +1117,13 @@ impl Builder {
             self.memo.insert(key, frame);
             return frame;
         }
-        let named;
-        let (sym, map_offset, mapping) = {
-            let empty = ProcessMaps::new();
-            let maps = self.maps.get(&pid).map_or(&empty, |m| &**m);
-            let found = maps.find(addr);
-            let mapping = found
-                .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
-                .cloned();
-            // Named by file and offset, mostly by a decoding thread already.
-            named = match (&self.names, found) {
-                (Some(names), Some(m)) if crate::names::in_file(m, addr) => {
-                    Some(names.name(m, addr))
-                }
-                _ => None,
-            };
-            (
-                match &named {
-                    Some(name) => Cow::Borrowed(&**name),
-                    None => Cow::Owned(self.symbolizer.symbolize(pid.max(0) as u32, maps, addr)),
-                },
-                mapping.as_ref().map(|m| m.file_offset(addr)),
-                mapping,
-            )
-        };
+        // The process's maps, held here (not copied) while the builder changes.
+        let maps = self.maps.get(&pid).cloned().unwrap_or_default();
+        let mapping = maps
+            .find(addr)
+            .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"));
+        let sym = self.symbolizer.symbolize(pid.max(0) as u32, &maps, addr);
+        let map_offset = mapping.map(|m| m.file_offset(addr));
         if let Some(r) = sym.unknown_reason
             && sym.symbol.is_none()
         {

@@ -1,8 +1,7 @@
 //! Loading a file on more than two cores: one thread reads (the data section, zstd, perf's
 //! time ordering of each round) and hands out the records, still undecoded, in batches;
 //! several threads decode batches into the builder's inputs (merging like samples when
-//! the builder folds them, [`crate::batch`]) and name their user addresses
-//! ([`crate::names`]); this thread builds the profile from the
+//! the builder folds them, [`crate::batch`]); this thread builds the profile from the
 //! decoded batches taken back in the reader's order.
 //!
 //! The builder ends with the profile the single-threaded path builds ([`Batch::replay`]),
@@ -82,9 +81,6 @@ pub(crate) fn fan_out(
     } else {
         BATCH
     };
-    let names = crate::names::wanted(file)
-        .then(|| b.share_names())
-        .flatten();
     let failed = AtomicBool::new(false);
     let spare_raw: Mutex<Vec<Raw>> = Mutex::new(Vec::new());
     let spare_out: Mutex<Vec<Batch>> = Mutex::new(Vec::new());
@@ -99,7 +95,6 @@ pub(crate) fn fan_out(
             queues.push(tx);
             let out_tx = out_tx.clone();
             let mut dec = dec.clone();
-            let mut ahead = names.clone().map(crate::names::NameAhead::new);
             s.spawn(move || {
                 for mut raw in rx {
                     let mut batch = take(spare_out).unwrap_or_else(|| Batch::new(fold));
@@ -117,8 +112,6 @@ pub(crate) fn fan_out(
                     }
                     if !ok {
                         failed.store(true, Ordering::Relaxed);
-                    } else if let Some(a) = &mut ahead {
-                        batch.name_ahead(a);
                     }
                     let seq = raw.seq;
                     raw.bytes.clear();
@@ -190,7 +183,6 @@ pub(crate) fn fan_out(
             waiting.insert(seq, batch);
             while let Some(mut batch) = waiting.remove(&next) {
                 batch.replay(b, sink);
-                b.publish_maps();
                 if batch.done != last {
                     last = batch.done;
                     progress(last);

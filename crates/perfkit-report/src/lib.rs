@@ -57,7 +57,6 @@ mod image;
 mod intern;
 pub mod load;
 mod model;
-mod names;
 mod origin;
 pub mod pipeline;
 pub mod pprof_in;

@@ -1,8 +1,7 @@
 //! Loading a file on two cores: one thread reads (decompression, perf's time ordering of
 //! each round, record decoding into the builder's [`Input`](crate::build::Input)s, and
 //! the merging of like samples when the builder folds them, [`crate::batch`]), another
-//! builds the profile (side-band, interning of frames and stacks, folding). The reader
-//! also names the user addresses of each batch ahead of the builder ([`crate::names`]).
+//! builds the profile (side-band, symbolization, interning of frames and stacks, folding).
 //!
 //! The builder ends with the profile the single-threaded path builds, byte for byte
 //! ([`Batch::replay`]): every report, script and export made from it is the
@@ -59,15 +58,11 @@ pub(crate) fn feed(
     } else {
         BATCH
     };
-    let names = crate::names::wanted(file)
-        .then(|| b.share_names())
-        .flatten();
     for _ in 0..IN_FLIGHT + 1 {
         let _ = empty_tx.send(Batch::new(fold));
     }
     std::thread::scope(|s| {
         let reader = s.spawn(move || {
-            let mut ahead = names.map(crate::names::NameAhead::new);
             let mut batch = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold));
             let done = std::cell::Cell::new(0);
             let result = file.for_each(
@@ -80,9 +75,6 @@ pub(crate) fn feed(
                         _ => {}
                     }
                     if batch.len() >= batch_len {
-                        if let Some(a) = &mut ahead {
-                            batch.name_ahead(a);
-                        }
                         batch.done = done.get();
                         let next = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold));
                         // The builder hung up: it is gone, nothing more to do.
@@ -98,7 +90,6 @@ pub(crate) fn feed(
         let mut last = 0;
         for mut batch in full_rx {
             batch.replay(b, sink);
-            b.publish_maps();
             if batch.done != last {
                 last = batch.done;
                 progress(last);
