@@ -181,13 +181,13 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     assert!(lines > 1_000, "only {lines} lines compared");
 }
 
-/// The decoding threads name user addresses ahead of the builder, in the maps the builder
-/// published last (perfkit_report's `names`): with processes replaced while their samples
-/// are on their way, some guesses are made in stale maps. Every name, offset and object
-/// of every frame must still be the single-threaded path's, on a file with many shared
-/// objects mapped at another address in each process.
+/// Every name, symbol offset and object of every frame on several threads is the
+/// single-threaded path's, on a file with many shared objects, each mapped at another
+/// address in each process, and processes replaced while their samples are on their way
+/// between the threads (the builder finds each symbol's function again by the
+/// symbolizer's names, and each mapping's image by the mapping).
 #[test]
-fn names_found_ahead_are_the_single_threaded_ones() {
+fn names_on_every_thread_count_are_the_single_threaded_ones() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("names.data");
     let mut a = generator::Args::new(16_000, file.clone());
