@@ -260,10 +260,9 @@ pub struct Builder {
     /// Each process's maps (a forked process shares its parent's until either changes).
     maps: HashMap<i32, Arc<ProcessMaps>>,
     /// The function of each user symbol met, by the addresses of the symbolizer's name
-    /// and object name (it hands out one of each per symbol and object; both are kept
-    /// here, so an address never comes to stand for another name) and the symbol's start
-    /// in its file.
-    symbol_funcs: HashMap<SymbolKey, (crate::FuncId, Arc<str>, Arc<str>)>,
+    /// and object name (it hands out one of each per symbol and object) and the symbol's
+    /// start in its file; a hit is checked against the function's names.
+    symbol_funcs: HashMap<SymbolKey, crate::FuncId>,
     kernel_maps: ProcessMaps,
     /// Kernel code KSYMBOL records registered (BPF programs), maps of their own.
     ksymbols: perfkit_symbols::Ksymbols,
@@ -1140,19 +1139,22 @@ impl Builder {
                 // Where the symbol starts in its file (the same in every process).
                 let start = map_offset.unwrap_or(addr).wrapping_sub(s.offset);
                 // The symbolizer hands out one name and one object name for each symbol
-                // and object: by them, the function is known without making it again.
+                // and object: by them, the function is found without making it again
+                // (and checked, so that a name's address can never stand for another).
                 let key = (
                     Arc::as_ptr(&s.name) as *const u8 as usize,
                     Arc::as_ptr(&dso) as *const u8 as usize,
                     start,
                 );
-                match self.symbol_funcs.get(&key) {
-                    Some(&(f, ..)) => f,
+                let known = self.symbol_funcs.get(&key).copied().filter(|&f| {
+                    let f = &self.profile.funcs[f as usize];
+                    f.kernel == kernel && *f.name == *s.name && *f.dso == *dso
+                });
+                match known {
+                    Some(f) => f,
                     None => {
                         let f = self.profile.func_at(new_func(), start);
-                        // (The names are kept with it: their addresses stay theirs.)
-                        self.symbol_funcs
-                            .insert(key, (f, s.name.clone(), dso.clone()));
+                        self.symbol_funcs.insert(key, f);
                         f
                     }
                 }
