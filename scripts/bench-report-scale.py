@@ -17,6 +17,7 @@ binaries (the generator, perfkit, perf).
 Usage: scripts/bench-report-scale.py [--perfkit PATH] [--gen PATH] [--perf PATH]
            [--samples N | --size BYTES] [--runs R] [--dir DIR] [--keep] [--skip-perf]
            [--mults 1,2] [--modes no-children,children,script] [--no-single]
+           [--cpus 0/0-1] [--perf-once]
 Defaults: target/release/perfkit, target/release/examples/gen-perf-data, perf on PATH,
 N = 1000000, R = 1, a temporary directory (files removed unless --keep).
 --size 900M (K, M, G: powers of 1000) sizes the files by bytes instead of samples: the 1x
@@ -24,6 +25,10 @@ file holds that much data (the issue's ">= 900 MB file"), the 2x file twice that
 --mults picks the file sizes (multiples of N), --modes the commands and their order, and
 --no-single skips perfkit's single-threaded run (and the byte comparison): on a machine lent
 for minutes, one >= 900 MB file and the cheap commands first.
+--cpus 0/0-1 runs every command (perf's too) under `taskset -c` with each CPU list in turn
+('/' between lists): CPU and wall time on 1 CPU against 2 show how much of the work runs in
+parallel (the serial fraction), each beside perf in the same run; --perf-once runs perf
+(one thread) in the first CPU list only.
 """
 import hashlib, os, shutil, subprocess, sys, tempfile, time
 
@@ -51,6 +56,8 @@ SKIP_PERF = "--skip-perf" in sys.argv
 MULTS = [int(m) for m in opt("--mults", "1,2").split(",")]
 MODES = opt("--modes", "no-children,children,script").split(",")
 SINGLE = "--no-single" not in sys.argv
+CPUS = opt("--cpus", None)
+CPU_SETS = CPUS.split("/") if CPUS else [None]
 for name, path in [("perfkit", PERFKIT), ("generator", GEN)]:
     if not os.access(path, os.X_OK):
         sys.exit(f"{name} not found at {path}: build it (cargo build --release -p perfkit-cli; "
@@ -63,6 +70,8 @@ os.makedirs(work, exist_ok=True)
 def run(cmd, env=None):
     """(seconds, peak RSS in MB, sha256 of stdout, CPU seconds) of one run; stdout hashed
     as it streams."""
+    if CPU_SET is not None:
+        cmd = ["taskset", "-c", CPU_SET] + cmd
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     h = hashlib.sha256()
@@ -105,27 +114,37 @@ modes = [known[m] for m in MODES]
 print(f"cpus: {os.cpu_count()}, runs: {RUNS} (best time, max RSS)")
 # CPU time (user + system) beside wall time: on a machine loaded by other work the wall
 # time says more about the scheduler than about the programs.
-hdr = (f"{'what':<22}{'samples':>9}{'perfkit s':>10}{'1-thread s':>11}{'perf s':>8}"
+hdr = (f"{'what':<32}{'samples':>9}{'perfkit s':>10}{'1-thread s':>11}{'perf s':>8}"
        f"{'ratio':>7}{'pk cpu':>8}{'perf cpu':>9}{'cpu ratio':>10}"
        f"{'pk MB':>8}{'perf MB':>8}{'mem ratio':>10}  same bytes")
 print(hdr)
 rss = {}
-for label, args in modes:
-    for n, path in files:
-        pk = best([PERFKIT] + args + ["-i", path])
-        seq = best([PERFKIT] + args + ["-i", path], seq_env) if SINGLE else (0.0, 0, None, 0)
-        pf = (None, None, None, None) if SKIP_PERF else best([PERF] + args + ["-i", path])
-        rss[(label, n)] = pk[1]
-        ratio = f"{pk[0] / pf[0]:.2f}" if pf[0] else "-"
-        mem = f"{pk[1] / pf[1]:.2f}" if pf[1] else "-"
-        pf_s = f"{pf[0]:.2f}" if pf[0] else "-"
-        pf_mb = f"{pf[1]:.0f}" if pf[1] else "-"
-        pf_cpu = f"{pf[3]:.2f}" if pf[3] else "-"
-        cpu = f"{pk[3] / pf[3]:.2f}" if pf[3] else "-"
-        print(f"{label:<22}{n:>9}{pk[0]:>10.2f}{seq[0]:>11.2f}{pf_s:>8}{ratio:>7}"
-              f"{pk[3]:>8.2f}{pf_cpu:>9}{cpu:>10}"
-              f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  {'-' if seq[2] is None else 'yes' if pk[2] == seq[2] else 'NO'}")
-for label, _ in modes if len(files) == 2 else []:
+CPU_SET = None
+perf_runs = {}
+for CPU_SET, (label, args), (n, path) in [(c, m, f) for c in CPU_SETS for m in modes
+                                           for f in files]:
+    if CPU_SET is not None:
+        label = f"{label} cpus {CPU_SET}"
+    pk = best([PERFKIT] + args + ["-i", path])
+    seq = best([PERFKIT] + args + ["-i", path], seq_env) if SINGLE else (0.0, 0, None, 0)
+    # perf runs on one thread: with --perf-once it runs in the first CPU set only.
+    key = (tuple(args), path) if "--perf-once" in sys.argv else (tuple(args), path, CPU_SET)
+    if key not in perf_runs:
+        perf_runs[key] = (None, None, None, None) if SKIP_PERF else \
+            best([PERF] + args + ["-i", path])
+    pf = perf_runs[key]
+    rss[(label, n)] = pk[1]
+    ratio = f"{pk[0] / pf[0]:.2f}" if pf[0] else "-"
+    mem = f"{pk[1] / pf[1]:.2f}" if pf[1] else "-"
+    pf_s = f"{pf[0]:.2f}" if pf[0] else "-"
+    pf_mb = f"{pf[1]:.0f}" if pf[1] else "-"
+    pf_cpu = f"{pf[3]:.2f}" if pf[3] else "-"
+    cpu = f"{pk[3] / pf[3]:.2f}" if pf[3] else "-"
+    print(f"{label:<32}{n:>9}{pk[0]:>10.2f}{seq[0]:>11.2f}{pf_s:>8}{ratio:>7}"
+          f"{pk[3]:>8.2f}{pf_cpu:>9}{cpu:>10}"
+          f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  "
+          f"{'-' if seq[2] is None else 'yes' if pk[2] == seq[2] else 'NO'}", flush=True)
+for label, _ in modes if len(files) == 2 and CPUS is None else []:
     a, b = rss[(label, files[0][0])], rss[(label, files[1][0])]
     print(f"perfkit peak RSS, 2x file / 1x file, {label}: {b / a:.2f}")
 if "--keep" not in sys.argv and "--dir" not in sys.argv:

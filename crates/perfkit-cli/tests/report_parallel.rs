@@ -151,20 +151,38 @@ fn same_as_one(
     }
 }
 
+/// A generated file `name` of `samples` samples in a new temporary directory (kept while
+/// the directory is), with `edit` applied to the generator's arguments; None (after
+/// saying why) where no file can be generated here.
+fn generated(
+    name: &str,
+    samples: u64,
+    edit: impl FnOnce(&mut generator::Args),
+) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(name);
+    let mut a = generator::Args::new(samples, file.clone());
+    edit(&mut a);
+    match generator::run(a) {
+        Ok(_) => Some((dir, file)),
+        Err(e) => {
+            common::skip(&format!("cannot generate a perf.data file here: {e}"));
+            None
+        }
+    }
+}
+
 #[test]
 fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("gen.data");
-    let mut a = generator::Args::new(40_000, file.clone());
-    // Enough side-band between samples (processes replaced 4 times each) and enough
-    // records for many batches between the threads.
-    a.processes = 6;
-    a.threads = 4;
-    a.paths = 300;
-    if let Err(e) = generator::run(a) {
-        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+    let Some((_dir, file)) = generated("gen.data", 40_000, |a| {
+        // Enough side-band between samples (processes replaced 4 times each) and enough
+        // records for many batches between the threads.
+        a.processes = 6;
+        a.threads = 4;
+        a.paths = 300;
+    }) else {
         return;
-    }
+    };
     let script = output(&["script"], &file, "2").1;
     // A sample is a header line, then its frames (each line starts with a tab).
     let samples = script
@@ -181,19 +199,81 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     assert!(lines > 1_000, "only {lines} lines compared");
 }
 
+/// Every name, symbol offset and object of every frame on several threads is the
+/// single-threaded path's, on a file with many shared objects, each mapped at another
+/// address in each process, and processes replaced while their samples are on their way
+/// between the threads (the builder finds each symbol's function again by the
+/// symbolizer's names, and each mapping's image by the mapping).
+#[test]
+fn names_on_every_thread_count_are_the_single_threaded_ones() {
+    let Some((_dir, file)) = generated("names.data", 16_000, |a| {
+        a.processes = 12;
+        a.threads = 2;
+        a.paths = 400;
+        a.seed = 5;
+    }) else {
+        return;
+    };
+    let args = ["script", "-F", "pid,ip,sym,symoff,dso"];
+    let one = output(&args, &file, "1");
+    assert_eq!(one.0, Some(0), "perfkit script on one thread");
+    // What is named: distinct objects and (symbol, object) pairs among the frames.
+    let text = String::from_utf8_lossy(&one.1);
+    let frames: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('\t'))
+        .map(str::trim)
+        .collect();
+    let dsos: std::collections::HashSet<&str> = frames
+        .iter()
+        .filter_map(|f| f.rsplit_once(" (").map(|(_, d)| d))
+        .collect();
+    let names: std::collections::HashSet<&str> = frames
+        .iter()
+        .filter_map(|f| f.split_once(' ').map(|(_, rest)| rest))
+        .filter(|n| !n.starts_with("[unknown]"))
+        .collect();
+    assert!(frames.len() > 50_000, "{} frames", frames.len());
+    assert!(
+        dsos.len() >= 8,
+        "frames in only {} objects: {dsos:?}",
+        dsos.len()
+    );
+    assert!(names.len() > 1_000, "only {} distinct names", names.len());
+    let mut lines = 0;
+    for threads in THREADS {
+        lines += same_as_one(&args, &file, &one, threads, true);
+    }
+    for report in [
+        &["report", "--stdio", "--no-children", "--sort", "dso,sym"][..],
+        &[
+            "report",
+            "--stdio",
+            "--children",
+            "--sort",
+            "pid,sym",
+            "-g",
+            "none",
+        ],
+    ] {
+        let one = output(report, &file, "1");
+        for threads in THREADS {
+            lines += same_as_one(report, &file, &one, threads, true);
+        }
+    }
+    assert!(lines > 200_000, "only {lines} lines compared");
+}
+
 /// A sample in the middle whose callchain claims more entries than the record holds:
 /// the single-threaded path stops there (the first error), and the decoding threads,
 /// which meet it out of the reader's sight, must give the same output and status.
 #[test]
 fn a_record_that_does_not_decode_ends_the_report_as_on_one_thread() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("bad.data");
-    let mut a = generator::Args::new(30_000, file.clone());
-    a.processes = 3;
-    if let Err(e) = generator::run(a) {
-        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+    let Some((_dir, file)) = generated("bad.data", 30_000, |a| {
+        a.processes = 3;
+    }) else {
         return;
-    }
+    };
     // The generator's samples: ip, pid/tid, time, cpu/res, period, then the chain's nr.
     let mut at = None;
     let mut samples = 0;
@@ -282,16 +362,13 @@ fn recordings_report_the_same_bytes_on_one_thread_and_two() {
 /// option and absolute `--time` ranges (which stream), at every thread count.
 #[test]
 fn streamed_script_is_the_whole_profiles_script() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("gen.data");
-    let mut a = generator::Args::new(30_000, file.clone());
-    a.processes = 6;
-    a.threads = 4;
-    a.paths = 300;
-    if let Err(e) = generator::run(a) {
-        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+    let Some((_dir, file)) = generated("gen.data", 30_000, |a| {
+        a.processes = 6;
+        a.threads = 4;
+        a.paths = 300;
+    }) else {
         return;
-    }
+    };
     let mut lines = 0;
     // The generator's samples run from 1.00025 s to about 1.47 s.
     for extra in [
@@ -343,15 +420,12 @@ fn streamed_time_ranges_are_perfs() {
         common::skip("perf is not installed");
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("gen.data");
-    let mut a = generator::Args::new(8_000, file.clone());
-    a.processes = 4;
-    a.threads = 2;
-    if let Err(e) = generator::run(a) {
-        common::skip(&format!("cannot generate a perf.data file here: {e}"));
+    let Some((_dir, file)) = generated("gen.data", 8_000, |a| {
+        a.processes = 4;
+        a.threads = 2;
+    }) else {
         return;
-    }
+    };
     // The generator's 8,000 samples run from 1.00025 s to 1.125 s.
     for range in ["1.03,1.06", ",1.01", "1.1,", "1.02,1.03 1.05,1.07"] {
         let ours = output(&["script", "--time", range], &file, "2");

@@ -22,7 +22,7 @@
 //! is given one sample at a time, as read. (A group of 2^32 samples would split one
 //! merge later than on one thread: no file comes near.)
 
-use crate::build::{Builder, Input, SampleSink, UserStack};
+use crate::build::{Builder, Input, SampleInput, SampleSink, UserStack};
 use crate::fold::Aggregation;
 use crate::load::Fed;
 use rustc_hash::FxHashMap as HashMap;
@@ -35,20 +35,14 @@ use std::ops::Range;
 /// bytes an input).
 pub(crate) const MERGED_BATCH: usize = 16384;
 
-/// A sample's fields ([`Input::Sample`]'s, its slices as ranges into the batch's
-/// buffers), and the like samples of its run merged into it.
+/// A sample ([`Input::Sample`]'s fields: its slices empty, kept as ranges into the
+/// batch's buffers), and the like samples of its run merged into it.
 struct Head {
-    event: u32,
-    pid: i32,
-    tid: i32,
-    time: u64,
-    cpu: Option<u32>,
-    ip: u64,
-    kernel: bool,
+    sample: SampleInput<'static>,
     callchain: Range<usize>,
+    /// The user stack's abi, mask, registers and stack copy.
     user: Option<(u64, u64, Range<usize>, Range<usize>)>,
     raw: Option<Range<usize>>,
-    cgroup: u64,
     /// Samples it stands for (itself included).
     count: u32,
     /// Their earliest and latest times.
@@ -103,30 +97,27 @@ pub(crate) struct Batch {
     unmerged: usize,
 }
 
-/// What merged samples must share (see the [module](self)).
-fn merge_hash(s: &Input<'_>, cpu: bool) -> u64 {
+/// What merged samples must share (see the [module](self)) but their callchain (and ip,
+/// where there is none); `cpu`: the report keeps CPUs apart.
+fn merge_key(s: &SampleInput<'_>, cpu: bool) -> (u32, i32, i32, bool, u64, Option<u32>) {
+    (
+        s.event,
+        s.pid,
+        s.tid,
+        s.kernel,
+        s.cgroup,
+        if cpu { s.cpu } else { None },
+    )
+}
+
+/// The hash of what merged samples must share.
+fn merge_hash(s: &SampleInput<'_>, cpu: bool) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
-    if let Input::Sample {
-        event,
-        pid,
-        tid,
-        cpu: c,
-        ip,
-        kernel,
-        callchain,
-        cgroup,
-        ..
-    } = s
-    {
-        (event, pid, tid, kernel, cgroup).hash(&mut h);
-        if cpu {
-            c.hash(&mut h);
-        }
-        if callchain.is_empty() {
-            ip.hash(&mut h);
-        }
-        callchain.hash(&mut h);
+    merge_key(s, cpu).hash(&mut h);
+    if s.callchain.is_empty() {
+        s.ip.hash(&mut h);
     }
+    s.callchain.hash(&mut h);
     h.finish()
 }
 
@@ -188,7 +179,7 @@ impl Batch {
                 self.close_run();
                 self.entries.push(Entry::Mark(m));
             }
-            Fed::Input(input @ Input::Sample { .. }) => self.sample(input),
+            Fed::Input(Input::Sample(sample)) => self.sample(sample),
             Fed::Input(input) => {
                 self.close_run();
                 if let Some(input) = input.into_static() {
@@ -198,34 +189,10 @@ impl Batch {
         }
     }
 
-    fn sample(&mut self, input: Input<'_>) {
-        let merge = match (&input, self.fold) {
-            (
-                Input::Sample {
-                    user: None,
-                    raw: None,
-                    ..
-                },
-                Some(how),
-            ) => Some(merge_hash(&input, how.cpu)),
+    fn sample(&mut self, s: SampleInput<'_>) {
+        let merge = match self.fold {
+            Some(how) if s.user.is_none() && s.raw.is_none() => Some(merge_hash(&s, how.cpu)),
             _ => None,
-        };
-        let Input::Sample {
-            event,
-            pid,
-            tid,
-            time,
-            cpu,
-            period,
-            ip,
-            kernel,
-            callchain,
-            user,
-            raw,
-            cgroup,
-        } = input
-        else {
-            return;
         };
         let cpu_apart = self.fold.is_some_and(|f| f.cpu);
         if let Some(hash) = merge
@@ -233,42 +200,37 @@ impl Batch {
             && i as usize >= self.run.1
         {
             let h = &self.heads[i as usize];
-            if h.pid == pid
-                && h.tid == tid
-                && h.event == event
-                && h.kernel == kernel
-                && h.cgroup == cgroup
-                && (!cpu_apart || h.cpu == cpu)
-                && (!callchain.is_empty() || h.ip == ip)
-                && self.words[h.callchain.clone()] == *callchain
+            if merge_key(&h.sample, cpu_apart) == merge_key(&s, cpu_apart)
+                && (!s.callchain.is_empty() || h.sample.ip == s.ip)
+                && self.words[h.callchain.clone()] == *s.callchain
                 && h.count < u32::MAX
             {
                 let h = &mut self.heads[i as usize];
                 h.count += 1;
-                h.times = (h.times.0.min(time), h.times.1.max(time));
+                h.times = (h.times.0.min(s.time), h.times.1.max(s.time));
                 self.seq.push(Seen {
                     head: i,
-                    time,
-                    period,
+                    time: s.time,
+                    period: s.period,
                 });
                 return;
             }
         }
         let i = self.heads.len() as u32;
         let head = Head {
-            event,
-            pid,
-            tid,
-            time,
-            cpu,
-            ip,
-            kernel,
-            callchain: self.words(callchain),
-            user: user.map(|u| (u.abi, u.mask, self.words(u.regs), self.bytes(u.stack))),
-            raw: raw.map(|r| self.bytes(r)),
-            cgroup,
+            callchain: self.words(s.callchain),
+            user: s
+                .user
+                .map(|u| (u.abi, u.mask, self.words(u.regs), self.bytes(u.stack))),
+            raw: s.raw.map(|r| self.bytes(r)),
+            sample: SampleInput {
+                callchain: &[],
+                user: None,
+                raw: None,
+                ..s
+            },
             count: 1,
-            times: (time, time),
+            times: (s.time, s.time),
             first: self.seq.len(),
         };
         self.heads.push(head);
@@ -277,23 +239,17 @@ impl Batch {
         }
         self.seq.push(Seen {
             head: i,
-            time,
-            period,
+            time: s.time,
+            period: s.period,
         });
     }
 
-    /// The sample input of head `h` with `time` and `period`.
-    fn input(&self, h: usize, time: u64, period: u64) -> Input<'_> {
+    /// The sample of head `h` with `time` and `period`.
+    fn input(&self, h: usize, time: u64, period: u64) -> SampleInput<'_> {
         let h = &self.heads[h];
-        Input::Sample {
-            event: h.event,
-            pid: h.pid,
-            tid: h.tid,
+        SampleInput {
             time,
-            cpu: h.cpu,
             period,
-            ip: h.ip,
-            kernel: h.kernel,
             callchain: &self.words[h.callchain.clone()],
             user: h.user.as_ref().map(|(abi, mask, regs, stack)| UserStack {
                 abi: *abi,
@@ -302,7 +258,7 @@ impl Batch {
                 stack: &self.bytes[stack.clone()],
             }),
             raw: h.raw.clone().map(|r| &self.bytes[r]),
-            cgroup: h.cgroup,
+            ..h.sample
         }
     }
 
@@ -322,7 +278,10 @@ impl Batch {
                     }
                     if !self.replay_merged(b, seq.clone(), heads) {
                         for s in &self.seq[seq] {
-                            b.push_to(self.input(s.head as usize, s.time, s.period), sink);
+                            b.push_to(
+                                Input::Sample(self.input(s.head as usize, s.time, s.period)),
+                                sink,
+                            );
                         }
                     }
                 }
@@ -346,9 +305,9 @@ impl Batch {
                 .rposition(|s| s.time != last)
                 .map_or(0, |i| i + 1);
         if tail == seq.start
-            || self.heads[heads.clone()]
-                .iter()
-                .any(|h| h.count > 1 && !b.one_name_between(h.pid, h.tid, h.times.0, h.times.1))
+            || self.heads[heads.clone()].iter().any(|h| {
+                h.count > 1 && !b.one_name_between(h.sample.pid, h.sample.tid, h.times.0, h.times.1)
+            })
         {
             return false;
         }
@@ -368,10 +327,8 @@ impl Batch {
         b.flush_folder();
         for (h, x) in heads.clone().zip(scratch.iter_mut()) {
             if self.heads[h].first < tail {
-                let time = self.heads[h].time;
-                x.0 = b
-                    .push_merged(self.input(h, time, x.2), x.1)
-                    .unwrap_or(u32::MAX);
+                let time = self.heads[h].sample.time;
+                x.0 = b.push_merged(self.input(h, time, x.2), x.1);
             }
         }
         for s in &self.seq[seq.start..tail] {
@@ -381,7 +338,7 @@ impl Batch {
             }
         }
         for s in &self.seq[tail..seq.end] {
-            b.push(self.input(s.head as usize, s.time, s.period));
+            b.push(Input::Sample(self.input(s.head as usize, s.time, s.period)));
         }
         self.scratch = scratch;
         true
@@ -437,7 +394,7 @@ mod tests {
             let tid = [10, 11, 12][next(3) as usize];
             let raw: Option<&'static [u8]> = (next(50) == 0).then_some(&b"rawdata"[..]);
             out.push((
-                Input::Sample {
+                Input::Sample(SampleInput {
                     event: u32::from(next(8) == 0),
                     pid: 10,
                     tid,
@@ -450,7 +407,7 @@ mod tests {
                     user: None,
                     raw,
                     cgroup: if next(8) == 0 { 5 } else { 0 },
-                },
+                }),
                 next(800) == 0,
             ));
             match i % 500 {

@@ -16,32 +16,7 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum Input<'a> {
     /// `PERF_RECORD_SAMPLE`.
-    Sample {
-        /// Index of the event (attr) in the file.
-        event: u32,
-        /// Process id.
-        pid: i32,
-        /// Thread id.
-        tid: i32,
-        /// Timestamp.
-        time: u64,
-        /// CPU, if recorded.
-        cpu: Option<u32>,
-        /// Period.
-        period: u64,
-        /// The sampled ip.
-        ip: u64,
-        /// Whether the ip is in the kernel (header misc cpumode).
-        kernel: bool,
-        /// The callchain as recorded, context markers included (empty if none).
-        callchain: &'a [u64],
-        /// User registers and stack copy (`--call-graph dwarf`), unwound here.
-        user: Option<UserStack<'a>>,
-        /// `PERF_SAMPLE_RAW` data (kept for tracepoint events).
-        raw: Option<&'a [u8]>,
-        /// `PERF_SAMPLE_CGROUP`: the task's cgroup id (0: not recorded).
-        cgroup: u64,
-    },
+    Sample(SampleInput<'a>),
     /// `PERF_RECORD_CGROUP`: a cgroup's id and path (`record --all-cgroups`).
     Cgroup {
         /// The cgroup id (its inode in the cgroup2 file system).
@@ -147,12 +122,41 @@ pub enum Input<'a> {
     },
 }
 
+/// A sample, as the builder needs it ([`Input::Sample`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SampleInput<'a> {
+    /// Index of the event (attr) in the file.
+    pub event: u32,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Timestamp.
+    pub time: u64,
+    /// CPU, if recorded.
+    pub cpu: Option<u32>,
+    /// Period.
+    pub period: u64,
+    /// The sampled ip.
+    pub ip: u64,
+    /// Whether the ip is in the kernel (header misc cpumode).
+    pub kernel: bool,
+    /// The callchain as recorded, context markers included (empty if none).
+    pub callchain: &'a [u64],
+    /// User registers and stack copy (`--call-graph dwarf`), unwound here.
+    pub user: Option<UserStack<'a>>,
+    /// `PERF_SAMPLE_RAW` data (kept for tracepoint events).
+    pub raw: Option<&'a [u8]>,
+    /// `PERF_SAMPLE_CGROUP`: the task's cgroup id (0: not recorded).
+    pub cgroup: u64,
+}
+
 impl Input<'_> {
     /// The input with its borrowed parts owned, to keep it beyond the record it came from
     /// ([`crate::batch`]); None for a sample (a batch keeps a sample's slices itself).
     pub(crate) fn into_static(self) -> Option<Input<'static>> {
         Some(match self {
-            Input::Sample { .. } => return None,
+            Input::Sample(_) => return None,
             Input::Cgroup { id, path } => Input::Cgroup {
                 id,
                 path: Cow::Owned(path.into_owned()),
@@ -245,11 +249,20 @@ type DecayKey = (u32, Option<u32>, Option<u32>, u32);
 /// [`Builder::decay_samples`] merges them by.
 type LiveKey = (ThreadId, Option<StackId>, Option<u32>, u32);
 
+/// A user symbol met ([`Builder`]'s `symbol_funcs`): the addresses of its name and its
+/// object's name as the symbolizer gave them, and its start in its file.
+type SymbolKey = (usize, usize, u64);
+
 /// Turns [`Input`]s into a [`Profile`].
 pub struct Builder {
     profile: Profile,
     symbolizer: Symbolizer,
-    maps: HashMap<i32, ProcessMaps>,
+    /// Each process's maps (a forked process shares its parent's until either changes).
+    maps: HashMap<i32, Arc<ProcessMaps>>,
+    /// The function of each user symbol met, by the addresses of the symbolizer's name
+    /// and object name (it hands out one of each per symbol and object) and the symbol's
+    /// start in its file; a hit is checked against the function's names.
+    symbol_funcs: HashMap<SymbolKey, crate::FuncId>,
     kernel_maps: ProcessMaps,
     /// Kernel code KSYMBOL records registered (BPF programs), maps of their own.
     ksymbols: perfkit_symbols::Ksymbols,
@@ -268,9 +281,13 @@ pub struct Builder {
     /// another thread meanwhile) is ready.
     pending_kernel: Vec<(u32, perfkit_symbols::KernelPlace)>,
     pending_func: Option<u32>,
+    /// Kernel frames by what they are until they are named (their placeholder function,
+    /// address and module offset): the frames themselves change when named, so the
+    /// profile does not intern them ([`Profile::frame_apart`]).
+    kernel_frames: HashMap<(u32, u64, Option<u64>), FrameId>,
     unwinder: Option<perfkit_symbols::unwind::Unwinder>,
-    /// Interned [`crate::Image`]s.
-    image_ids: HashMap<crate::Image, crate::ImageId>,
+    /// Interned [`crate::Image`]s (the index of [`Profile::images`]).
+    image_ids: crate::intern::Index,
     /// Each process's main executable (the first file it mapped since its exec).
     main_exe: HashMap<i32, String>,
     /// The recording kernel's build id, for the kernel's image.
@@ -284,9 +301,8 @@ pub struct Builder {
     /// Functions already named, by file extent (a live view's; see
     /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
     sym_ranges: Option<crate::sym_ranges::SymRanges>,
-    /// The image last made for a user mapping, by (pid, start, end, file offset): the
-    /// cached path's check that it is still the same image, without building one (kept
-    /// only with the extent cache).
+    /// The image last made for a user mapping, by (pid, start, end, file offset): found
+    /// again after a check that it is still the same image, without building one.
     image_memo: HashMap<(i32, u64, u64, u64), crate::ImageId>,
     /// With the extent cache: the frame of each named file offset, by (file index of
     /// [`crate::sym_ranges::SymRanges`], offset). Every process running the same binary,
@@ -330,6 +346,7 @@ impl Builder {
             profile,
             symbolizer: Symbolizer::new(opts),
             maps: HashMap::default(),
+            symbol_funcs: HashMap::default(),
             kernel_maps: ProcessMaps::new(),
             ksymbols: perfkit_symbols::Ksymbols::new(),
             memo: HashMap::default(),
@@ -340,8 +357,9 @@ impl Builder {
             chain: Vec::new(),
             pending_kernel: Vec::new(),
             pending_func: None,
+            kernel_frames: HashMap::default(),
             unwinder: None,
-            image_ids: HashMap::default(),
+            image_ids: crate::intern::Index::default(),
             main_exe: HashMap::default(),
             kernel_build_id: None,
             chains: ChainMemo::default(),
@@ -467,6 +485,16 @@ impl Builder {
     /// Intern the image of `m` in process `pid` (-1: the kernel).
     fn image(&mut self, pid: i32, m: &Mapping) -> crate::ImageId {
         let kernel = pid == -1;
+        let main = !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path);
+        let at = (pid, m.start, m.end, m.pgoff);
+        // The image made last time for this mapping, if it is still the one: found without
+        // making one (a path and build id copied and hashed) for each new frame.
+        if let Some(&id) = self.image_memo.get(&at).filter(|_| !kernel) {
+            let im = &self.profile.images[id as usize];
+            if im.path == m.path && im.build_id == m.build_id && im.main == main {
+                return id;
+            }
+        }
         let image = crate::Image {
             pid,
             start: m.start,
@@ -482,19 +510,11 @@ impl Builder {
             } else {
                 m.build_id.clone()
             },
-            main: !kernel && self.main_exe.get(&pid).is_some_and(|p| *p == m.path),
+            main,
         };
-        if let Some(&id) = self.image_ids.get(&image) {
-            if !kernel && self.sym_ranges.is_some() {
-                self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
-            }
-            return id;
-        }
-        let id = self.profile.images.len() as crate::ImageId;
-        self.profile.images.push(image.clone());
-        self.image_ids.insert(image, id);
-        if !kernel && self.sym_ranges.is_some() {
-            self.image_memo.insert((pid, m.start, m.end, m.pgoff), id);
+        let id = self.image_ids.intern(&mut self.profile.images, image);
+        if !kernel {
+            self.image_memo.insert(at, id);
         }
         id
     }
@@ -589,15 +609,15 @@ impl Builder {
     /// [`push`](Self::push) a sample that stands for `count` like samples (its period
     /// their sum), folding it at once; its thread. Only for a folding builder whose
     /// waiting samples are folded ([`flush_folder`](Self::flush_folder)).
-    pub(crate) fn push_merged(&mut self, input: Input<'_>, count: u32) -> Option<ThreadId> {
-        let mut sample = self.sample(input)?;
+    pub(crate) fn push_merged(&mut self, input: SampleInput<'_>, count: u32) -> ThreadId {
+        let mut sample = self.sample(input);
         sample.count = count;
         let thread = sample.thread;
         match &mut self.folder {
             Some(f) => f.fold(&mut self.profile, sample),
             None => self.keep(sample),
         }
-        Some(thread)
+        thread
     }
 
     /// What a sample of thread `id` at `time` does to the thread's times (as
@@ -641,7 +661,7 @@ impl Builder {
                             .entry(pid)
                             .or_insert_with(|| mapping.path.clone());
                     }
-                    self.maps.entry(pid).or_default().insert(mapping);
+                    Arc::make_mut(self.maps.entry(pid).or_default()).insert(mapping);
                 }
             }
             Input::Comm {
@@ -742,48 +762,38 @@ impl Builder {
                 },
             }),
             Input::LostSamples { count } => self.profile.lost += count,
-            input @ Input::Sample { .. } => {
-                if let Some(sample) = self.sample(input) {
-                    self.keep(sample);
-                }
+            Input::Sample(s) => {
+                let sample = self.sample(s);
+                self.keep(sample);
             }
         }
     }
 
     /// A sample input as the profile's [`Sample`] (its thread, cgroup and stack interned,
-    /// its frames named), not kept yet; None for another input.
-    fn sample(&mut self, input: Input<'_>) -> Option<Sample> {
-        let Input::Sample {
-            event,
+    /// its frames named), not kept yet.
+    fn sample(&mut self, s: SampleInput<'_>) -> Sample {
+        let SampleInput {
             pid,
-            tid,
-            time,
-            cpu,
-            period,
             ip,
             kernel,
             callchain,
-            user,
-            raw,
-            cgroup,
-        } = input
-        else {
-            return None;
-        };
-        let thread = self.thread(pid, tid, time);
-        let cgroup = self.profile.cgroup_index(cgroup);
-        let raw = raw
+            ..
+        } = s;
+        let thread = self.thread(pid, s.tid, s.time);
+        let cgroup = self.profile.cgroup_index(s.cgroup);
+        let raw = s
+            .raw
             .filter(|_| {
                 self.profile
                     .events
-                    .get(event as usize)
+                    .get(s.event as usize)
                     .is_some_and(|e| e.trace.is_some())
             })
             .map(|r| self.profile.raw.push(r));
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
         let mut cached = None;
-        let dwarf = user.filter(|u| !u.stack.is_empty() && u.abi != 0);
+        let dwarf = s.user.filter(|u| !u.stack.is_empty() && u.abi != 0);
         if let Some(u) = dwarf {
             // dwarf mode: the kernel's part of the chain, then the user stack
             // unwound from the registers and stack copy.
@@ -857,19 +867,18 @@ impl Builder {
             }
         };
         self.chain = chain;
-        let sample = Sample {
-            time,
+        Sample {
+            time: s.time,
             thread,
-            cpu,
-            event,
-            period,
+            cpu: s.cpu,
+            event: s.event,
+            period: s.period,
             stack,
             raw,
             chain_broken,
             count: 1,
             cgroup,
-        };
-        Some(sample)
+        }
     }
 
     /// Keep a sample: folded, merged into a live view's entry, or as it is.
@@ -908,7 +917,7 @@ impl Builder {
     fn chain_key(&self, pid: i32, ip: u64, kernel: bool, callchain: &[u64]) -> ChainKey {
         ChainKey {
             pid,
-            user_generation: self.maps.get(&pid).map_or(0, ProcessMaps::generation),
+            user_generation: self.maps.get(&pid).map_or(0, |m| m.generation()),
             kernel_generation: self.kernel_generation(),
             kernel,
             ip: if callchain.is_empty() { ip } else { 0 },
@@ -921,7 +930,7 @@ impl Builder {
             return Vec::new();
         };
         let empty = ProcessMaps::new();
-        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let maps = self.maps.get(&pid).map_or(&empty, |m| &**m);
         let regs = perfkit_symbols::unwind::UserRegs {
             abi: u.abi,
             mask: u.mask,
@@ -989,7 +998,7 @@ impl Builder {
             match self.last_generation {
                 Some((p, g)) if p == pid => g,
                 _ => {
-                    let g = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+                    let g = self.maps.get(&pid).map_or(0, |m| m.generation());
                     self.last_generation = Some((pid, g));
                     g
                 }
@@ -1019,15 +1028,22 @@ impl Builder {
                     })
                 }),
             };
-            let frame = self.profile.frame(Frame {
-                func,
-                addr,
-                map_offset: matches!(place, perfkit_symbols::KernelPlace::Module { .. })
-                    .then(|| place.map_ip(addr)),
-                sym_offset: None,
-                srcline: None,
-                inlined: false,
-            });
+            let map_offset = matches!(place, perfkit_symbols::KernelPlace::Module { .. })
+                .then(|| place.map_ip(addr));
+            // Named in place later: told apart here by what it is until then.
+            let frame = match self.kernel_frames.entry((func, addr, map_offset)) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    *e.insert(self.profile.frame_apart(Frame {
+                        func,
+                        addr,
+                        map_offset,
+                        sym_offset: None,
+                        srcline: None,
+                        inlined: false,
+                    }))
+                }
+            };
             self.pending_kernel.push((frame, place));
             if let Some(m) = self.kernel_maps.find(addr).cloned() {
                 let image = self.image(-1, &m);
@@ -1100,36 +1116,50 @@ impl Builder {
             self.memo.insert(key, frame);
             return frame;
         }
-        let (sym, map_offset, mapping) = {
-            let empty = ProcessMaps::new();
-            let maps = self.maps.get(&pid).unwrap_or(&empty);
-            let mapping = maps
-                .find(addr)
-                .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
-                .cloned();
-            (
-                self.symbolizer.symbolize(pid.max(0) as u32, maps, addr),
-                mapping.as_ref().map(|m| m.file_offset(addr)),
-                mapping,
-            )
-        };
+        // The process's maps, held here (not copied) while the builder changes.
+        let maps = self.maps.get(&pid).cloned().unwrap_or_default();
+        let mapping = maps
+            .find(addr)
+            .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"));
+        let sym = self.symbolizer.symbolize(pid.max(0) as u32, &maps, addr);
+        let map_offset = mapping.map(|m| m.file_offset(addr));
         if let Some(r) = sym.unknown_reason
             && sym.symbol.is_none()
         {
             *self.unknown.entry(r).or_default() += 1;
         }
         let dso: Arc<str> = sym.dso.clone();
-        let func = Func {
+        let new_func = || Func {
             name: sym.name().to_string(),
             dso: dso.to_string(),
             kernel,
         };
         let func = match &sym.symbol {
-            // Where the symbol starts in its file (the same in every process).
-            Some(s) => self
-                .profile
-                .func_at(func, map_offset.unwrap_or(addr).wrapping_sub(s.offset)),
-            None => self.profile.func(func),
+            Some(s) => {
+                // Where the symbol starts in its file (the same in every process).
+                let start = map_offset.unwrap_or(addr).wrapping_sub(s.offset);
+                // The symbolizer hands out one name and one object name for each symbol
+                // and object: by them, the function is found without making it again
+                // (and checked, so that a name's address can never stand for another).
+                let key = (
+                    Arc::as_ptr(&s.name) as *const u8 as usize,
+                    Arc::as_ptr(&dso) as *const u8 as usize,
+                    start,
+                );
+                let known = self.symbol_funcs.get(&key).copied().filter(|&f| {
+                    let f = &self.profile.funcs[f as usize];
+                    f.kernel == kernel && *f.name == *s.name && *f.dso == *dso
+                });
+                match known {
+                    Some(f) => f,
+                    None => {
+                        let f = self.profile.func_at(new_func(), start);
+                        self.symbol_funcs.insert(key, f);
+                        f
+                    }
+                }
+            }
+            None => self.profile.func(new_func()),
         };
         let mut shared = None;
         if let Some(s) = &sym.symbol {
@@ -1205,7 +1235,7 @@ impl Builder {
     /// `mprotect`), the symbol's frame is still the one its sample counts for in perf's
     /// report: [`Profile::leaf_symbols`] keeps it.
     fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
-        let generation = self.maps.get(&pid).map_or(0, ProcessMaps::generation);
+        let generation = self.maps.get(&pid).map_or(0, |m| m.generation());
         let key = (pid, addr, generation, leaf);
         if let Some(v) = self.dwarf_frames.get(&key) {
             chain.extend_from_slice(v);
@@ -1242,7 +1272,7 @@ impl Builder {
             return None;
         }
         let empty = ProcessMaps::new();
-        let maps = self.maps.get(&pid).unwrap_or(&empty);
+        let maps = self.maps.get(&pid).map_or(&empty, |m| &**m);
         let map_offset = maps
             .find(addr)
             .filter(|m| !m.is_anonymous() && (!m.path.starts_with('[') || m.path == "[vdso]"))
@@ -1558,7 +1588,7 @@ mod decay {
             let time = 10 + 100 * round;
             for i in 0..60u64 {
                 let (tid, cpu) = (pid + (i % 2) as i32, Some((i % 3 % 2) as u32));
-                b.push(Input::Sample {
+                b.push(Input::Sample(SampleInput {
                     event: 0,
                     pid,
                     tid,
@@ -1571,7 +1601,7 @@ mod decay {
                     user: None,
                     raw: None,
                     cgroup: 0,
-                });
+                }));
                 if i == 30 {
                     // A rename halfway through the first round.
                     b.push(Input::Comm {
@@ -1681,7 +1711,7 @@ mod tests {
         let ip = marker_function() + 2;
         let chain = [sys::PERF_CONTEXT_USER, ip, ip];
         for t in 0..3 {
-            b.push(Input::Sample {
+            b.push(Input::Sample(SampleInput {
                 event: 0,
                 pid,
                 tid: pid,
@@ -1694,7 +1724,7 @@ mod tests {
                 user: None,
                 raw: None,
                 cgroup: 0,
-            });
+            }));
         }
         b.push(Input::Lost { count: 4 });
         b.push(Input::LostSamples { count: 9 });
@@ -1751,7 +1781,7 @@ mod symbol_ranges {
                 for m in &code {
                     let mut a = m.start;
                     while a < m.end.min(m.start + 0x10000) {
-                        b.push(Input::Sample {
+                        b.push(Input::Sample(SampleInput {
                             event: 0,
                             pid,
                             tid: pid,
@@ -1764,7 +1794,7 @@ mod symbol_ranges {
                             user: None,
                             raw: None,
                             cgroup: 0,
-                        });
+                        }));
                         a += 13 + u64::from(pid == 200) * 7;
                     }
                 }
@@ -1841,7 +1871,7 @@ mod shared_frames {
         for m in maps.iter().filter(|m| !m.path.starts_with('[')) {
             let mut a = m.start;
             while a < m.end.min(m.start + 0x4000) {
-                b.push(Input::Sample {
+                b.push(Input::Sample(SampleInput {
                     event: 0,
                     pid,
                     tid: pid,
@@ -1854,7 +1884,7 @@ mod shared_frames {
                     user: None,
                     raw: None,
                     cgroup: 0,
-                });
+                }));
                 a += 11;
                 n += 1;
             }

@@ -35,6 +35,11 @@
 //! `script -F insn,insnlen` decodes the instruction at a sample's ip with `iced-x86` (a
 //! well-kept x86 decoder): perf prints exactly one instruction's bytes, so their length
 //! must be decoded, not guessed.
+//!
+//! The profile interns its functions, frames, stack nodes and images once each with
+//! `hashbrown`'s `HashTable` (the table `std`'s maps are built on; only it can find an
+//! entry by something other than a stored key), which indexes them by id where they are
+//! instead of keeping a second copy as a map key.
 #![forbid(unsafe_code)]
 
 pub mod annotate;
@@ -54,6 +59,7 @@ pub mod header;
 pub mod header_info;
 pub mod hierarchy;
 mod image;
+mod intern;
 pub mod load;
 mod model;
 mod origin;

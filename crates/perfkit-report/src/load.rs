@@ -1,7 +1,7 @@
 //! From records to a [`Profile`]: [`load`] reads a whole perf.data file, [`Loader`] is fed
 //! records one at a time (a live tool feeds it ring records as they come).
 
-use crate::build::{Builder, Input, SampleSink, UserStack};
+use crate::build::{Builder, Input, SampleInput, SampleSink, UserStack};
 use crate::error::LoadError;
 use crate::trace_info::TraceInfo;
 use crate::{EventDesc, Profile, TraceEvent};
@@ -564,7 +564,7 @@ impl Decoder {
                     None => &one,
                 };
                 for &(event, period) in events {
-                    emit(Fed::Input(Input::Sample {
+                    emit(Fed::Input(Input::Sample(SampleInput {
                         event: event as u32,
                         pid: s.pid.unwrap_or(-1),
                         tid: s.tid.unwrap_or(-1),
@@ -577,7 +577,7 @@ impl Decoder {
                         user,
                         raw: s.raw,
                         cgroup: s.cgroup.unwrap_or(0),
-                    }));
+                    })));
                 }
             }
             Record::Ksymbol(k) => emit(Fed::Input(Input::Ksymbol {

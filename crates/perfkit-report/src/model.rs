@@ -331,13 +331,15 @@ pub struct Profile {
     /// Cgroup paths by id, from `PERF_RECORD_CGROUP` (`record --all-cgroups`).
     pub cgroup_names: HashMap<u64, String>,
     cgroup_ids: HashMap<u64, u16>,
-    func_ids: HashMap<Func, FuncId>,
+    /// Interning indices: each function, frame and stack node is kept once, in its
+    /// `Vec` ([`crate::intern`]).
+    func_ids: crate::intern::Index,
     /// The symbol start each function of [`Profile::func_at`] stands for, and the
     /// functions of the same name and object at other starts.
     func_starts: HashMap<FuncId, u64>,
     func_at_ids: HashMap<(FuncId, u64), FuncId>,
-    frame_ids: HashMap<Frame, FrameId>,
-    stack_ids: HashMap<StackNode, StackId>,
+    frame_ids: crate::intern::Index,
+    stack_ids: crate::intern::Index,
     thread_ids: HashMap<(i32, i32), ThreadId>,
 }
 
@@ -369,26 +371,14 @@ impl Profile {
 
     /// Intern a function.
     pub fn func(&mut self, f: Func) -> FuncId {
-        if let Some(&id) = self.func_ids.get(&f) {
-            return id;
-        }
-        let id = self.funcs.len() as FuncId;
-        self.funcs.push(f.clone());
-        self.func_ids.insert(f, id);
-        id
+        self.func_ids.intern(&mut self.funcs, f)
     }
 
     /// Give an interned frame another function (a later naming pass, such as
     /// [`crate::unnamed_functions`]); the frame keeps its id.
     pub fn set_frame_func(&mut self, frame: FrameId, func: FuncId) {
-        let Some(f) = self.frames.get_mut(frame as usize) else {
-            return;
-        };
-        if self.frame_ids.get(f) == Some(&frame) {
-            self.frame_ids.remove(f);
-        }
-        f.func = func;
-        self.frame_ids.entry(f.clone()).or_insert(frame);
+        self.frame_ids
+            .reindex(&mut self.frames, frame, |f| f.func = func);
     }
 
     /// Intern the function of a symbol starting at `start` (an offset in its object): two
@@ -418,25 +408,20 @@ impl Profile {
 
     /// Intern a frame.
     pub fn frame(&mut self, f: Frame) -> FrameId {
-        if let Some(&id) = self.frame_ids.get(&f) {
-            return id;
-        }
-        let id = self.frames.len() as FrameId;
-        self.frames.push(f.clone());
-        self.frame_ids.insert(f, id);
-        id
+        self.frame_ids.intern(&mut self.frames, f)
+    }
+
+    /// Add a frame that is not interned (never found by [`Profile::frame`]): one its
+    /// maker will edit in place (a kernel frame named later) and tells apart itself.
+    pub(crate) fn frame_apart(&mut self, f: Frame) -> FrameId {
+        self.frames.push(f);
+        (self.frames.len() - 1) as FrameId
     }
 
     /// Intern a stack node.
     pub fn stack(&mut self, frame: FrameId, parent: Option<StackId>) -> StackId {
-        let node = StackNode { frame, parent };
-        if let Some(&id) = self.stack_ids.get(&node) {
-            return id;
-        }
-        let id = self.stacks.len() as StackId;
-        self.stacks.push(node);
-        self.stack_ids.insert(node, id);
-        id
+        self.stack_ids
+            .intern(&mut self.stacks, StackNode { frame, parent })
     }
 
     /// Intern a whole stack given from the outermost caller to the leaf.
@@ -496,8 +481,8 @@ impl Profile {
     /// Drop the interning tables (after frames were edited in place, they are stale; a
     /// finished profile interns nothing more).
     pub fn forget_interning(&mut self) {
-        self.frame_ids = HashMap::default();
-        self.stack_ids = HashMap::default();
+        self.frame_ids.clear();
+        self.stack_ids.clear();
     }
 
     /// The function of a frame.
