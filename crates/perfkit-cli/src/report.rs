@@ -665,6 +665,11 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         let by_cpu = sort.contains(&SortKey::Cpu) || !cpus.is_empty();
         load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
     }
+    // Tracepoint samples keep their RAW data only where the report shows it (the trace
+    // key, perf's default for a file of tracepoints only); otherwise they fold too.
+    load.no_raw = !keep
+        && !sort.contains(&SortKey::Trace)
+        && (!args.sort.is_empty() || !args.fields.is_empty() || args.parent.is_some());
     let time_spec = args
         .only
         .time

@@ -417,3 +417,59 @@ fn per_event_dump_streams_perfs_files() {
         "{kept_text}\n{perf_text}"
     );
 }
+
+/// Tracepoint samples fold like the others when the report does not show their fields
+/// (their RAW data is dropped as they are read); with the `trace` key (perf's default for
+/// a file of tracepoints only) they keep it. Either way the report is the kept path's and
+/// perf 6.1's.
+#[test]
+fn tracepoint_samples_fold_unless_their_fields_are_shown() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("tp.data");
+    let rec = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch,sched:sched_wakeup",
+            "-a",
+            "-o",
+        ])
+        .arg(&file)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 100); do sleep 0.001; done",
+        ])
+        .output()
+        .expect("perf record");
+    if !rec.status.success() {
+        return skip(&format!(
+            "perf cannot record sched tracepoints here (tracefs mounted?): {}",
+            String::from_utf8_lossy(&rec.stderr)
+        ));
+    }
+    let mut lines = 0;
+    for sort in [
+        &["--sort", "comm,pid"][..],
+        &["--sort", "pid", "-n"],
+        &["--sort", "trace"],
+        &[],
+        &["--sort", "comm,sym", "--time", "10%/3"],
+    ] {
+        let args: Vec<&str> = ["report", "--stdio"].iter().chain(sort).copied().collect();
+        lines += same_as_kept(&args, &file, "PERFKIT_REPORT_KEEP");
+        let theirs = perfs(&args, &file).unwrap_or_else(|| panic!("perf {args:?} failed"));
+        let mine = ours(&args, &file, &[]);
+        assert!(
+            without_tip(&mine.1) == theirs,
+            "perfkit {args:?} differs from perf's"
+        );
+    }
+    // Each of the 100 sleeps switches out at least once.
+    assert!(lines > 200, "{lines}");
+}

@@ -48,6 +48,10 @@ pub struct LoadOptions {
     /// before the builder sees them, so a report of a slice of a big file holds only what
     /// the slice shows. (Side-band records are all read: names and maps stay right.)
     pub time: Vec<(u64, u64)>,
+    /// Drop tracepoint samples' RAW data as they are read: a report that does not show
+    /// their fields (no `trace` sort key) then folds them like other samples, instead of
+    /// keeping each with its data ([`crate::fold`]).
+    pub no_raw: bool,
 }
 
 impl LoadOptions {
@@ -198,6 +202,8 @@ pub(crate) struct Decoder {
     fixed_period: Vec<u64>,
     /// Only samples in these ranges go on ([`LoadOptions::time`]).
     time: Vec<(u64, u64)>,
+    /// Samples go on without their RAW data ([`LoadOptions::no_raw`]).
+    no_raw: bool,
 }
 
 impl Loader {
@@ -211,6 +217,7 @@ impl Loader {
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
         let mut me = Loader::with_symbols(events, trace, opts.symbols());
         me.dec.time = opts.time.clone();
+        me.dec.no_raw = opts.no_raw;
         me.builder.unwind_caller_first(opts.caller_order);
         if let Some(how) = opts.aggregate {
             me.builder.aggregate(how);
@@ -276,6 +283,7 @@ impl Loader {
                     })
                     .collect(),
                 time: Vec::new(),
+                no_raw: false,
             },
             diag,
         }
@@ -333,6 +341,7 @@ impl Loader {
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
         me.dec.time = opts.time.clone();
+        me.dec.no_raw = opts.no_raw;
         me.builder.unwind_caller_first(opts.caller_order);
         if let Some(how) = opts.aggregate {
             me.builder.aggregate(how);
@@ -590,7 +599,7 @@ impl Decoder {
                         kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
                         callchain: &self.chain,
                         user,
-                        raw: s.raw,
+                        raw: s.raw.filter(|_| !self.no_raw),
                         cgroup: s.cgroup.unwrap_or(0),
                     }));
                 }
