@@ -166,7 +166,8 @@ def dumps(path):
     for f in sorted(os.listdir(d or ".")):
         if f.startswith(base + ".") and f.endswith(".dump"):
             with open(os.path.join(d, f), "rb") as fh:
-                h.update(fh.read())
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
             os.remove(os.path.join(d, f))
     return h.hexdigest()
 

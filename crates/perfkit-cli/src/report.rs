@@ -1049,12 +1049,16 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
-    let whole = want.any()
+    // Side-band records without per-sample details stream too (not in file order, not
+    // into per-event files).
+    let stream_side = want.side() && !want.details && !want.rounds && !args.per_event_dump;
+    let whole = (want.any() && !stream_side)
         || keep_every_sample()
         || args.script.is_some()
         || args.unnamed.as_deref() == Some("function");
     if !whole && let Some((has_cpu, has_time)) = sample_columns(&file) {
-        return stream_script(&args, &file, &load, &look, has_cpu, has_time);
+        let side = stream_side.then_some(want);
+        return stream_script(&args, &file, &load, &look, (has_cpu, has_time), side);
     }
     let (profile, diag, extras) = if want.any() {
         script_events::load(&file, &load, want)
@@ -1293,8 +1297,8 @@ fn stream_script(
     file: &perfkit_data::PerfData,
     load: &LoadOptions,
     look: &ScriptLook<'_>,
-    has_cpu: bool,
-    has_time: bool,
+    (has_cpu, has_time): (bool, bool),
+    side: Option<script_events::Want>,
 ) -> Result<u8> {
     if args.only.cpu.is_some() && !has_cpu {
         bail!("File does not contain CPU events. Remove -C option to proceed.");
@@ -1334,6 +1338,13 @@ fn stream_script(
         let mut text = String::with_capacity(CHUNK + (1 << 16));
         let mut sw = None;
         let (mut index, mut refused, mut failed) = (0usize, None, false);
+        // Side-band records read but not printed yet: each goes before the sample its
+        // `before` numbers, as the kept path prints them.
+        let queue =
+            std::cell::RefCell::new(std::collections::VecDeque::<script_events::SideEvent>::new());
+        let keep_side = |e: &script_events::SideEvent| {
+            filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
+        };
         let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
             if refused.is_some() || failed {
                 return;
@@ -1348,6 +1359,19 @@ fn stream_script(
             };
             for s in samples {
                 index += 1;
+                loop {
+                    let e = {
+                        let mut q = queue.borrow_mut();
+                        match q.front() {
+                            Some(e) if e.before < index => q.pop_front(),
+                            _ => None,
+                        }
+                    };
+                    let Some(e) = e else { break };
+                    if keep_side(&e) {
+                        sw.side_event(p, &e, &mut text);
+                    }
+                }
                 if !filter.keep(p, s) {
                     continue;
                 }
@@ -1369,8 +1393,29 @@ fn stream_script(
                 }
             }
         };
-        let loaded = load_file(file, &args.input, load, args.quiet, Some(&mut sink));
+        let loaded = match side {
+            Some(want) => script_events::stream(
+                file,
+                load,
+                want,
+                &mut |e| queue.borrow_mut().push_back(e),
+                &mut sink,
+            )
+            .map(|(p, d, _)| (p, d))
+            .with_context(|| format!("{}", args.input.display())),
+            None => load_file(file, &args.input, load, args.quiet, Some(&mut sink)),
+        };
         if !failed && refused.is_none() {
+            // The side-band records after the last sample.
+            let rest = queue.take();
+            if let Ok((p, _)) = &loaded
+                && !rest.is_empty()
+            {
+                let sw = sw.get_or_insert_with(|| look.writer(p, &fields, has_cpu, has_time));
+                for e in rest.iter().filter(|e| keep_side(e)) {
+                    sw.side_event(p, e, &mut text);
+                }
+            }
             let _ = full_tx.send(text);
         }
         drop(full_tx);

@@ -473,3 +473,72 @@ fn tracepoint_samples_fold_unless_their_fields_are_shown() {
     // Each of the 100 sleeps switches out at least once.
     assert!(lines > 200, "{lines}");
 }
+
+/// `script --show-task-events`, `--show-mmap-events`, `--show-switch-events` and the other
+/// side-band records stream with the samples: each record waits only until the samples
+/// before it are written. The text is the kept path's, on a generated file (many
+/// processes, maps and threads between samples) and on a perf recording with
+/// context-switch records, with `--time`, `-C` and `--deltatime`; and perf 6.1's.
+#[test]
+fn side_band_records_stream_as_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(generated) = generated(dir.path(), 8_000) else {
+        return;
+    };
+    let mut files = vec![generated];
+    if have_perf() {
+        let sw = dir.path().join("sw.data");
+        let st = Command::new("perf")
+            .args(["record", "-q", "--switch-events", "-F", "1000", "-g", "-o"])
+            .arg(&sw)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "for i in $(seq 30); do sleep 0.002; done; \
+                 i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
+            ])
+            .status()
+            .expect("perf record");
+        assert!(st.success(), "perf record --switch-events");
+        files.push(sw);
+    } else {
+        skip("perf is not installed: the generated file only");
+    }
+    let runs: &[&[&str]] = &[
+        &["script", "--show-task-events"],
+        &["script", "--show-mmap-events"],
+        &["script", "--show-switch-events"],
+        &[
+            "script",
+            "--show-task-events",
+            "--show-mmap-events",
+            "--deltatime",
+        ],
+        &["script", "--show-mmap-events", "--time", "10%/2"],
+        &["script", "--show-task-events", "--json"],
+    ];
+    // The generated file's samples carry their CPU (the recording with switches does not).
+    let mut lines = same_as_kept(
+        &["script", "--show-task-events", "-C", "1"],
+        &files[0],
+        "PERFKIT_SCRIPT_KEEP",
+    );
+    for file in &files {
+        for args in runs {
+            lines += same_as_kept(args, file, "PERFKIT_SCRIPT_KEEP");
+        }
+        if have_perf() {
+            for args in &runs[..3] {
+                let theirs = perfs(args, file).unwrap_or_else(|| panic!("perf {args:?}"));
+                let mine = ours(args, file, &[]);
+                assert!(
+                    without_tip(&mine.1) == theirs,
+                    "perfkit {args:?} -i {} differs from perf's",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(lines > 50_000, "only {lines} lines compared");
+}

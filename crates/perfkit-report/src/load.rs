@@ -477,9 +477,20 @@ impl Loader {
         self.dec.user_record(type_);
     }
 
+    /// Hand the samples out as they are built ([`Builder::stream`]) instead of keeping
+    /// them: see [`item_to`](Self::item_to) and [`flush_to`](Self::flush_to).
+    pub(crate) fn stream_samples(&mut self) {
+        self.builder.stream();
+    }
+
+    /// Hand the samples still held to `sink` (the end of a streamed load).
+    pub(crate) fn flush_to(&mut self, sink: &mut SampleSink<'_>) {
+        self.builder.flush(sink);
+    }
+
     /// [`item`](Self::item), a streaming builder's samples going to `sink`
     /// ([`Builder::push_to`]).
-    fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
+    pub(crate) fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
         match item {
             Item::Event { attr, record } => {
                 let b = &mut self.builder;
