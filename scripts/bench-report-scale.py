@@ -7,6 +7,12 @@ one run, times on each:
   report --stdio --no-children     (issue 17 goal: <= 0.3x perf's time on 2 cores, 0.1x on 16)
   report --stdio --children        (same)
   script                           (goal: <= 0.2x)
+and, with --modes, the paths that used to keep every sample (issue 17: memory that follows
+what is shown, not the samples): report --time in absolute and percent ranges
+(time-abs, time-pct), script --time in percent and with --reltime (script-pct,
+script-reltime), script --per-event-dump (per-event-dump, its files written next to the
+input and removed), script --show-task-events (task-events) and the timeline exports
+(firefox, speedscope; perf has none: no perf column)
 with the peak memory (max RSS, from wait4) of each, perfkit's single-threaded path
 (PERFKIT_REPORT_THREADS=1) beside its default one, and whether both give the same bytes.
 Memory that is flat as the file doubles shows as a 2N/N RSS ratio near 1.
@@ -17,7 +23,7 @@ binaries (the generator, perfkit, perf).
 Usage: scripts/bench-report-scale.py [--perfkit PATH] [--gen PATH] [--perf PATH]
            [--samples N | --size BYTES] [--runs R] [--dir DIR] [--keep] [--skip-perf]
            [--mults 1,2] [--modes no-children,children,script] [--no-single]
-           [--cpus 0/0-1] [--perf-once]
+           [--cpus 0/0-1] [--perf-once] [--baseline PATH]
 Defaults: target/release/perfkit, target/release/examples/gen-perf-data, perf on PATH,
 N = 1000000, R = 1, a temporary directory (files removed unless --keep).
 --size 900M (K, M, G: powers of 1000) sizes the files by bytes instead of samples: the 1x
@@ -29,6 +35,8 @@ for minutes, one >= 900 MB file and the cheap commands first.
 ('/' between lists): CPU and wall time on 1 CPU against 2 show how much of the work runs in
 parallel (the serial fraction), each beside perf in the same run; --perf-once runs perf
 (one thread) in the first CPU list only.
+--baseline PATH runs another perfkit build (the one before a change) beside, in the same
+run: its time, CPU and peak memory, and whether its bytes are the same.
 """
 import hashlib, os, shutil, subprocess, sys, tempfile, time
 
@@ -58,6 +66,7 @@ MODES = opt("--modes", "no-children,children,script").split(",")
 SINGLE = "--no-single" not in sys.argv
 CPUS = opt("--cpus", None)
 CPU_SETS = CPUS.split("/") if CPUS else [None]
+BASELINE = opt("--baseline", None)
 for name, path in [("perfkit", PERFKIT), ("generator", GEN)]:
     if not os.access(path, os.X_OK):
         sys.exit(f"{name} not found at {path}: build it (cargo build --release -p perfkit-cli; "
@@ -107,31 +116,93 @@ for mult in MULTS:
     files.append((n, path))
 
 seq_env = dict(os.environ, PERFKIT_REPORT_THREADS="1")
+
+
+def span(path):
+    """First and last sample time (seconds) of a file, from its header."""
+    out = subprocess.run([PERFKIT, "report", "--header-only", "-i", path], capture_output=True,
+                         text=True).stdout
+    t = [float(l.split(":")[1]) for l in out.splitlines()
+         if l.startswith("# time of first sample") or l.startswith("# time of last sample")]
+    return (t[0], t[1]) if len(t) == 2 and t[1] > t[0] else (0.0, 0.0)
+
+
+def middle(path, reltime=False):
+    """An absolute --time range over the middle fifth of the file's samples (relative to
+    the first sample with reltime)."""
+    a, b = span(path)
+    lo, hi = a + 0.4 * (b - a), a + 0.6 * (b - a)
+    if reltime:
+        lo, hi = lo - a, hi - a
+    return f"{lo:.6f},{hi:.6f}"
+
+
+# Each mode: a label and the arguments, or a function of the file giving them.
 known = {"no-children": ("report --no-children", ["report", "--stdio", "--no-children"]),
          "children": ("report --children", ["report", "--stdio", "--children"]),
-         "script": ("script", ["script"])}
-modes = [known[m] for m in MODES]
+         "script": ("script", ["script"]),
+         "time-abs": ("report --time A,B", lambda f: ["report", "--stdio", "--no-children",
+                                                      "--time", middle(f)]),
+         "time-pct": ("report --time 20%/3", ["report", "--stdio", "--no-children",
+                                              "--time", "20%/3"]),
+         "script-pct": ("script --time 20%/3", ["script", "--time", "20%/3"]),
+         "script-reltime": ("script --reltime", lambda f: ["script", "--reltime", "--time",
+                                                           middle(f, True)]),
+         "per-event-dump": ("script --per-ev-dump", ["script", "--per-event-dump"]),
+         "task-events": ("script --show-task", ["script", "--show-task-events"]),
+         "firefox": ("--format firefox", ["report", "--format", "firefox"]),
+         "speedscope": ("--format speedscope", ["report", "--format", "speedscope"])}
+NO_PERF = {"firefox", "speedscope"}
+for m in MODES:
+    if m not in known:
+        sys.exit(f"--modes {m}: unknown (modes: {', '.join(known)})")
+modes = [(known[m][0], known[m][1], m in NO_PERF) for m in MODES]
 print(f"cpus: {os.cpu_count()}, runs: {RUNS} (best time, max RSS)")
 # CPU time (user + system) beside wall time: on a machine loaded by other work the wall
 # time says more about the scheduler than about the programs.
 hdr = (f"{'what':<32}{'samples':>9}{'perfkit s':>10}{'1-thread s':>11}{'perf s':>8}"
        f"{'ratio':>7}{'pk cpu':>8}{'perf cpu':>9}{'cpu ratio':>10}"
-       f"{'pk MB':>8}{'perf MB':>8}{'mem ratio':>10}  same bytes")
+       f"{'pk MB':>8}{'perf MB':>8}{'mem ratio':>10}  same bytes"
+       + (f"{'base s':>8}{'base cpu':>9}{'base MB':>8}  same as base" if BASELINE else ""))
 print(hdr)
+
+
+def dumps(path):
+    """The --per-event-dump files next to `path`, removed after their bytes are hashed."""
+    d, base = os.path.split(path)
+    h = hashlib.sha256()
+    for f in sorted(os.listdir(d or ".")):
+        if f.startswith(base + ".") and f.endswith(".dump"):
+            with open(os.path.join(d, f), "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            os.remove(os.path.join(d, f))
+    return h.hexdigest()
+
+
+def measured(prog, args, path, env=None):
+    r = best([prog] + args + ["-i", path], env)
+    if "--per-event-dump" in args:
+        r = r[:2] + (dumps(path),) + r[3:]
+    return r
+
+
 rss = {}
 CPU_SET = None
 perf_runs = {}
-for CPU_SET, (label, args), (n, path) in [(c, m, f) for c in CPU_SETS for m in modes
-                                           for f in files]:
+for CPU_SET, (label, mode_args, no_perf), (n, path) in [(c, m, f) for c in CPU_SETS
+                                                        for m in modes for f in files]:
     if CPU_SET is not None:
         label = f"{label} cpus {CPU_SET}"
-    pk = best([PERFKIT] + args + ["-i", path])
-    seq = best([PERFKIT] + args + ["-i", path], seq_env) if SINGLE else (0.0, 0, None, 0)
+    args = mode_args(path) if callable(mode_args) else mode_args
+    pk = measured(PERFKIT, args, path)
+    seq = measured(PERFKIT, args, path, seq_env) if SINGLE else (0.0, 0, None, 0)
+    base = measured(BASELINE, args, path) if BASELINE else None
     # perf runs on one thread: with --perf-once it runs in the first CPU set only.
     key = (tuple(args), path) if "--perf-once" in sys.argv else (tuple(args), path, CPU_SET)
     if key not in perf_runs:
-        perf_runs[key] = (None, None, None, None) if SKIP_PERF else \
-            best([PERF] + args + ["-i", path])
+        perf_runs[key] = (None, None, None, None) if SKIP_PERF or no_perf else \
+            measured(PERF, args, path)
     pf = perf_runs[key]
     rss[(label, n)] = pk[1]
     ratio = f"{pk[0] / pf[0]:.2f}" if pf[0] else "-"
@@ -143,8 +214,10 @@ for CPU_SET, (label, args), (n, path) in [(c, m, f) for c in CPU_SETS for m in m
     print(f"{label:<32}{n:>9}{pk[0]:>10.2f}{seq[0]:>11.2f}{pf_s:>8}{ratio:>7}"
           f"{pk[3]:>8.2f}{pf_cpu:>9}{cpu:>10}"
           f"{pk[1]:>8.0f}{pf_mb:>8}{mem:>10}  "
-          f"{'-' if seq[2] is None else 'yes' if pk[2] == seq[2] else 'NO'}", flush=True)
-for label, _ in modes if len(files) == 2 and CPUS is None else []:
+          f"{'-' if seq[2] is None else 'yes' if pk[2] == seq[2] else 'NO':<10}"
+          + (f"{base[0]:>8.2f}{base[3]:>9.2f}{base[1]:>8.0f}  "
+             f"{'yes' if base[2] == pk[2] else 'NO'}" if base else ""), flush=True)
+for label, _, _ in modes if len(files) == 2 and CPUS is None else []:
     a, b = rss[(label, files[0][0])], rss[(label, files[1][0])]
     print(f"perfkit peak RSS, 2x file / 1x file, {label}: {b / a:.2f}")
 if "--keep" not in sys.argv and "--dir" not in sys.argv:

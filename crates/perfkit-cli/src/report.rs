@@ -650,24 +650,47 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.kallsyms = args.kallsyms.clone();
     load.caller_order = unwind_caller_first(&args, &input)?;
     // A report adds samples up: fold like ones as they are read, so memory follows the
-    // distinct stacks, not the file (--time and the timeline exports need each sample's
-    // time; the folded stacks and the flamegraph only sums).
+    // distinct stacks, not the file (the timeline exports need each sample's time; the
+    // folded stacks and the flamegraph only sums). `--time` drops the samples outside its
+    // ranges as they are read (percent ranges take the first and last sample times from
+    // the header, or a first pass, as perf takes them), so it folds too.
+    // `PERFKIT_REPORT_KEEP=1` keeps every sample and filters them afterwards (the
+    // reference path the tests check the folded one against).
+    let keep = keep_every_report_sample();
     let sums_only = args
         .format
         .as_deref()
         .is_none_or(|f| matches!(f, "folded" | "flamegraph" | "svg"));
-    if sums_only && args.only.time.is_none() {
+    if sums_only && !keep {
         let by_cpu = sort.contains(&SortKey::Cpu) || !cpus.is_empty();
         load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
     }
+    // Tracepoint samples keep their RAW data only where the report shows it (the trace
+    // key, perf's default for a file of tracepoints only); otherwise they fold too.
+    load.no_raw = !keep
+        && !sort.contains(&SortKey::Trace)
+        && (!args.sort.is_empty() || !args.fields.is_empty() || args.parent.is_some());
+    let time_spec = args
+        .only
+        .time
+        .as_deref()
+        .filter(|_| pprof.is_none() && !keep);
+    let needs_span = time_spec.is_some_and(|t| t.contains('%'));
     load.vmlinux = vmlinux_arg(args.vmlinux.as_ref())?;
     let mut threads = None;
+    let mut time_read = None;
     let (profile, diag) = if let Some(paths) = &pprof {
         let p = perfkit_report::pprof_in::load(paths, &args.label)?;
         (p, Diagnostics::default())
-    } else if args.header || args.threads {
+    } else if args.header || args.threads || needs_span {
         // The header first, from the same bytes the report reads (a stream is read once).
+        require_input(&input)?;
         let file = open_rewindable(&input)?;
+        if let Some(spec) = time_spec {
+            let time = file_time_ranges(spec, &file, false)?;
+            load.time = time.clone();
+            time_read = Some(time);
+        }
         if args.header {
             print!("{}", header_text(&file, &input, true, args.show_info));
         }
@@ -679,6 +702,11 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         }
         load_file(&file, &input, &load, args.quiet, None)?
     } else {
+        if let Some(spec) = time_spec {
+            let time = perfkit_report::timespec::parse(spec, None, false).context("--time")?;
+            load.time = time.clone();
+            time_read = Some(time);
+        }
         load_profile(&input, &load, args.quiet)?
     };
     let mut profile = profile;
@@ -690,7 +718,15 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     if by_function {
         perfkit_report::unnamed_functions::group_by_function(&mut profile);
     }
-    let time = time_ranges(args.only.time.as_deref(), &profile, false)?;
+    let time = match time_read {
+        Some(t) => t,
+        None => time_ranges(args.only.time.as_deref(), &profile, false)?,
+    };
+    if args.format.is_some() && !time.is_empty() {
+        // (The exports show the samples of the --time ranges, as the report does.)
+        let keeps = |s: &perfkit_report::Sample| perfkit_report::timespec::keeps(&time, s.time);
+        profile.samples.retain(keeps);
+    }
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
@@ -901,6 +937,30 @@ pub(crate) fn time_ranges(
     perfkit_report::timespec::parse(spec, span, reltime).context("--time")
 }
 
+/// The `--time` ranges of `spec` in `file`, whose samples are not read yet: percent ranges
+/// (and, with `reltime`, every range) count from the first and last sample times of the
+/// header, else of a pass over the samples ([`perfkit_data::PerfData::sample_span`]).
+pub(crate) fn file_time_ranges(
+    spec: &str,
+    file: &perfkit_data::PerfData,
+    reltime: bool,
+) -> Result<Vec<(u64, u64)>> {
+    let span = if spec.contains('%') || reltime {
+        file.sample_span()
+            .context("--time: reading the sample times")?
+    } else {
+        None
+    };
+    perfkit_report::timespec::parse(spec, span, reltime).context("--time")
+}
+
+/// `PERFKIT_REPORT_KEEP=1`: `report` keeps every sample (no folding as they are read, the
+/// `--time` filter applied afterwards): the reference path the folded one is checked
+/// against.
+fn keep_every_report_sample() -> bool {
+    std::env::var_os("PERFKIT_REPORT_KEEP").is_some_and(|v| v == "1")
+}
+
 /// Run `perfkit script`.
 pub fn run_script(args: ScriptArgs) -> Result<u8> {
     if args.dump {
@@ -927,10 +987,20 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     load.inline = args.inline;
     load.kallsyms = args.kallsyms.clone();
     load.vmlinux = vmlinux_arg(args.vmlinux.as_ref())?;
+    // `--time` ranges in percent of the recording, or counted from its first sample
+    // (`--reltime`), need the first and last sample times before the samples are read.
+    let time_needs_span = args
+        .only
+        .time
+        .as_deref()
+        .is_some_and(|t| t.contains('%') || args.reltime);
     let file = if args.header {
         let file = open_rewindable(&args.input)?;
         print!("{}", header_text(&file, &args.input, true, false));
         file
+    } else if time_needs_span {
+        require_input(&args.input)?;
+        open_rewindable(&args.input)?
     } else {
         require_input(&args.input)?;
         open(&args.input)?
@@ -979,21 +1049,16 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
-    // `--time` ranges in percent of the recording, or counted from its first sample
-    // (`--reltime`), need every sample's time first; absolute ones stream.
-    let time_needs_span = args
-        .only
-        .time
-        .as_deref()
-        .is_some_and(|t| t.contains('%') || args.reltime);
-    let whole = want.any()
-        || time_needs_span
+    // Side-band records without per-sample details stream too (not in file order, not
+    // into per-event files).
+    let stream_side = want.side() && !want.details && !want.rounds && !args.per_event_dump;
+    let whole = (want.any() && !stream_side)
         || keep_every_sample()
         || args.script.is_some()
-        || args.per_event_dump
         || args.unnamed.as_deref() == Some("function");
     if !whole && let Some((has_cpu, has_time)) = sample_columns(&file) {
-        return stream_script(&args, &file, &load, &look, has_cpu, has_time);
+        let side = stream_side.then_some(want);
+        return stream_script(&args, &file, &load, &look, (has_cpu, has_time), side);
     }
     let (profile, diag, extras) = if want.any() {
         script_events::load(&file, &load, want)
@@ -1223,16 +1288,17 @@ fn without_time(fields: Vec<Field>, has_time: bool) -> Vec<Field> {
         .collect()
 }
 
-/// `script` without side-band records, per-sample details, `--time` in percent or with
-/// `--reltime`, Python or per-event files: each sample is written as it is built and then forgotten, so memory grows with
-/// the distinct stacks and threads, not with the file.
+/// `script` without side-band records, per-sample details or Python: each sample is
+/// written as it is built (to standard output, or with `--per-event-dump` to its event's
+/// file) and then forgotten, so memory grows with the distinct stacks and threads, not
+/// with the file.
 fn stream_script(
     args: &ScriptArgs,
     file: &perfkit_data::PerfData,
     load: &LoadOptions,
     look: &ScriptLook<'_>,
-    has_cpu: bool,
-    has_time: bool,
+    (has_cpu, has_time): (bool, bool),
+    side: Option<script_events::Want>,
 ) -> Result<u8> {
     if args.only.cpu.is_some() && !has_cpu {
         bail!("File does not contain CPU events. Remove -C option to proceed.");
@@ -1241,12 +1307,14 @@ fn stream_script(
         bail!("arguments after `--` are for a script: name it with -s FILE.py");
     }
     let fields = look.fields(has_cpu, has_time);
-    // Absolute ranges only (see run_script): no sample's time is needed to read them.
     let time = match args.only.time.as_deref() {
-        Some(spec) => perfkit_report::timespec::parse(spec, None, false).context("--time")?,
+        Some(spec) => file_time_ranges(spec, file, args.reltime)?,
         None => Vec::new(),
     };
     let filter = look.filter(time)?;
+    if args.per_event_dump {
+        return stream_event_dump(args, file, load, look, &fields, &filter, has_cpu, has_time);
+    }
     // Text goes out in chunks written by another thread: the write system calls (a
     // third of the time on a pipe) overlap the building and formatting of the next.
     // Chunks of 512 KiB: each hand-over wakes the writer (a futex wake and a context
@@ -1270,6 +1338,13 @@ fn stream_script(
         let mut text = String::with_capacity(CHUNK + (1 << 16));
         let mut sw = None;
         let (mut index, mut refused, mut failed) = (0usize, None, false);
+        // Side-band records read but not printed yet: each goes before the sample its
+        // `before` numbers, as the kept path prints them.
+        let queue =
+            std::cell::RefCell::new(std::collections::VecDeque::<script_events::SideEvent>::new());
+        let keep_side = |e: &script_events::SideEvent| {
+            filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
+        };
         let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
             if refused.is_some() || failed {
                 return;
@@ -1284,6 +1359,19 @@ fn stream_script(
             };
             for s in samples {
                 index += 1;
+                loop {
+                    let e = {
+                        let mut q = queue.borrow_mut();
+                        match q.front() {
+                            Some(e) if e.before < index => q.pop_front(),
+                            _ => None,
+                        }
+                    };
+                    let Some(e) = e else { break };
+                    if keep_side(&e) {
+                        sw.side_event(p, &e, &mut text);
+                    }
+                }
                 if !filter.keep(p, s) {
                     continue;
                 }
@@ -1305,8 +1393,29 @@ fn stream_script(
                 }
             }
         };
-        let loaded = load_file(file, &args.input, load, args.quiet, Some(&mut sink));
+        let loaded = match side {
+            Some(want) => script_events::stream(
+                file,
+                load,
+                want,
+                &mut |e| queue.borrow_mut().push_back(e),
+                &mut sink,
+            )
+            .map(|(p, d, _)| (p, d))
+            .with_context(|| format!("{}", args.input.display())),
+            None => load_file(file, &args.input, load, args.quiet, Some(&mut sink)),
+        };
         if !failed && refused.is_none() {
+            // The side-band records after the last sample.
+            let rest = queue.take();
+            if let Ok((p, _)) = &loaded
+                && !rest.is_empty()
+            {
+                let sw = sw.get_or_insert_with(|| look.writer(p, &fields, has_cpu, has_time));
+                for e in rest.iter().filter(|e| keep_side(e)) {
+                    sw.side_event(p, e, &mut text);
+                }
+            }
             let _ = full_tx.send(text);
         }
         drop(full_tx);
@@ -1323,6 +1432,68 @@ fn stream_script(
         written?;
         exit_code(&args.input, diag)
     })
+}
+
+/// [`stream_script`] with `--per-event-dump`: each sample goes to its event's file as it
+/// is built.
+#[allow(clippy::too_many_arguments)]
+fn stream_event_dump(
+    args: &ScriptArgs,
+    file: &perfkit_data::PerfData,
+    load: &LoadOptions,
+    look: &ScriptLook<'_>,
+    fields: &[Field],
+    filter: &Filter,
+    has_cpu: bool,
+    has_time: bool,
+) -> Result<u8> {
+    let names = file.attrs.iter().map(|a| a.name.as_str());
+    let mut dump = script::EventDump::create(&args.input, names)
+        .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
+    let mut sw = None;
+    let (mut index, mut refused, mut failed) = (0usize, None, None);
+    let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
+        if refused.is_some() || failed.is_some() {
+            return;
+        }
+        let sw = match &mut sw {
+            Some(sw) => sw,
+            None if fields.contains(&Field::Cpu) && !has_cpu => {
+                refused = Some(no_cpu_field(p));
+                return;
+            }
+            None => sw.insert(look.writer(p, fields, has_cpu, has_time)),
+        };
+        for s in samples {
+            index += 1;
+            if filter.keep(p, s)
+                && let Err(e) = dump.write(p, sw, index - 1, s)
+            {
+                failed = Some(e);
+                return;
+            }
+        }
+    };
+    let (_, diag) = load_file(file, &args.input, load, args.quiet, Some(&mut sink))?;
+    if let Some(why) = refused {
+        bail!(why);
+    }
+    let written = match failed {
+        Some(e) => Err(e),
+        None => dump.finish(),
+    }
+    .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
+    for d in &diag.warnings {
+        eprintln!("perfkit: {d}");
+    }
+    for (path, bytes, n) in written {
+        println!(
+            "[ perfkit script: Wrote {:.3} MB {} ({n} samples) ]",
+            bytes as f64 / 1024.0 / 1024.0,
+            path.display()
+        );
+    }
+    exit_code(&args.input, diag)
 }
 
 /// A `--cpu` filter list (`0,2-3`): any CPU numbers, the file may come from a bigger machine.

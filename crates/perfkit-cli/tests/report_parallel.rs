@@ -357,8 +357,7 @@ fn recordings_report_the_same_bytes_on_one_thread_and_two() {
 }
 
 /// `script` writes each sample as it is built and forgets it (the load's samples stream);
-/// with `PERFKIT_SCRIPT_KEEP=1`, or `--time` in percent (which needs the first and last
-/// sample), it keeps them all first. The two must print the same bytes, with every layout
+/// with `PERFKIT_SCRIPT_KEEP=1` it keeps them all first. The two must print the same bytes, with every layout
 /// option and absolute `--time` ranges (which stream), at every thread count.
 #[test]
 fn streamed_script_is_the_whole_profiles_script() {
@@ -399,7 +398,7 @@ fn streamed_script_is_the_whole_profiles_script() {
             lines += same_as_one(&args, &file, &kept, threads, true);
         }
         if extra.is_empty() {
-            // A percent range keeps every sample first, and 0%-100% is all of them.
+            // A percent range (its span from the header) streams too: 0%-100% is all.
             let whole: Vec<&str> = args.iter().chain(&["--time", "0%-100%"]).copied().collect();
             assert!(
                 output(&whole, &file, "2") == kept,

@@ -961,6 +961,48 @@ impl PerfData {
         Ok(())
     }
 
+    /// The times of the first and last sample (None: no sample has a time), what perf's
+    /// `--time` percent ranges count from: the header's `HEADER_SAMPLE_TIME` when it has
+    /// one (perf's source), else one pass over the samples that reads only their
+    /// timestamps (a file without the feature, a pipe; a stream must have been read into
+    /// memory, see [`from_bytes`](Self::from_bytes)). Samples with time 0 have none.
+    pub fn sample_span(&self) -> Result<Option<(u64, u64)>, ReadError> {
+        if let Some((first, last)) = self.features.sample_time
+            && first != 0
+            && first <= last
+        {
+            return Ok(Some((first, last)));
+        }
+        let parser = self.parser()?;
+        let at: Vec<Option<usize>> = self
+            .attrs
+            .iter()
+            .map(|a| time_positions(&a.attr).0)
+            .collect();
+        let e = self.endian;
+        let (mut first, mut last) = (u64::MAX, 0);
+        self.walk_decompressed(|_, type_, _, body| {
+            if type_ != sys::PERF_RECORD_SAMPLE {
+                return Ok(());
+            }
+            let idx = parser
+                .attr_index(type_, &RawData::Single(body))
+                .unwrap_or(usize::MAX);
+            if let Some(t) = at
+                .get(idx)
+                .copied()
+                .flatten()
+                .and_then(|at| rd64(body, at, e).ok())
+                .filter(|&t| t != 0)
+            {
+                first = first.min(t);
+                last = last.max(t);
+            }
+            Ok(())
+        })?;
+        Ok((first <= last).then_some((first, last)))
+    }
+
     /// Every record in time order, decompressed, decoded, as perf delivers them (see the
     /// module docs). A record that fails to decode ends the walk with an error after
     /// everything before it was delivered. `progress` is called with the bytes of the

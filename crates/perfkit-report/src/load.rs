@@ -43,6 +43,15 @@ pub struct LoadOptions {
     /// Threads to read the file with (None: [`crate::pipeline::threads`], from
     /// `PERFKIT_REPORT_THREADS` or the CPUs; 1 is the single-threaded path).
     pub threads: Option<usize>,
+    /// perf's `--time` ranges (perf timestamps, ns, as [`crate::timespec::parse`] gives
+    /// them; empty: every sample): samples outside them are dropped as they are read,
+    /// before the builder sees them, so a report of a slice of a big file holds only what
+    /// the slice shows. (Side-band records are all read: names and maps stay right.)
+    pub time: Vec<(u64, u64)>,
+    /// Drop tracepoint samples' RAW data as they are read: a report that does not show
+    /// their fields (no `trace` sort key) then folds them like other samples, instead of
+    /// keeping each with its data ([`crate::fold`]).
+    pub no_raw: bool,
 }
 
 impl LoadOptions {
@@ -191,6 +200,10 @@ pub(crate) struct Decoder {
     /// Per event: the period of samples without `PERF_SAMPLE_PERIOD` (perf shows
     /// `attr.sample_period` for a fixed period, 1 in frequency mode).
     fixed_period: Vec<u64>,
+    /// Only samples in these ranges go on ([`LoadOptions::time`]).
+    time: Vec<(u64, u64)>,
+    /// Samples go on without their RAW data ([`LoadOptions::no_raw`]).
+    no_raw: bool,
 }
 
 impl Loader {
@@ -203,6 +216,8 @@ impl Loader {
     /// their names), decoding tracepoint samples with `trace`'s formats.
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
         let mut me = Loader::with_symbols(events, trace, opts.symbols());
+        me.dec.time = opts.time.clone();
+        me.dec.no_raw = opts.no_raw;
         me.builder.unwind_caller_first(opts.caller_order);
         if let Some(how) = opts.aggregate {
             me.builder.aggregate(how);
@@ -267,6 +282,8 @@ impl Loader {
                         }
                     })
                     .collect(),
+                time: Vec::new(),
+                no_raw: false,
             },
             diag,
         }
@@ -323,6 +340,8 @@ impl Loader {
             None => Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols),
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
+        me.dec.time = opts.time.clone();
+        me.dec.no_raw = opts.no_raw;
         me.builder.unwind_caller_first(opts.caller_order);
         if let Some(how) = opts.aggregate {
             me.builder.aggregate(how);
@@ -458,9 +477,20 @@ impl Loader {
         self.dec.user_record(type_);
     }
 
+    /// Hand the samples out as they are built ([`Builder::stream`]) instead of keeping
+    /// them: see [`item_to`](Self::item_to) and [`flush_to`](Self::flush_to).
+    pub(crate) fn stream_samples(&mut self) {
+        self.builder.stream();
+    }
+
+    /// Hand the samples still held to `sink` (the end of a streamed load).
+    pub(crate) fn flush_to(&mut self, sink: &mut SampleSink<'_>) {
+        self.builder.flush(sink);
+    }
+
     /// [`item`](Self::item), a streaming builder's samples going to `sink`
     /// ([`Builder::push_to`]).
-    fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
+    pub(crate) fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
         match item {
             Item::Event { attr, record } => {
                 let b = &mut self.builder;
@@ -563,6 +593,11 @@ impl Decoder {
                     }
                     None => &one,
                 };
+                // (After the split: a counter read outside the ranges still sets the base
+                // the next read grows from.)
+                if !crate::timespec::keeps(&self.time, s.time.unwrap_or(time)) {
+                    return;
+                }
                 for &(event, period) in events {
                     emit(Fed::Input(Input::Sample(SampleInput {
                         event: event as u32,
@@ -575,7 +610,7 @@ impl Decoder {
                         kernel: rec.cpumode() == sys::PERF_RECORD_MISC_KERNEL,
                         callchain: &self.chain,
                         user,
-                        raw: s.raw,
+                        raw: s.raw.filter(|_| !self.no_raw),
                         cgroup: s.cgroup.unwrap_or(0),
                     })));
                 }

@@ -920,33 +920,76 @@ pub fn per_event_dump(
     input: &std::path::Path,
     keep: impl Fn(&Sample) -> bool,
 ) -> std::io::Result<Vec<(std::path::PathBuf, u64, u64)>> {
-    use std::io::Write as _;
-    let mut files = Vec::with_capacity(p.events.len());
-    for e in &p.events {
-        let mut name = input.as_os_str().to_owned();
-        name.push(format!(".{}.dump", e.name));
-        let path = std::path::PathBuf::from(name);
-        let f = std::fs::File::create(&path)?;
-        files.push((path, std::io::BufWriter::new(f), 0u64, 0u64));
-    }
-    let mut text = String::new();
+    let mut dump = EventDump::create(input, p.events.iter().map(|e| e.name.as_str()))?;
     for (i, s) in p.samples.iter().enumerate() {
-        if !keep(s) {
-            continue;
+        if keep(s) {
+            dump.write(p, sw, i, s)?;
         }
-        let Some((_, w, bytes, n)) = files.get_mut(s.event as usize) else {
-            continue;
-        };
-        text.clear();
-        sw.sample_at(p, i, s, &mut text);
-        w.write_all(text.as_bytes())?;
-        *bytes += text.len() as u64;
-        *n += 1;
     }
-    files
-        .into_iter()
-        .map(|(path, mut w, bytes, n)| w.flush().map(|()| (path, bytes, n)))
-        .collect()
+    dump.finish()
+}
+
+/// The files of `--per-event-dump`, written one sample at a time as they come (a
+/// streamed `script` keeps no sample; [`per_event_dump`] writes a whole profile's).
+pub struct EventDump {
+    /// Per event: its file, the writer, bytes and samples written.
+    files: Vec<(
+        std::path::PathBuf,
+        std::io::BufWriter<std::fs::File>,
+        u64,
+        u64,
+    )>,
+    text: String,
+}
+
+impl EventDump {
+    /// Create `INPUT.EVENT.dump` for each event named (in the file's order), empty.
+    pub fn create<'n>(
+        input: &std::path::Path,
+        events: impl Iterator<Item = &'n str>,
+    ) -> std::io::Result<EventDump> {
+        let mut files = Vec::new();
+        for e in events {
+            let mut name = input.as_os_str().to_owned();
+            name.push(format!(".{e}.dump"));
+            let path = std::path::PathBuf::from(name);
+            let f = std::fs::File::create(&path)?;
+            files.push((path, std::io::BufWriter::new(f), 0u64, 0u64));
+        }
+        Ok(EventDump {
+            files,
+            text: String::new(),
+        })
+    }
+
+    /// Write sample `s` (the `i`th of the file) into its event's file.
+    pub fn write(
+        &mut self,
+        p: &Profile,
+        sw: &mut ScriptWriter<'_>,
+        i: usize,
+        s: &Sample,
+    ) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let Some((_, w, bytes, n)) = self.files.get_mut(s.event as usize) else {
+            return Ok(());
+        };
+        self.text.clear();
+        sw.sample_at(p, i, s, &mut self.text);
+        w.write_all(self.text.as_bytes())?;
+        *bytes += self.text.len() as u64;
+        *n += 1;
+        Ok(())
+    }
+
+    /// Flush the files; per event: the file, its size and its number of samples.
+    pub fn finish(self) -> std::io::Result<Vec<(std::path::PathBuf, u64, u64)>> {
+        use std::io::Write as _;
+        self.files
+            .into_iter()
+            .map(|(path, mut w, bytes, n)| w.flush().map(|()| (path, bytes, n)))
+            .collect()
+    }
 }
 
 /// perf's letters for a record's misc bits (`script -F misc`).

@@ -844,6 +844,62 @@ pub fn load(
     Ok((profile, diag, c.extras))
 }
 
+/// [`load`] for side-band records without per-sample details or file order
+/// (`want.details` and `want.rounds` unset): the samples go to `sink` as they are built
+/// ([`crate::load::stream`], one reading thread) and each side-band record to `side` as
+/// it is read, its [`SideEvent::before`] counting the samples before it in the file, so
+/// that a writer prints it before the sample of that number, as [`load`]'s caller does.
+/// Memory then follows the side-band records not printed yet, not the samples. What comes
+/// back is the profile without samples and the extras without side-band records.
+pub fn stream(
+    file: &PerfData,
+    opts: &LoadOptions,
+    want: Want,
+    side: &mut dyn FnMut(SideEvent),
+    sink: &mut crate::build::SampleSink<'_>,
+) -> Result<(Profile, Diagnostics, Extras), LoadError> {
+    debug_assert!(!want.details && !want.rounds);
+    file.parser().map_err(LoadError::Read)?;
+    let mut loader = Loader::for_file(file, opts);
+    loader.stream_samples();
+    let mut c = Collector {
+        want,
+        extras: Extras {
+            events: formats(file),
+            arch: file.features.arch.clone().unwrap_or_default(),
+            ..Extras::default()
+        },
+        comms: HashMap::default(),
+        maps: HashMap::default(),
+        kernel_maps: ProcessMaps::new(),
+        ksymbols: perfkit_symbols::Ksymbols::new(),
+        loaded: Default::default(),
+        symbolizer: (want.addr_symbols || want.branch_names || want.branch_insns)
+            .then(|| Symbolizer::new(loader.symbol_options())),
+    };
+    let given = std::cell::Cell::new(0usize);
+    let mut counted = |p: &Profile, samples: &[crate::Sample]| {
+        given.set(given.get() + samples.len());
+        sink(p, samples);
+    };
+    let result = file.for_each(
+        |item| {
+            if let Item::Event { attr, record } = &item {
+                c.record(*attr, record, given.get() + loader.samples_len());
+                for e in c.extras.side.drain(..) {
+                    side(e);
+                }
+            }
+            loader.item_to(item, &mut counted);
+        },
+        |_| {},
+    );
+    loader.flush_to(&mut counted);
+    let (profile, mut diag) = loader.finish();
+    diag.error = result.err();
+    Ok((profile, diag, c.extras))
+}
+
 /// Feed every record in file order (perf's unordered mode, `--show-round-events`).
 fn in_file_order(
     file: &PerfData,

@@ -14,8 +14,13 @@
 //! in each thread's profile instead: every such sample is its stack with the `[off-CPU]`
 //! frame on top, weighing its nanoseconds. The switch records `record --off-cpu` also
 //! writes are then not counted a second time.
+//!
+//! The document is written as it is made ([`write_with_interval`]): per sample only its
+//! time, stack id and weight are kept (each thread's samples are written together, in
+//! time order, so they wait), and each stack is spelled out as it is written, not held
+//! as a JSON value per sample and frame (928 MB for a million samples before).
 
-use crate::Profile;
+use crate::{Profile, StackId};
 use serde_json::json;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -23,9 +28,19 @@ use std::io::{self, Write};
 /// The name of the frame that stands for the time a thread was switched out.
 pub const OFF_CPU: &str = "[off-CPU]";
 
-/// The speedscope document for `p`, with the nominal sampling interval `interval_ns` (for
-/// events whose period is not time).
-pub fn document_with_interval(p: &Profile, name: &str, interval_ns: u64) -> serde_json::Value {
+/// One sample of a thread's profile: when, its stack (root first when written), with the
+/// off-CPU frame on top or not, and its weight in nanoseconds.
+#[derive(Clone, Copy)]
+struct Entry {
+    time: u64,
+    stack: Option<StackId>,
+    off_cpu: bool,
+    weight: u64,
+}
+
+/// Each thread's samples in the order they are written (by time; ties in the order they
+/// were made: samples, then off-CPU intervals).
+fn entries(p: &Profile, interval_ns: u64) -> Vec<Vec<Entry>> {
     let interval = interval_ns.max(1);
     let clock: Vec<bool> = p
         .events
@@ -35,32 +50,11 @@ pub fn document_with_interval(p: &Profile, name: &str, interval_ns: u64) -> serd
     let off_cpu_event: Vec<bool> = p.events.iter().map(super::weight::is_off_cpu).collect();
     let is = |v: &[bool], event: u32| v.get(event as usize).copied().unwrap_or(false);
     let has_off_cpu_event = p.samples.iter().any(|s| is(&off_cpu_event, s.event));
-    let mut frames: Vec<serde_json::Value> = p
-        .funcs
-        .iter()
-        .map(|f| {
-            if f.dso.is_empty() {
-                json!({ "name": f.name })
-            } else {
-                json!({ "name": f.name, "file": f.dso })
-            }
-        })
-        .collect();
-    let off_cpu = frames.len();
-    frames.push(json!({ "name": OFF_CPU }));
-    // Per thread: (time, root-first stack, weight in ns).
-    let mut per_thread: Vec<Vec<(u64, Vec<usize>, u64)>> = vec![Vec::new(); p.threads.len()];
+    let mut per_thread: Vec<Vec<Entry>> = vec![Vec::new(); p.threads.len()];
     let mut last_time: HashMap<u32, u64> = HashMap::new();
     for s in &p.samples {
-        let mut stack: Vec<usize> = p
-            .stack_frames(s.stack)
-            .map(|f| p.frames[f as usize].func as usize)
-            .collect();
-        stack.reverse();
-        let weight = if is(&off_cpu_event, s.event) {
-            stack.push(off_cpu);
-            s.period
-        } else if is(&clock, s.event) {
+        let off_cpu = is(&off_cpu_event, s.event);
+        let weight = if off_cpu || is(&clock, s.event) {
             s.period
         } else {
             match last_time.insert(s.thread, s.time) {
@@ -68,19 +62,26 @@ pub fn document_with_interval(p: &Profile, name: &str, interval_ns: u64) -> serd
                 None => interval,
             }
         };
-        per_thread[s.thread as usize].push((s.time, stack, weight));
+        per_thread[s.thread as usize].push(Entry {
+            time: s.time,
+            stack: s.stack,
+            off_cpu,
+            weight,
+        });
     }
     // Off-CPU intervals: the stack of the thread's sample just before it was switched out.
     let mut out_since: HashMap<u32, u64> = HashMap::new();
     let mut sample_idx: HashMap<u32, usize> = HashMap::new();
-    let by_thread: Vec<Vec<(u64, Option<u32>)>> = {
+    let by_thread: Vec<Vec<(u64, Option<StackId>)>> = if has_off_cpu_event {
+        Vec::new()
+    } else {
         let mut v = vec![Vec::new(); p.threads.len()];
         for s in p.samples.iter().filter(|s| !is(&off_cpu_event, s.event)) {
             v[s.thread as usize].push((s.time, s.stack));
         }
         v
     };
-    let mut off: Vec<(u32, u64, Vec<usize>, u64)> = Vec::new();
+    let mut off: Vec<(u32, Entry)> = Vec::new();
     let switches = if has_off_cpu_event {
         &[][..]
     } else {
@@ -95,43 +96,105 @@ pub fn document_with_interval(p: &Profile, name: &str, interval_ns: u64) -> serd
             while *i < samples.len() && samples[*i].0 <= t0 {
                 *i += 1;
             }
-            let mut stack: Vec<usize> = match i.checked_sub(1) {
-                Some(j) => p
-                    .stack_frames(samples[j].1)
-                    .map(|f| p.frames[f as usize].func as usize)
-                    .collect(),
-                None => Vec::new(),
-            };
-            stack.reverse();
-            stack.push(off_cpu);
-            off.push((sw.thread, t0, stack, sw.time.saturating_sub(t0)));
+            let stack = i.checked_sub(1).and_then(|j| samples[j].1);
+            let weight = sw.time.saturating_sub(t0);
+            off.push((
+                sw.thread,
+                Entry {
+                    time: t0,
+                    stack,
+                    off_cpu: true,
+                    weight,
+                },
+            ));
         }
     }
-    for (thread, t0, stack, weight) in off {
-        if weight > 0 {
-            per_thread[thread as usize].push((t0, stack, weight));
+    drop(by_thread);
+    for (thread, e) in off {
+        if e.weight > 0 {
+            per_thread[thread as usize].push(e);
         }
     }
+    for events in &mut per_thread {
+        events.sort_by_key(|e| e.time);
+    }
+    per_thread
+}
+
+/// The frames of `e`'s stack, root first, into `out` (`off_cpu`: the off-CPU frame's index).
+fn stack_of(p: &Profile, e: &Entry, off_cpu: usize, out: &mut Vec<usize>) {
+    out.clear();
+    out.extend(
+        p.stack_frames(e.stack)
+            .map(|f| p.frames[f as usize].func as usize),
+    );
+    out.reverse();
+    if e.off_cpu {
+        out.push(off_cpu);
+    }
+}
+
+/// The index among the written profiles of the heaviest thread's (the first of the
+/// heaviest), and each thread's total weight.
+fn heaviest(per_thread: &[Vec<Entry>]) -> (usize, Vec<u64>) {
+    let totals: Vec<u64> = per_thread
+        .iter()
+        .map(|t| t.iter().map(|e| e.weight).sum())
+        .collect();
+    let mut best = (0, 0u64);
+    for (i, &total) in per_thread
+        .iter()
+        .zip(&totals)
+        .filter(|(t, _)| !t.is_empty())
+        .map(|(_, t)| t)
+        .enumerate()
+    {
+        if total > best.1 {
+            best = (i, total);
+        }
+    }
+    (best.0, totals)
+}
+
+/// The speedscope document for `p`, with the nominal sampling interval `interval_ns` (for
+/// events whose period is not time), as a JSON value: what [`write_with_interval`]
+/// writes (a value per frame of each sample: for small profiles and tests).
+pub fn document_with_interval(p: &Profile, name: &str, interval_ns: u64) -> serde_json::Value {
+    let mut frames: Vec<serde_json::Value> = p
+        .funcs
+        .iter()
+        .map(|f| {
+            if f.dso.is_empty() {
+                json!({ "name": f.name })
+            } else {
+                json!({ "name": f.name, "file": f.dso })
+            }
+        })
+        .collect();
+    let off_cpu = frames.len();
+    frames.push(json!({ "name": OFF_CPU }));
+    let per_thread = entries(p, interval_ns);
+    let (active, totals) = heaviest(&per_thread);
     let mut profiles = Vec::new();
-    let mut heaviest = (0, 0u64);
-    for (ti, mut events) in per_thread.into_iter().enumerate() {
+    let mut stack = Vec::new();
+    for (ti, events) in per_thread.into_iter().enumerate() {
         if events.is_empty() {
             continue;
         }
-        events.sort_by_key(|e| e.0);
-        let total: u64 = events.iter().map(|e| e.2).sum();
-        if total > heaviest.1 {
-            heaviest = (profiles.len(), total);
-        }
         let t = &p.threads[ti];
-        let (samples, weights): (Vec<Vec<usize>>, Vec<u64>) =
-            events.into_iter().map(|(_, s, w)| (s, w)).unzip();
+        let (samples, weights): (Vec<Vec<usize>>, Vec<u64>) = events
+            .iter()
+            .map(|e| {
+                stack_of(p, e, off_cpu, &mut stack);
+                (stack.clone(), e.weight)
+            })
+            .unzip();
         profiles.push(json!({
             "type": "sampled",
             "name": format!("{} ({})", t.name(), t.tid),
             "unit": "nanoseconds",
             "startValue": 0,
-            "endValue": total,
+            "endValue": totals[ti],
             "samples": samples,
             "weights": weights,
         }));
@@ -141,7 +204,7 @@ pub fn document_with_interval(p: &Profile, name: &str, interval_ns: u64) -> serd
         "shared": { "frames": frames },
         "profiles": profiles,
         "name": name,
-        "activeProfileIndex": heaviest.0,
+        "activeProfileIndex": active,
         "exporter": concat!("perfkit ", env!("CARGO_PKG_VERSION")),
     })
 }
@@ -154,24 +217,124 @@ pub fn document(p: &Profile, name: &str) -> serde_json::Value {
 
 /// Write the speedscope JSON ([`document`]).
 pub fn write(p: &Profile, name: &str, w: impl Write) -> io::Result<()> {
-    serde_json::to_writer(w, &document(p, name)).map_err(io::Error::other)
+    write_with_interval(p, name, 1_000_000, w)
 }
 
-/// Write the speedscope JSON with the recording's nominal sampling interval
-/// ([`document_with_interval`]).
+/// A JSON string as serde_json writes it.
+fn string(w: &mut impl Write, s: &str) -> io::Result<()> {
+    serde_json::to_writer(w, s).map_err(io::Error::other)
+}
+
+/// Write the speedscope JSON with the recording's nominal sampling interval: the bytes of
+/// [`document_with_interval`] (its keys in serde_json's sorted order, compact), written
+/// as they are made.
 pub fn write_with_interval(
     p: &Profile,
     name: &str,
     interval_ns: u64,
     w: impl Write,
 ) -> io::Result<()> {
-    serde_json::to_writer(w, &document_with_interval(p, name, interval_ns))
-        .map_err(io::Error::other)
+    let mut w = io::BufWriter::with_capacity(1 << 16, w);
+    let per_thread = entries(p, interval_ns);
+    let (active, totals) = heaviest(&per_thread);
+    w.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"")?;
+    write!(w, ",\"activeProfileIndex\":{active},\"exporter\":")?;
+    string(&mut w, concat!("perfkit ", env!("CARGO_PKG_VERSION")))?;
+    w.write_all(b",\"name\":")?;
+    string(&mut w, name)?;
+    w.write_all(b",\"profiles\":[")?;
+    let off_cpu = p.funcs.len();
+    let mut stack = Vec::new();
+    let mut first = true;
+    for (ti, events) in per_thread.iter().enumerate() {
+        if events.is_empty() {
+            continue;
+        }
+        if !first {
+            w.write_all(b",")?;
+        }
+        first = false;
+        let t = &p.threads[ti];
+        write!(w, "{{\"endValue\":{},\"name\":", totals[ti])?;
+        string(&mut w, &format!("{} ({})", t.name(), t.tid))?;
+        w.write_all(b",\"samples\":[")?;
+        for (i, e) in events.iter().enumerate() {
+            stack_of(p, e, off_cpu, &mut stack);
+            w.write_all(if i == 0 { b"[" } else { b",[" })?;
+            for (j, f) in stack.iter().enumerate() {
+                if j > 0 {
+                    w.write_all(b",")?;
+                }
+                write!(w, "{f}")?;
+            }
+            w.write_all(b"]")?;
+        }
+        w.write_all(
+            b"],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"nanoseconds\",\"weights\":[",
+        )?;
+        for (i, e) in events.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "{}", e.weight)?;
+        }
+        w.write_all(b"]}")?;
+    }
+    w.write_all(b"],\"shared\":{\"frames\":[")?;
+    for (i, f) in p.funcs.iter().enumerate() {
+        w.write_all(if i == 0 { b"{" } else { b",{" })?;
+        if !f.dso.is_empty() {
+            w.write_all(b"\"file\":")?;
+            string(&mut w, &f.dso)?;
+            w.write_all(b",")?;
+        }
+        w.write_all(b"\"name\":")?;
+        string(&mut w, &f.name)?;
+        w.write_all(b"}")?;
+    }
+    if !p.funcs.is_empty() {
+        w.write_all(b",")?;
+    }
+    w.write_all(b"{\"name\":")?;
+    string(&mut w, OFF_CPU)?;
+    w.write_all(b"}]}}")?;
+    w.flush()
 }
 
 #[cfg(test)]
 mod tests {
     use crate::model::testing::sample_profile;
+
+    /// The streamed writer writes the bytes of the document value, on profiles with
+    /// switches, an off-CPU event, and names that need escaping.
+    #[test]
+    fn written_bytes_are_the_documents() {
+        let mut odd = sample_profile();
+        odd.funcs[0].name = "quote\"back\\slash\u{1}é".into();
+        odd.funcs[1].dso = String::new();
+        for (p, interval) in [
+            (sample_profile(), 1_000_000),
+            (crate::model::testing::off_cpu_profile(), 250_000),
+            (odd, 7),
+        ] {
+            let mut out = Vec::new();
+            super::write_with_interval(&p, "na\"me", interval, &mut out).unwrap();
+            let value = super::document_with_interval(&p, "na\"me", interval);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(&value).unwrap()
+            );
+        }
+        let mut empty = sample_profile();
+        empty.samples.clear();
+        empty.switches.clear();
+        let mut out = Vec::new();
+        super::write(&empty, "e", &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            serde_json::to_string(&super::document(&empty, "e")).unwrap()
+        );
+    }
 
     #[test]
     fn document_follows_the_schema() {
