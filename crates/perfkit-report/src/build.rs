@@ -1361,6 +1361,9 @@ impl Builder {
             };
             if let Some(s) = &sym.symbol {
                 self.profile.sym_sizes.insert(func, s.size);
+                if s.object {
+                    self.profile.data_objects.insert(func);
+                }
             }
             let frame = &mut self.profile.frames[f as usize];
             frame.func = func;

@@ -1539,6 +1539,23 @@ fn format_key(
                     let fr = &p.frames[fr as usize];
                     format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
                 }
+                // A data object: with the distance of the row's address from the
+                // symbol's start where it ran (perf's `_hist_entry__sym_snprintf`).
+                (Some(fr), Some(f)) if p.data_objects.contains(&p.frames[fr as usize].func) => {
+                    let fr = &p.frames[fr as usize];
+                    let ip = if f.kernel || at.from_chain {
+                        fr.addr
+                    } else {
+                        fr.map_offset.unwrap_or(fr.addr)
+                    };
+                    let start = fr.addr.wrapping_sub(fr.sym_offset.unwrap_or(0));
+                    format!(
+                        "{} {}+{:#x}",
+                        mode(f.kernel),
+                        f.name,
+                        ip.wrapping_sub(start)
+                    )
+                }
                 (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
                 _ => "[.] [unknown]".into(),
             });
