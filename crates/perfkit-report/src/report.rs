@@ -254,6 +254,10 @@ pub struct Filter {
     /// Only samples in one of these [start, end] ranges (perf timestamps, ns; empty: all;
     /// see [`crate::timespec`]).
     pub time: Vec<(u64, u64)>,
+    /// The thread filters drop the other threads' samples before anything is counted (a
+    /// live view zoomed into a thread), instead of hiding rows as perf's report does (see
+    /// `Row::hidden`).
+    pub drop_threads: bool,
 }
 
 impl Filter {
@@ -558,15 +562,13 @@ fn event_rows<'p>(
         // A sample of a thread the filters leave out still counts (see Row::hidden), but
         // where the rows are per command, one of another command makes rows of its own,
         // never shown: it is left out at once.
+        let t = &p.threads[s.thread as usize];
         if !opts.filter.keep_leaf(p, s)
-            || (by_comm
-                && !opts
-                    .filter
-                    .keep_comm(p.threads[s.thread as usize].name_at(s.time)))
+            || (by_comm && !opts.filter.keep_comm(t.name_at(s.time)))
+            || (opts.filter.drop_threads && !opts.filter.keep_thread(t, t.name_at(s.time)))
         {
             continue;
         }
-        let t = &p.threads[s.thread as usize];
         let name_idx = t
             .names
             .iter()
