@@ -794,6 +794,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         symbols: args.symbol.clone(),
         cpus,
         time,
+        ..Filter::default()
     };
     // (--hierarchy keeps every level, with the notes all the same.)
     let (elided, notes) = perfkit_report::elide::elide(&sort, &filter);

@@ -244,6 +244,25 @@ fn record_describes_the_programs_loaded_before_it() {
         vec![ksym.to_string(), event.to_string()]
     };
     assert_eq!(program_records(&ours), program_records(&theirs));
+    // perf's HEADER_BPF_PROG_INFO section (every program loaded, with its functions'
+    // addresses and sizes), printed by `report --header-only` as perf prints it.
+    let prog_info = |tool: &str| -> Vec<String> {
+        shown(tool, &["report", "--header-only"], &theirs)
+            .lines()
+            .filter(|l| l.starts_with("# bpf_prog_info ") || l.starts_with("# \tsub_prog "))
+            .map(str::to_string)
+            .collect()
+    };
+    let want = prog_info("perf");
+    let ours_line = want
+        .iter()
+        .find(|l| l.starts_with(&format!("# bpf_prog_info {prog_id}: bpf_prog_")))
+        .unwrap_or_else(|| panic!("perf lists no program {prog_id}: {want:?}"));
+    assert!(
+        ours_line.contains("_perfkit_spin addr 0xffffffff"),
+        "{ours_line}"
+    );
+    assert_eq!(prog_info("perfkit"), want);
     // The samples in the program, as both tools name them (the machine's other tasks are
     // left out: their names, and the column widths they set, are not this test's subject).
     let (share, _) = program_share(&ours, &[]);

@@ -244,11 +244,14 @@ fn kernel_ips_past_etext_are_in_perfs_kernel_map() {
     let samples: Vec<(u64, u64)> = ADDRS.iter().map(|&a| (a, a)).collect();
     let outs = same_as_perf(
         &samples,
-        // Not `report`: perf prints a data symbol's row (`__start_rodata`) with the offset
-        // of its first sample, perfkit without (listed in the README).
+        // `report` too: perf prints a data symbol's row (`__start_rodata`) with the offset
+        // of the row's first sample, a text symbol's (`_etext`) without.
         &[
             &["script", "-F", "comm,ip,sym,symoff,dso"],
             &["script", "-F", "ip,sym,dso"],
+            &["report", "--stdio"],
+            &["report", "--stdio", "--sort", "dso,sym"],
+            &["report", "--stdio", "--sort", "sym,dso"],
         ],
     );
     assert!(
@@ -256,6 +259,19 @@ fn kernel_ips_past_etext_are_in_perfs_kernel_map() {
             && outs[0].contains("ffffffff81102000 [unknown] ([unknown])"),
         "{}",
         outs[0]
+    );
+    // The row of both samples in `__start_rodata` carries the first one's offset.
+    let rows: Vec<&str> = outs[2].lines().filter(|l| l.contains("[k] ")).collect();
+    assert!(
+        rows.iter()
+            .any(|l| l.trim_end().ends_with("[k] __start_rodata+0x10") && l.contains("18.18%")),
+        "{}",
+        outs[2]
+    );
+    assert!(
+        rows.iter().any(|l| l.trim_end().ends_with("[k] _etext")),
+        "{}",
+        outs[2]
     );
 }
 

@@ -1391,6 +1391,9 @@ impl Builder {
             };
             if let Some(s) = &sym.symbol {
                 self.profile.sym_sizes.insert(func, s.size);
+                if s.object {
+                    self.profile.data_objects.insert(func);
+                }
             }
             let frame = &mut self.profile.frames[f as usize];
             frame.func = func;

@@ -277,6 +277,14 @@ pub fn render_info(
             Some(format!("# clockid frequency: {} MHz", res * 1000)),
         );
     }
+    if let Some((_, raw)) = f.raw.iter().find(|(b, _)| *b == ft::BPF_PROG_INFO)
+        && let Some(progs) = perfkit_data::bpf_prog_info::parse(raw, file.endian)
+    {
+        let text: Vec<String> = progs.iter().filter_map(bpf_prog_lines).collect();
+        if !text.is_empty() {
+            line(ft::BPF_PROG_INFO, Some(text.join("\n")));
+        }
+    }
     if let Some(c) = &f.compressed {
         let kind = if c.kind == 1 { "Zstd" } else { "Unknown" };
         line(
@@ -299,6 +307,33 @@ pub fn render_info(
         s.push_str("# ========\n#\n");
     }
     s
+}
+
+/// perf's lines for one program of `HEADER_BPF_PROG_INFO`
+/// (`bpf_event__print_bpf_prog_info`): one line for a program of one function, else a line
+/// per function; nothing when the counts of its arrays disagree. (perf names a program's
+/// functions from its BTF where the file's `HEADER_BPF_BTF` holds it; perfkit reads no BTF
+/// and names them as perf does without.)
+fn bpf_prog_lines(p: &perfkit_data::bpf_prog_info::BpfProgInfo) -> Option<String> {
+    match p.functions.as_slice() {
+        [] => None,
+        [(addr, len, _)] => Some(format!(
+            "# bpf_prog_info {}: {} addr {addr:#x} size {len}",
+            p.id,
+            p.function_name(0)
+        )),
+        fs => {
+            let mut s = format!("# bpf_prog_info {}:", p.id);
+            for (i, (addr, len, _)) in fs.iter().enumerate() {
+                let _ = write!(
+                    s,
+                    "\n# \tsub_prog {i}: {} addr {addr:#x} size {len}",
+                    p.function_name(i)
+                );
+            }
+            Some(s)
+        }
+    }
 }
 
 /// The feature bits a file has: its header's bitmap, or in pipe mode the features its

@@ -317,6 +317,10 @@ pub struct Profile {
     pub dso_build_ids: HashMap<String, Vec<u8>>,
     /// Each named function's symbol size in bytes (`--sort symbol_size`).
     pub sym_sizes: HashMap<FuncId, u64>,
+    /// The symbols that are data objects, not functions (kallsyms' data and bss lines,
+    /// `STT_OBJECT` in perf): a report row prints such a symbol with the offset of its
+    /// address (`__start_rodata+0x10`), as perf's `_hist_entry__sym_snprintf`.
+    pub data_objects: rustc_hash::FxHashSet<FuncId>,
     /// Objects in the order perf makes its `struct dso`s: the kernel, the file's build-id
     /// table, then each object as its first mapping arrives. perf orders call-graph
     /// branches of equal weight by those structs' addresses, which follow that order.

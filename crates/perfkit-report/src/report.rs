@@ -254,6 +254,10 @@ pub struct Filter {
     /// Only samples in one of these [start, end] ranges (perf timestamps, ns; empty: all;
     /// see [`crate::timespec`]).
     pub time: Vec<(u64, u64)>,
+    /// The thread filters drop the other threads' samples before anything is counted (a
+    /// live view zoomed into a thread), instead of hiding rows as perf's report does (see
+    /// `Row::hidden`).
+    pub drop_threads: bool,
 }
 
 impl Filter {
@@ -265,18 +269,31 @@ impl Filter {
             && crate::timespec::keeps(&self.time, s.time)
     }
 
+    /// Whether a sample of thread `t` while it is named `comm` passes the thread filters
+    /// (`--comm`, `--pid`, `--tid`: perf's `thread__is_filtered`).
+    pub fn keep_thread(&self, t: &crate::Thread, comm: &str) -> bool {
+        self.keep_comm(comm)
+            && (self.pids.is_empty() || self.pids.contains(&t.pid))
+            && (self.tids.is_empty() || self.tids.contains(&t.tid))
+    }
+
+    /// Whether a sample of a thread named `comm` passes `--comm`.
+    fn keep_comm(&self, comm: &str) -> bool {
+        self.comms.is_empty() || self.comms.iter().any(|c| c == comm)
+    }
+
     /// Whether sample `s` passes every filter.
     pub fn keep(&self, p: &Profile, s: &Sample) -> bool {
         let t = &p.threads[s.thread as usize];
-        if !self.comms.is_empty() && !self.comms.iter().any(|c| c == t.name_at(s.time)) {
+        if !self.keep_thread(t, t.name_at(s.time)) {
             return false;
         }
-        if !self.pids.is_empty() && !self.pids.contains(&t.pid) {
-            return false;
-        }
-        if !self.tids.is_empty() && !self.tids.contains(&t.tid) {
-            return false;
-        }
+        self.keep_leaf(p, s)
+    }
+
+    /// Whether sample `s` passes the filters other than the thread's: CPUs, times, and
+    /// its leaf's object and symbol.
+    fn keep_leaf(&self, p: &Profile, s: &Sample) -> bool {
         if !self.cpus.is_empty() && !s.cpu.is_some_and(|c| self.cpus.contains(&c)) {
             return false;
         }
@@ -340,6 +357,13 @@ pub struct Row {
     /// The privilege level (`[k]` or `[.]`) of a frame outside every mapping, as perf's
     /// walk left it when the row was made (None: the frame's own).
     kernel: Option<bool>,
+    /// Made by a sample of a thread that `--comm`/`--pid`/`--tid` leave out. As perf's
+    /// `he->filtered`, the sample that makes an entry decides whether it is shown; the
+    /// samples merged into it later count whatever their thread (perf's entries of one
+    /// command, object and symbol merge every process's samples): a row shown, and its
+    /// graph, can hold other processes' samples, and a row another process made first is
+    /// not shown.
+    hidden: bool,
 }
 
 /// A row's values for one other event of its group.
@@ -521,6 +545,9 @@ fn event_rows<'p>(
     // of their first samples (perf's insertion order). The time only matters for the
     // thread's name, so it is reduced to the index of that name.
     let mut index: HashMap<AggKey, usize> = HashMap::default();
+    // Whether perf's entries are per command (`--comm X` left the column out, not the key).
+    let by_comm =
+        opts.sort.contains(&SortKey::Comm) || opts.notes.iter().any(|n| n.starts_with("comm: "));
     let mut agg: Vec<(AggKey, (u64, u64))> = Vec::new();
     let (mut total, mut count) = (0u64, 0u64);
     // Every sample in the CPUs and times asked for: the base of absolute percentages.
@@ -532,10 +559,16 @@ fn event_rows<'p>(
         let n = u64::from(s.count);
         all_total += s.period;
         all_count += n;
-        if !opts.filter.keep(p, s) {
+        // A sample of a thread the filters leave out still counts (see Row::hidden), but
+        // where the rows are per command, one of another command makes rows of its own,
+        // never shown: it is left out at once.
+        let t = &p.threads[s.thread as usize];
+        if !opts.filter.keep_leaf(p, s)
+            || (by_comm && !opts.filter.keep_comm(t.name_at(s.time)))
+            || (opts.filter.drop_threads && !opts.filter.keep_thread(t, t.name_at(s.time)))
+        {
             continue;
         }
-        let t = &p.threads[s.thread as usize];
         let name_idx = t
             .names
             .iter()
@@ -563,14 +596,7 @@ fn event_rows<'p>(
         let e = &mut agg[i].1;
         e.0 += s.period;
         e.1 += n;
-        total += s.period;
-        count += n;
     }
-    let (total, count) = if opts.relative {
-        (total, count)
-    } else {
-        (all_total, all_count)
-    };
     // Rows are keyed by interned ids; their text is formatted once, at the end.
     let mut rows: HashMap<RowKey, (Row, Seed)> = HashMap::default();
     let mut frames: Vec<FrameId> = Vec::new();
@@ -583,6 +609,7 @@ fn event_rows<'p>(
             .get(name_idx as usize)
             .map_or(t.unnamed.as_str(), |(_, n)| n.as_str());
         let comm_id = ids.comm(comm);
+        let hidden = !opts.filter.keep_thread(t, comm);
         frames.clear();
         frames.extend(p.stack_frames(stack));
         let in_chain = if cut {
@@ -620,6 +647,7 @@ fn event_rows<'p>(
         let (r, _) = rows.entry(leaf_key).or_insert_with(|| {
             let mut r = Row::new(leaf, ai as u32, thread);
             r.seq = seq;
+            r.hidden = hidden;
             (r, seed(leaf))
         });
         r.self_ += period;
@@ -667,6 +695,7 @@ fn event_rows<'p>(
                 let (r, _) = rows.entry(k).or_insert_with(|| {
                     let mut r = Row::new(Some(f), ai as u32, thread);
                     r.seq = seq;
+                    r.hidden = hidden;
                     r.from_chain = true;
                     r.kernel = unmapped.then_some(kernel);
                     (r, seed(Some(f)))
@@ -684,6 +713,16 @@ fn event_rows<'p>(
             }
         }
     }
+    // perf's relative total: the rows shown (its total_non_filtered_period).
+    for (r, _) in rows.values().filter(|(r, _)| !r.hidden) {
+        total += r.self_;
+        count += r.samples;
+    }
+    let (total, count) = if opts.relative {
+        (total, count)
+    } else {
+        (all_total, all_count)
+    };
     EventRows {
         agg,
         rows,
@@ -753,6 +792,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                     d.seq = seq;
                     d.kernel = row.kernel;
                     d.from_chain = row.from_chain;
+                    d.hidden = row.hidden;
                     (d, seed)
                 });
                 r.members.resize(nm, MemberStat::default());
@@ -884,6 +924,9 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
         } else {
             rows.sort_by(by_keys);
         }
+        // Hidden rows take their place in perf's output tree (its order is built by
+        // inserting every entry, filtered or not), but are not printed.
+        rows.retain(|r| !r.hidden);
         let mut section = Section {
             event: view.title,
             members,
@@ -1055,6 +1098,7 @@ impl Row {
             contrib: Vec::new(),
             last_stack: None,
             max_depth: 0,
+            hidden: false,
         }
     }
 }
@@ -1538,6 +1582,23 @@ fn format_key(
                 (Some(fr), Some(f)) if f.name == "[unknown]" => {
                     let fr = &p.frames[fr as usize];
                     format!("{} {}", mode(f.kernel), unnamed_addr(fr, at.sampled))
+                }
+                // A data object: with the distance of the row's address from the
+                // symbol's start where it ran (perf's `_hist_entry__sym_snprintf`).
+                (Some(fr), Some(f)) if p.data_objects.contains(&p.frames[fr as usize].func) => {
+                    let fr = &p.frames[fr as usize];
+                    let ip = if f.kernel || at.from_chain {
+                        fr.addr
+                    } else {
+                        fr.map_offset.unwrap_or(fr.addr)
+                    };
+                    let start = fr.addr.wrapping_sub(fr.sym_offset.unwrap_or(0));
+                    format!(
+                        "{} {}+{:#x}",
+                        mode(f.kernel),
+                        f.name,
+                        ip.wrapping_sub(start)
+                    )
                 }
                 (_, Some(f)) => format!("{} {}", mode(f.kernel), f.name),
                 _ => "[.] [unknown]".into(),

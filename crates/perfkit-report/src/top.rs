@@ -234,6 +234,7 @@ fn view_with(p: &Profile, opts: &ViewOptions, fast: bool, live: &mut Live) -> Vi
         Some(Zoom::Thread(t)) => filter.tids = vec![*t],
         None => {}
     }
+    filter.drop_threads = true;
     let ropts = ReportOptions {
         sort: opts.sort.clone(),
         children: opts.children,

@@ -98,6 +98,7 @@ impl Symbolizer {
             start,
             size,
             offset: 0,
+            object: false,
         };
         let bytes = match vaddr_to_offset(&dso.binary, start) {
             Some((off, avail)) => {
@@ -167,6 +168,7 @@ impl Symbolizer {
             start,
             size,
             offset: vaddr - start,
+            object: false,
         })
     }
 }

@@ -23,6 +23,8 @@ struct Entry {
     start: u64,
     size: u64,
     name: Box<str>,
+    /// `STT_OBJECT` (not a function, nor a label).
+    object: bool,
 }
 
 /// perf's table of one ELF symbol table (functions, objects, labels), sorted by address.
@@ -42,7 +44,7 @@ impl DataSymbols {
             Box::new(obj.symbols())
         };
         // perf's single table in symbol-table order: functions and objects.
-        let mut raw: Vec<RawSymbol<(Box<str>, bool)>> = Vec::new();
+        let mut raw: Vec<RawSymbol<(Box<str>, bool, bool)>> = Vec::new();
         for s in syms {
             let SymbolSection::Section(idx) = s.section() else {
                 continue;
@@ -67,7 +69,8 @@ impl DataSymbols {
                 continue;
             }
             let rank = rank(name, s.is_weak(), s.is_global());
-            raw.push((s.address(), s.size(), rank, (name.into(), data)));
+            let object = s.kind() == SymbolKind::Data;
+            raw.push((s.address(), s.size(), rank, (name.into(), data, object)));
         }
         if !raw.iter().any(|e| e.3.1) {
             return None;
@@ -81,13 +84,15 @@ impl DataSymbols {
                 start: raw[k].0,
                 size: raw[k].1,
                 name: std::mem::take(&mut raw[k].3.0),
+                object: raw[k].3.2,
             })
             .collect();
         Some(DataSymbols { entries, demangle })
     }
 
-    /// The object covering `vaddr`: its name (demangled unless turned off), start and size.
-    pub fn find(&self, vaddr: u64) -> Option<(Arc<str>, u64, u64)> {
+    /// The object covering `vaddr`: its name (demangled unless turned off), start, size and
+    /// whether it is an `STT_OBJECT`.
+    pub fn find(&self, vaddr: u64) -> Option<(Arc<str>, u64, u64, bool)> {
         let i = self
             .entries
             .partition_point(|e| e.start <= vaddr)
@@ -97,6 +102,6 @@ impl DataSymbols {
             return None;
         }
         let name: Arc<str> = self.demangle.apply(&e.name).into();
-        Some((name, e.start, e.size))
+        Some((name, e.start, e.size, e.object))
     }
 }

@@ -16,12 +16,17 @@ pub struct KernelSymbol {
     pub name: Arc<str>,
     /// Module name without brackets (`nf_tables`), `None` for the core kernel.
     pub module: Option<Arc<str>>,
+    /// A data symbol (kallsyms types other than `t`/`w`: `d`, `b`, ...), which perf keeps
+    /// as `STT_OBJECT` (its `kallsyms2elf_type`) and prints in a report row with the
+    /// offset of the row's address (`__start_rodata+0x10`).
+    pub object: bool,
 }
 
 /// The kernel's function symbols sorted by address, from `/proc/kallsyms` (or a saved copy,
 /// such as perf's `~/.debug/[kernel.kallsyms]/BUILDID/kallsyms`).
 ///
-/// Only text symbols are kept (types `t T w W`, as perf does). When every address reads
+/// The symbols perf loads are kept (text, weak, data and bss: its `symbol_type__filter`),
+/// data ones marked [`KernelSymbol::object`]. When every address reads
 /// as zero the kernel is hiding them (`kptr_restrict`, or not root): [`Kallsyms::hidden`]
 /// is then true and lookups give nothing.
 #[derive(Clone, Debug, Default)]
@@ -151,6 +156,7 @@ impl Parse {
             size: 0,
             name: Arc::from(name),
             module,
+            object: !matches!(ty.to_ascii_lowercase(), 't' | 'w'),
         });
         Ok(())
     }
@@ -363,11 +369,15 @@ ffffffffc0001100 T nft_register\t[nf_tables]
         assert_eq!(&*s.name, "secondary_startup_64");
         // Data symbols are perf's too (its symbol_type__filter): one ends the text before.
         assert_eq!(s.size, 0x100);
-        assert_eq!(&*k.find(0xffffffff81000250).unwrap().name, "some_data");
+        let d = k.find(0xffffffff81000250).unwrap();
+        assert_eq!(&*d.name, "some_data");
+        // perf's kallsyms2elf_type: data is STT_OBJECT, text and weak symbols functions.
+        assert!(d.object);
+        assert!(!s.object);
         // The last symbol of an object ends a page past its page, as perf's fixup_end:
         // the core kernel's, before the modules' symbols.
         let s = k.find(0xffffffff81002fff).unwrap();
-        assert_eq!((&*s.name, s.size), ("weak_fn", 0x1f80));
+        assert_eq!((&*s.name, s.size, s.object), ("weak_fn", 0x1f80, false));
         assert!(k.find(0xffffffff81003000).is_none());
         let m = k.find(0xffffffffc0001004).unwrap();
         assert_eq!(&*m.name, "nft_do_chain");

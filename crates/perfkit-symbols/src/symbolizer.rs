@@ -353,12 +353,13 @@ impl Symbolizer {
             };
             file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
         });
-        if let Some((name, start, size)) = table.as_ref().and_then(|t| t.find(vaddr)) {
+        if let Some((name, start, size, object)) = table.as_ref().and_then(|t| t.find(vaddr)) {
             f.symbol = Some(Symbol {
                 name,
                 start,
                 size,
                 offset: vaddr - start,
+                object,
             });
             f.unknown_reason = None;
         }
@@ -517,6 +518,7 @@ impl Symbolizer {
                 start: s.start,
                 size: s.size,
                 offset: addr - s.start,
+                object: s.object,
             }),
             dso,
             srcline: None,
@@ -550,6 +552,7 @@ impl Symbolizer {
                     start: k.start,
                     size: k.end - k.start,
                     offset: addr - k.start,
+                    object: false,
                 }),
                 dso: k.name.clone(),
                 srcline: None,
@@ -625,6 +628,7 @@ impl Symbolizer {
                     start: s.start,
                     size: s.size,
                     offset: addr - s.start,
+                    object: false,
                 }),
                 dso: name.clone(),
                 srcline: None,
@@ -698,6 +702,8 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                         start,
                         size,
                         offset: vaddr - start,
+                        // The code table holds functions only.
+                        object: false,
                     }),
                     None,
                 )

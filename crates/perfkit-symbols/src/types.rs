@@ -86,6 +86,9 @@ pub struct Symbol {
     pub size: u64,
     /// Offset of the looked-up address from `start` (perf prints `name+0x1f`).
     pub offset: u64,
+    /// A data object (`STT_OBJECT`, or a kallsyms data/bss line) rather than a function:
+    /// perf prints its report row with an offset (`__start_rodata+0x10`).
+    pub object: bool,
 }
 
 /// One function inlined at an address (DWARF `DW_TAG_inlined_subroutine`), from

@@ -76,6 +76,8 @@ pub fn symbols(path: &Path) -> Result<Kallsyms, Error> {
             size,
             name: Arc::from(name),
             module: None,
+            // Functions only are kept (text symbols and labels in text).
+            object: false,
         });
     }
     Ok(Kallsyms::from_symbols(out))
