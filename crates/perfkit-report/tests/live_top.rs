@@ -181,7 +181,7 @@ fn builder(live: bool) -> perfkit_report::build::Builder {
 
 #[test]
 fn a_new_mapping_under_a_sampled_address_moves_its_samples_as_in_the_plain_builder() {
-    use perfkit_report::build::Input;
+    use perfkit_report::build::{Input, SampleInput};
     let pid = std::process::id() as i32;
     let ip = marker();
     let page = ip & !0xfff;
@@ -193,7 +193,7 @@ fn a_new_mapping_under_a_sampled_address_moves_its_samples_as_in_the_plain_build
         let mut sample = |b: &mut perfkit_report::build::Builder, n: u64| {
             for i in 0..n {
                 time += 1;
-                b.push(Input::Sample {
+                b.push(Input::Sample(SampleInput {
                     event: 0,
                     pid,
                     tid: pid,
@@ -206,7 +206,7 @@ fn a_new_mapping_under_a_sampled_address_moves_its_samples_as_in_the_plain_build
                     user: None,
                     raw: None,
                     cgroup: 0,
-                });
+                }));
             }
         };
         sample(b, 10);
