@@ -317,7 +317,7 @@ fn record(args: RecordArgs) -> Result<u8> {
     let mut made = rec.make_preamble(&pids);
     // The command's namespaces (`--namespaces`), which perf synthesizes for it too.
     if let Some(c) = child.as_ref().filter(|_| command_is_target) {
-        made.extend(rec.task_namespaces(c.pid()));
+        made.records.extend(rec.task_namespaces(c.pid()));
     }
     let late: Vec<i32> = if system_wide {
         let known: std::collections::HashSet<i32> = pids.iter().copied().collect();
@@ -328,7 +328,7 @@ fn record(args: RecordArgs) -> Result<u8> {
     } else {
         Vec::new()
     };
-    made.extend(rec.task_records(&late));
+    made.records.extend(rec.task_records(&late));
     if !command_is_target {
         if delay == 0 {
             rec.enable()?;

@@ -246,23 +246,58 @@ fn record_describes_the_programs_loaded_before_it() {
     assert_eq!(program_records(&ours), program_records(&theirs));
     // perf's HEADER_BPF_PROG_INFO section (every program loaded, with its functions'
     // addresses and sizes), printed by `report --header-only` as perf prints it.
-    let prog_info = |tool: &str| -> Vec<String> {
-        shown(tool, &["report", "--header-only"], &theirs)
+    let prog_info = |tool: &str, file: &Path| -> Vec<String> {
+        shown(tool, &["report", "--header-only"], file)
             .lines()
             .filter(|l| l.starts_with("# bpf_prog_info ") || l.starts_with("# \tsub_prog "))
             .map(str::to_string)
             .collect()
     };
-    let want = prog_info("perf");
-    let ours_line = want
-        .iter()
-        .find(|l| l.starts_with(&format!("# bpf_prog_info {prog_id}: bpf_prog_")))
-        .unwrap_or_else(|| panic!("perf lists no program {prog_id}: {want:?}"));
+    let spin_line = |lines: &[String]| -> String {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("# bpf_prog_info {prog_id}: bpf_prog_")))
+            .unwrap_or_else(|| panic!("no bpf_prog_info line of program {prog_id}: {lines:?}"))
+            .clone()
+    };
+    let want = prog_info("perf", &theirs);
+    let perfs_line = spin_line(&want);
     assert!(
-        ours_line.contains("_perfkit_spin addr 0xffffffff"),
-        "{ours_line}"
+        perfs_line.contains("_perfkit_spin addr 0xffffffff"),
+        "{perfs_line}"
     );
-    assert_eq!(prog_info("perfkit"), want);
+    assert_eq!(prog_info("perfkit", &theirs), want);
+    // perfkit writes the section: perf reads perfkit's file as its own, and prints what
+    // perfkit prints of it.
+    let written = prog_info("perf", &ours);
+    assert_eq!(prog_info("perfkit", &ours), written);
+    // The spinner's line (id, name, address, size) is the one in perf's recording.
+    assert_eq!(spin_line(&written), perfs_line);
+    // Every program both recordings list (one may have come or gone between them) at the
+    // same addresses and sizes. Only perf's file has their BTF (HEADER_BPF_BTF), which
+    // may name a program's functions otherwise: names are left out here.
+    let places = |lines: &[String]| -> std::collections::BTreeMap<String, Vec<String>> {
+        let mut by_prog = std::collections::BTreeMap::<String, Vec<String>>::new();
+        let mut prog = String::new();
+        for l in lines {
+            if let Some(rest) = l.strip_prefix("# bpf_prog_info ") {
+                prog = rest.split(':').next().unwrap().to_string();
+            }
+            if let Some(at) = l.find(" addr ") {
+                by_prog
+                    .entry(prog.clone())
+                    .or_default()
+                    .push(l[at..].to_string());
+            }
+        }
+        by_prog
+    };
+    let (a, b) = (places(&written), places(&want));
+    let both: Vec<&String> = a.keys().filter(|k| b.contains_key(*k)).collect();
+    assert!(both.contains(&&prog_id), "{a:?} {b:?}");
+    for k in both {
+        assert_eq!(a[k], b[k], "program {k}");
+    }
     // The samples in the program, as both tools name them (the machine's other tasks are
     // left out: their names, and the column widths they set, are not this test's subject).
     let (share, _) = program_share(&ours, &[]);

@@ -13,6 +13,7 @@ use perfkit_records::Endian;
 
 /// Offsets in `struct bpf_prog_info`.
 mod at {
+    pub const NAME_LEN: usize = 16;
     pub const ID: usize = 4;
     pub const TAG: usize = 8;
     pub const NAME: usize = 64;
@@ -23,8 +24,15 @@ mod at {
     pub const BTF_ID: usize = 128;
     pub const NR_PROG_TAGS: usize = 180;
     pub const PROG_TAGS: usize = 184;
-    /// What is read: up to and including `prog_tags`.
+    /// What is read and written: up to and including `prog_tags`.
     pub const LEN: usize = 192;
+}
+
+/// The bits of the arrays bitmap (perf's `PERF_BPIL_*`) for the arrays written here.
+mod array {
+    pub const JITED_KSYMS: u64 = 1 << 3;
+    pub const JITED_FUNC_LENS: u64 = 1 << 4;
+    pub const PROG_TAGS: u64 = 1 << 8;
 }
 
 /// One program of the section.
@@ -118,6 +126,50 @@ pub fn parse(section: &[u8], endian: Endian) -> Option<Vec<BpfProgInfo>> {
     Some(out)
 }
 
+/// The `HEADER_BPF_PROG_INFO` section of `progs`, in this machine's byte order, as perf
+/// writes it (`write_bpf_prog_info`): per program `info_len` bytes of `struct
+/// bpf_prog_info` (perf reads a shorter one as zero-padded) holding its id, tag, name,
+/// BTF id and the counts and offsets of three arrays (the JIT-compiled functions'
+/// addresses, lengths and tags), each array padded to 8 bytes as perf lays them out. The
+/// program's instructions and line info, which perf also keeps, are not written.
+pub fn write(progs: &[BpfProgInfo]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(progs.len() as u32).to_ne_bytes());
+    for p in progs {
+        let n = p.functions.len();
+        let mut info = [0u8; at::LEN];
+        let mut put = |o: usize, v: &[u8]| info[o..o + v.len()].copy_from_slice(v);
+        put(at::ID, &p.id.to_ne_bytes());
+        put(at::TAG, &p.tag);
+        let name = p.name.as_bytes();
+        put(at::NAME, &name[..name.len().min(at::NAME_LEN - 1)]);
+        put(at::BTF_ID, &p.btf_id.to_ne_bytes());
+        let lens_at = n * 8;
+        let tags_at = lens_at + (n * 4).next_multiple_of(8);
+        for (count, offset, data_at) in [
+            (at::NR_JITED_KSYMS, at::JITED_KSYMS, 0),
+            (at::NR_JITED_FUNC_LENS, at::JITED_FUNC_LENS, lens_at),
+            (at::NR_PROG_TAGS, at::PROG_TAGS, tags_at),
+        ] {
+            put(count, &(n as u32).to_ne_bytes());
+            put(offset, &(data_at as u64).to_ne_bytes());
+        }
+        let mut data = vec![0u8; tags_at + n * 8];
+        for (i, (addr, len, tag)) in p.functions.iter().enumerate() {
+            data[i * 8..i * 8 + 8].copy_from_slice(&addr.to_ne_bytes());
+            data[lens_at + i * 4..lens_at + i * 4 + 4].copy_from_slice(&len.to_ne_bytes());
+            data[tags_at + i * 8..tags_at + i * 8 + 8].copy_from_slice(tag);
+        }
+        out.extend_from_slice(&(at::LEN as u32).to_ne_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+        let arrays = array::JITED_KSYMS | array::JITED_FUNC_LENS | array::PROG_TAGS;
+        out.extend_from_slice(&arrays.to_ne_bytes());
+        out.extend_from_slice(&info);
+        out.extend_from_slice(&data);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +239,55 @@ mod tests {
         assert_eq!(p[2].function_name(1), "bpf_prog_0202020202020202_F");
         // Truncated: an error, not a panic.
         assert!(parse(&section[..section.len() - 1], Endian::Little).is_none());
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let progs = vec![
+            BpfProgInfo {
+                id: 3,
+                tag: [0xf7, 0x90, 0x4b, 0x1e, 0x51, 0x16, 0x6c, 0x13],
+                name: "perfkit_spin".into(),
+                btf_id: 0,
+                functions: vec![(0xffff_ffff_c002_204c, 35, [0xf7; 8])],
+            },
+            // Three functions: an odd count of 4-byte lengths, padded to 8 bytes.
+            BpfProgInfo {
+                id: 12,
+                tag: [1; 8],
+                name: "with_subprogs".into(),
+                btf_id: 40,
+                functions: vec![
+                    (0xffff_ffff_c010_0000, 120, [1; 8]),
+                    (0xffff_ffff_c010_0100, 16, [2; 8]),
+                    (0xffff_ffff_c010_0200, 8, [3; 8]),
+                ],
+            },
+            // Neither a name nor JIT-compiled functions.
+            BpfProgInfo {
+                id: 7,
+                tag: [9; 8],
+                name: String::new(),
+                btf_id: 0,
+                functions: Vec::new(),
+            },
+        ];
+        let section = write(&progs);
+        let endian = if cfg!(target_endian = "little") {
+            Endian::Little
+        } else {
+            Endian::Big
+        };
+        let mut want = progs.clone();
+        want.sort_by_key(|p| p.id);
+        assert_eq!(parse(&section, endian).unwrap(), want);
+        // The second program's layout, as perf lays it out: 3 addresses (24 bytes), 3
+        // lengths (12, padded to 16), 3 tags (24), after a 16-byte head and the info.
+        let first = 4 + 16 + at::LEN + 8 + 8 + 8;
+        let data_len = u32::from_ne_bytes(section[first + 4..first + 8].try_into().unwrap());
+        assert_eq!(data_len, 24 + 16 + 24);
+        let arrays = u64::from_ne_bytes(section[first + 8..first + 16].try_into().unwrap());
+        assert_eq!(arrays, (1 << 3) | (1 << 4) | (1 << 8));
+        assert_eq!(section.len(), first + 16 + at::LEN + 64 + 16 + at::LEN);
     }
 }

@@ -60,6 +60,8 @@ pub struct PerfDataWriter {
     zstd: Option<zstd::bulk::Compressor<'static>>,
     /// HEADER_TRACING_DATA: the format files of the tracepoints recorded.
     tracing: Option<Vec<u8>>,
+    /// HEADER_BPF_PROG_INFO: the BPF programs the file describes (None: no section).
+    bpf_programs: Option<Vec<crate::bpf_prog_info::BpfProgInfo>>,
     /// Decoders of the events' records (MMAP/MMAP2 file names for BUILD_ID).
     parsers: Parsers,
     /// When the header was last rewritten by [`finish_round`](Self::finish_round).
@@ -365,6 +367,7 @@ impl PerfDataWriter {
             mapped: BTreeSet::new(),
             zstd,
             tracing,
+            bpf_programs: None,
             parsers,
             last_sync: None,
         })
@@ -581,6 +584,22 @@ impl PerfDataWriter {
             self.flush_round()?;
         }
         Ok(())
+    }
+
+    /// Describe `progs` in the file's `HEADER_BPF_PROG_INFO` section (perf's list of the
+    /// BPF programs its records name): a program already described (by id) is kept once.
+    /// Without a call the file has no section; an empty list gives one of no programs.
+    /// Pipe mode writes none.
+    pub fn add_bpf_programs(
+        &mut self,
+        progs: impl IntoIterator<Item = crate::bpf_prog_info::BpfProgInfo>,
+    ) {
+        let all = self.bpf_programs.get_or_insert_with(Vec::new);
+        for p in progs {
+            if !all.iter().any(|q| q.id == p.id) {
+                all.push(p);
+            }
+        }
     }
 
     /// Note a sample's timestamp (SAMPLE_TIME feature).
@@ -877,6 +896,9 @@ impl PerfDataWriter {
         }
         if let Some(blob) = self.tracing.take() {
             feats.push((f::TRACING_DATA, blob));
+        }
+        if let Some(progs) = &self.bpf_programs {
+            feats.push((f::BPF_PROG_INFO, crate::bpf_prog_info::write(progs)));
         }
         feats.sort_by_key(|x| x.0);
         let index_at = self.data_start + self.data_len;

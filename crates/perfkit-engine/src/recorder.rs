@@ -323,11 +323,11 @@ impl Recorder {
     /// module maps, COMM/MMAP of the tasks), made before counting starts as perf makes it:
     /// reading `/proc` then costs no lost samples (nothing drains the rings yet) and no
     /// sampling overhead. [`write_made_preamble`](Self::write_made_preamble) writes it.
-    pub fn make_preamble(&self, pids: &[i32]) -> Vec<Vec<u8>> {
+    pub fn make_preamble(&self, pids: &[i32]) -> crate::sideband::Preamble {
         let first_id = self.ids.first().and_then(|i| i.first()).copied();
         let attr = self.preamble_attr();
         let (Some(attr), Some(id)) = (attr, first_id) else {
-            return Vec::new();
+            return Default::default();
         };
         crate::sideband::KernelMaps::new(&attr, id).preamble_start(&attr, id, pids)
     }
@@ -362,13 +362,15 @@ impl Recorder {
 
     /// Write a preamble made by [`make_preamble`](Self::make_preamble) (and
     /// [`task_records`](Self::task_records)), then FINISHED_INIT.
-    pub fn write_made_preamble(&self, w: &mut PerfDataWriter, made: &[Vec<u8>]) -> Result<()> {
+    pub fn write_made_preamble(
+        &self,
+        w: &mut PerfDataWriter,
+        made: &crate::sideband::Preamble,
+    ) -> Result<()> {
         if self.opened.events.is_empty() {
             return Ok(());
         }
-        for r in made {
-            w.write_record(&[r]).map_err(Error::Write)?;
-        }
+        made.write(w).map_err(Error::Write)?;
         w.write_record(&[&synth::finished_init()])
             .map_err(Error::Write)
     }

@@ -3,6 +3,7 @@
 //! FINISHED_INIT.
 
 use perfkit::sys;
+use perfkit_data::bpf_prog_info::BpfProgInfo;
 use perfkit_data::{PerfDataWriter, synth};
 
 /// Write what perf synthesizes at the start of a file: the kernel map, the kernel
@@ -58,7 +59,7 @@ impl KernelMaps {
         id: u64,
         pids: &[i32],
     ) -> Vec<Vec<u8>> {
-        let mut out = self.preamble_start(attr, id, pids);
+        let mut out = self.preamble_start(attr, id, pids).records;
         out.push(synth::finished_init());
         out
     }
@@ -66,21 +67,21 @@ impl KernelMaps {
     /// [`preamble_records`](Self::preamble_records) without the FINISHED_INIT that ends
     /// them: a recorder makes these before counting starts and adds the tasks that started
     /// meanwhile before ending the preamble.
-    pub fn preamble_start(
-        &self,
-        attr: &sys::perf_event_attr,
-        id: u64,
-        pids: &[i32],
-    ) -> Vec<Vec<u8>> {
-        let mut out = self.records.clone();
+    pub fn preamble_start(&self, attr: &sys::perf_event_attr, id: u64, pids: &[i32]) -> Preamble {
+        let mut records = self.records.clone();
+        let mut bpf_programs = Vec::new();
         if attr.has(sys::attr_flags::BPF_EVENT) {
-            out.extend(bpf_program_records(attr, id));
+            bpf_programs = loaded_bpf_programs();
+            records.extend(bpf_program_records(attr, id, &bpf_programs));
         }
         if attr.has(sys::attr_flags::CGROUP) {
-            out.extend(synth::cgroups(attr, id));
+            records.extend(synth::cgroups(attr, id));
         }
-        out.extend(synth::tasks(attr, id, pids));
-        out
+        records.extend(synth::tasks(attr, id, pids));
+        Preamble {
+            records,
+            bpf_programs,
+        }
     }
 
     /// What [`write_preamble`] writes, with these kernel maps.
@@ -91,9 +92,30 @@ impl KernelMaps {
         id: u64,
         pids: &[i32],
     ) -> std::io::Result<()> {
-        for r in self.preamble_records(attr, id, pids) {
-            w.write_record(&[&r])?;
+        let mut made = self.preamble_start(attr, id, pids);
+        made.records.push(synth::finished_init());
+        made.write(w)
+    }
+}
+
+/// The start of a file's side-band records, made before the file is: the records, and
+/// the BPF programs they describe, for the file's `HEADER_BPF_PROG_INFO` section.
+#[derive(Clone, Debug, Default)]
+pub struct Preamble {
+    /// Whole records (header and body), in file order.
+    pub records: Vec<Vec<u8>>,
+    /// The BPF programs loaded when it was made; none when not asked for
+    /// (`--no-bpf-event`) or not allowed, where perf's section lists none too.
+    pub bpf_programs: Vec<BpfProgInfo>,
+}
+
+impl Preamble {
+    /// Write the records to `w` and give it the programs for its header.
+    pub fn write(&self, w: &mut PerfDataWriter) -> std::io::Result<()> {
+        for r in &self.records {
+            w.write_record(&[r])?;
         }
+        w.add_bpf_programs(self.bpf_programs.iter().cloned());
         Ok(())
     }
 }
@@ -102,23 +124,42 @@ impl KernelMaps {
 /// `proc/modules` and `lib/modules/RELEASE/modules.dep` (`/` when unset).
 pub const MODULES_ROOT_ENV: &str = "PERFKIT_MODULES_ROOT";
 
-/// The `PERF_RECORD_KSYMBOL` and `PERF_RECORD_BPF_EVENT` records of the BPF programs
-/// loaded now, as `perf record` synthesizes them (unless `--no-bpf-event`): each JIT-compiled
-/// function's symbol, then the program's load event. Without the privileges to list them,
-/// none (perf says nothing either). A program with BTF takes the names the kernel gave its
-/// functions (its kallsyms `[bpf]` lines, what perf reads from the BTF); one without, perf's
-/// `bpf_prog_TAG_NAME`.
-fn bpf_program_records(attr: &sys::perf_event_attr, id: u64) -> Vec<Vec<u8>> {
+/// The BPF programs loaded now, as `perf record` lists them for its synthesized records
+/// and its `HEADER_BPF_PROG_INFO` section. Without the privileges to list them, none (perf
+/// says nothing either).
+fn loaded_bpf_programs() -> Vec<BpfProgInfo> {
     let Ok(progs) = perfkit::bpf_programs() else {
         return Vec::new();
     };
+    progs
+        .into_iter()
+        .map(|p| BpfProgInfo {
+            id: p.id,
+            tag: p.tag,
+            name: p.name,
+            btf_id: p.btf_id,
+            functions: p.functions,
+        })
+        .collect()
+}
+
+/// The `PERF_RECORD_KSYMBOL` and `PERF_RECORD_BPF_EVENT` records of the BPF programs
+/// `progs`, as `perf record` synthesizes them (unless `--no-bpf-event`): each JIT-compiled
+/// function's symbol, then the program's load event. A program with BTF takes the names
+/// the kernel gave its functions (its kallsyms `[bpf]` lines, what perf reads from the
+/// BTF); one without, perf's `bpf_prog_TAG_NAME`.
+fn bpf_program_records(
+    attr: &sys::perf_event_attr,
+    id: u64,
+    progs: &[BpfProgInfo],
+) -> Vec<Vec<u8>> {
     let kernel_names = if progs.iter().any(|p| p.btf_id != 0) {
         bpf_kallsyms_names()
     } else {
         std::collections::HashMap::new()
     };
     let mut out = Vec::new();
-    for p in &progs {
+    for p in progs {
         for (i, &(addr, len, _)) in p.functions.iter().enumerate() {
             if addr == 0 {
                 continue;

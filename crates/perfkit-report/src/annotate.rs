@@ -250,8 +250,8 @@ pub fn annotate(
                         skipped.push(skip(
                             "a BPF program's JIT code is in no kernel image, and the \
                              recording does not keep it (perf reads it from the \
-                             HEADER_BPF_PROG_INFO section, which perfkit neither writes nor \
-                             reads)"
+                             HEADER_BPF_PROG_INFO section, where perfkit keeps only the \
+                             programs' names, addresses and sizes)"
                                 .into(),
                         ));
                         continue;
