@@ -290,4 +290,25 @@ mod tests {
         assert_eq!(arrays, (1 << 3) | (1 << 4) | (1 << 8));
         assert_eq!(section.len(), first + 16 + at::LEN + 64 + 16 + at::LEN);
     }
+
+    #[test]
+    fn names_as_perf_gives_them_without_btf() {
+        let tag = [0xf7, 0x90, 0x4b, 0x1e, 0x51, 0x16, 0x6c, 0x13];
+        let mut p = BpfProgInfo {
+            id: 7,
+            tag,
+            name: "perfkit_spin".into(),
+            btf_id: 0,
+            functions: vec![(0xffff_ffff_c002_204c, 35, tag)],
+        };
+        assert_eq!(p.function_name(0), "bpf_prog_f7904b1e51166c13_perfkit_spin");
+        p.name.clear();
+        assert_eq!(p.function_name(0), "bpf_prog_f7904b1e51166c13");
+        // With subprograms, each function by its own tag and `_F`.
+        p.name = "main".into();
+        p.functions
+            .push((0xffff_ffff_c002_2100, 16, [1, 2, 3, 4, 5, 6, 7, 8]));
+        assert_eq!(p.function_name(0), "bpf_prog_f7904b1e51166c13_F");
+        assert_eq!(p.function_name(1), "bpf_prog_0102030405060708_F");
+    }
 }

@@ -261,6 +261,29 @@ struct Collector {
     loaded: std::collections::HashSet<String>,
 }
 
+impl Collector {
+    /// A collector of what `want` asks for in `file`, naming addresses as `loader` does.
+    fn new(file: &PerfData, loader: &Loader, want: Want) -> Self {
+        Collector {
+            want,
+            extras: Extras {
+                events: formats(file),
+                arch: file.features.arch.clone().unwrap_or_default(),
+                ..Extras::default()
+            },
+            comms: HashMap::default(),
+            maps: HashMap::default(),
+            kernel_maps: ProcessMaps::new(),
+            ksymbols: perfkit_symbols::Ksymbols::new(),
+            loaded: Default::default(),
+            // The sample addresses are named with the kernel symbols and files the samples'
+            // code is (`--kallsyms`, `--symfs`, the build-id cache's kallsyms).
+            symbolizer: (want.addr_symbols || want.branch_names || want.branch_insns)
+                .then(|| Symbolizer::new(loader.symbol_options())),
+        }
+    }
+}
+
 /// `%#x` as C prints it: `0` for zero, `0x1f` otherwise.
 fn alt_hex(v: u64) -> String {
     if v == 0 {
@@ -795,28 +818,12 @@ pub fn load(
 ) -> Result<(Profile, Diagnostics, Extras), LoadError> {
     file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
-    let mut c = Collector {
-        want,
-        extras: Extras {
-            events: formats(file),
-            arch: file.features.arch.clone().unwrap_or_default(),
-            attrs: file
-                .attrs
-                .iter()
-                .map(|a| a.attr.as_bytes()[..128].to_vec())
-                .collect(),
-            ..Extras::default()
-        },
-        comms: HashMap::default(),
-        maps: HashMap::default(),
-        kernel_maps: ProcessMaps::new(),
-        ksymbols: perfkit_symbols::Ksymbols::new(),
-        loaded: Default::default(),
-        // The sample addresses are named with the kernel symbols and files the samples'
-        // code is (`--kallsyms`, `--symfs`, the build-id cache's kallsyms).
-        symbolizer: (want.addr_symbols || want.branch_names || want.branch_insns)
-            .then(|| Symbolizer::new(loader.symbol_options())),
-    };
+    let mut c = Collector::new(file, &loader, want);
+    c.extras.attrs = file
+        .attrs
+        .iter()
+        .map(|a| a.attr.as_bytes()[..128].to_vec())
+        .collect();
     if want.rounds {
         let result = in_file_order(file, &mut loader, &mut c);
         let (profile, mut diag) = loader.finish();
@@ -862,21 +869,7 @@ pub fn stream(
     file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
     loader.stream_samples();
-    let mut c = Collector {
-        want,
-        extras: Extras {
-            events: formats(file),
-            arch: file.features.arch.clone().unwrap_or_default(),
-            ..Extras::default()
-        },
-        comms: HashMap::default(),
-        maps: HashMap::default(),
-        kernel_maps: ProcessMaps::new(),
-        ksymbols: perfkit_symbols::Ksymbols::new(),
-        loaded: Default::default(),
-        symbolizer: (want.addr_symbols || want.branch_names || want.branch_insns)
-            .then(|| Symbolizer::new(loader.symbol_options())),
-    };
+    let mut c = Collector::new(file, &loader, want);
     let given = std::cell::Cell::new(0usize);
     let mut counted = |p: &Profile, samples: &[crate::Sample]| {
         given.set(given.get() + samples.len());

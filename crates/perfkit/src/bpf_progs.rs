@@ -14,7 +14,8 @@
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-/// One loaded BPF program.
+/// One loaded BPF program. The names perf gives its functions, and the file section that
+/// lists it, are perf.data matters: `perfkit_data::bpf_prog_info::BpfProgInfo`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BpfProgram {
     /// The program's id (`bpftool prog` shows it).
@@ -28,29 +29,6 @@ pub struct BpfProgram {
     /// Each JIT-compiled function (the program, then its subprograms): address, length in
     /// bytes and tag.
     pub functions: Vec<(u64, u32, [u8; 8])>,
-}
-
-impl BpfProgram {
-    /// The name perf gives function `i` when it cannot read the program's BTF
-    /// (`synthesize_bpf_prog_name`): `bpf_prog_TAG_NAME` for a program of one function,
-    /// `bpf_prog_TAG_F` for the functions of one with subprograms, `bpf_prog_TAG` for an
-    /// unnamed one. A program with BTF is named by the kernel after its BTF function
-    /// names, as its kallsyms `[bpf]` lines show.
-    pub fn function_name(&self, i: usize) -> String {
-        let mut s = String::from("bpf_prog_");
-        for b in self.functions.get(i).map_or(self.tag, |f| f.2) {
-            s.push_str(&format!("{b:02x}"));
-        }
-        if self.functions.len() == 1 && i == 0 {
-            if !self.name.is_empty() {
-                s.push('_');
-                s.push_str(&self.name);
-            }
-        } else {
-            s.push_str("_F");
-        }
-        s
-    }
 }
 
 const BPF_PROG_GET_NEXT_ID: i32 = 11;
@@ -190,31 +168,5 @@ pub fn bpf_programs() -> io::Result<Vec<BpfProgram>> {
         if let Some(p) = program(id)? {
             out.push(p);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_as_perf_gives_them_without_btf() {
-        let tag = [0xf7, 0x90, 0x4b, 0x1e, 0x51, 0x16, 0x6c, 0x13];
-        let mut p = BpfProgram {
-            id: 7,
-            tag,
-            name: "perfkit_spin".into(),
-            btf_id: 0,
-            functions: vec![(0xffff_ffff_c002_204c, 35, tag)],
-        };
-        assert_eq!(p.function_name(0), "bpf_prog_f7904b1e51166c13_perfkit_spin");
-        p.name.clear();
-        assert_eq!(p.function_name(0), "bpf_prog_f7904b1e51166c13");
-        // With subprograms, each function by its own tag and `_F`.
-        p.name = "main".into();
-        p.functions
-            .push((0xffff_ffff_c002_2100, 16, [1, 2, 3, 4, 5, 6, 7, 8]));
-        assert_eq!(p.function_name(0), "bpf_prog_f7904b1e51166c13_F");
-        assert_eq!(p.function_name(1), "bpf_prog_0102030405060708_F");
     }
 }
