@@ -42,62 +42,6 @@ run: its time, CPU and peak memory, and whether its bytes are the same.
 """
 import hashlib, os, shutil, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def opt(name, default):
-    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
-
-
-PERFKIT = opt("--perfkit", os.path.join(ROOT, "target", "release", "perfkit"))
-GEN = opt("--gen", os.path.join(ROOT, "target", "release", "examples", "gen-perf-data"))
-PERF = opt("--perf", shutil.which("perf") or "perf")
-SAMPLES = int(opt("--samples", "1000000").replace("_", ""))
-SIZE = opt("--size", None)
-if SIZE is not None:
-    units = {"K": 10**3, "M": 10**6, "G": 10**9}
-    try:
-        SIZE = int(float(SIZE[:-1]) * units[SIZE[-1].upper()]) if SIZE[-1].upper() in units \
-            else int(SIZE)
-    except ValueError:
-        sys.exit(f"--size {SIZE}: give bytes, or a number with K, M or G (e.g. 900M)")
-RUNS = int(opt("--runs", "1"))
-SKIP_PERF = "--skip-perf" in sys.argv
-MULTS = [int(m) for m in opt("--mults", "1,2").split(",")]
-MODES = opt("--modes", "no-children,children,script").split(",")
-SINGLE = "--no-single" not in sys.argv
-CPUS = opt("--cpus", None)
-CPU_SETS = CPUS.split("/") if CPUS else [None]
-BASELINE = opt("--baseline", None)
-for name, path in [("perfkit", PERFKIT), ("generator", GEN)]:
-    if not os.access(path, os.X_OK):
-        sys.exit(f"{name} not found at {path}: build it (cargo build --release -p perfkit-cli; "
-                 "cargo build --release -p perfkit-report --example gen-perf-data) or give "
-                 f"--{'gen' if name == 'generator' else name} PATH")
-work = opt("--dir", None) or tempfile.mkdtemp(prefix="perfkit-scale-")
-os.makedirs(work, exist_ok=True)
-
-
-def run(cmd, env=None):
-    """(seconds, peak RSS in MB, sha256 of stdout, CPU seconds) of one run; stdout hashed
-    as it streams (a pprof export: its content, decoded, see pprof_content)."""
-    pprof = "pprof" in cmd
-    if CPU_SET is not None:
-        cmd = ["taskset", "-c", CPU_SET] + cmd
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    h, kept = hashlib.sha256(), []
-    for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
-        (kept.append if pprof else h.update)(chunk)
-    _, status, ru = os.wait4(p.pid, 0)
-    dt = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        print(f"  warning: {' '.join(cmd)} exited {p.returncode}")
-    if pprof:
-        h.update(repr(pprof_content(b"".join(kept))).encode())
-    return dt, ru.ru_maxrss / 1024, h.hexdigest(), ru.ru_utime + ru.ru_stime
-
 
 def pprof_content(gz):
     """A gzipped perftools.profiles.Profile as plain values: strings in place of their
@@ -164,6 +108,75 @@ def pprof_content(gz):
     types = [(S(m, 1), S(m, 2)) for f in (1, 11) for m in msgs(p, f)]
     return (types, samples, maps, sorted(locs.items()),
             [one(p, f) for f in (7, 8, 9, 10, 12, 14)], [st[c] for c in ints(p, 13)])
+
+
+# The content hash of a pprof file, in a process of its own (`--pprof-content FILE`): the
+# decoding's memory would otherwise count in the peak RSS of the commands run after it.
+if sys.argv[1:2] == ["--pprof-content"]:
+    with open(sys.argv[2], "rb") as f:
+        print(hashlib.sha256(repr(pprof_content(f.read())).encode()).hexdigest())
+    sys.exit(0)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def opt(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+PERFKIT = opt("--perfkit", os.path.join(ROOT, "target", "release", "perfkit"))
+GEN = opt("--gen", os.path.join(ROOT, "target", "release", "examples", "gen-perf-data"))
+PERF = opt("--perf", shutil.which("perf") or "perf")
+SAMPLES = int(opt("--samples", "1000000").replace("_", ""))
+SIZE = opt("--size", None)
+if SIZE is not None:
+    units = {"K": 10**3, "M": 10**6, "G": 10**9}
+    try:
+        SIZE = int(float(SIZE[:-1]) * units[SIZE[-1].upper()]) if SIZE[-1].upper() in units \
+            else int(SIZE)
+    except ValueError:
+        sys.exit(f"--size {SIZE}: give bytes, or a number with K, M or G (e.g. 900M)")
+RUNS = int(opt("--runs", "1"))
+SKIP_PERF = "--skip-perf" in sys.argv
+MULTS = [int(m) for m in opt("--mults", "1,2").split(",")]
+MODES = opt("--modes", "no-children,children,script").split(",")
+SINGLE = "--no-single" not in sys.argv
+CPUS = opt("--cpus", None)
+CPU_SETS = CPUS.split("/") if CPUS else [None]
+BASELINE = opt("--baseline", None)
+for name, path in [("perfkit", PERFKIT), ("generator", GEN)]:
+    if not os.access(path, os.X_OK):
+        sys.exit(f"{name} not found at {path}: build it (cargo build --release -p perfkit-cli; "
+                 "cargo build --release -p perfkit-report --example gen-perf-data) or give "
+                 f"--{'gen' if name == 'generator' else name} PATH")
+work = opt("--dir", None) or tempfile.mkdtemp(prefix="perfkit-scale-")
+os.makedirs(work, exist_ok=True)
+
+
+def run(cmd, env=None):
+    """(seconds, peak RSS in MB, sha256 of stdout, CPU seconds) of one run; stdout hashed
+    as it streams (a pprof export: its content, decoded, see pprof_content)."""
+    pprof = os.path.join(work, "out.pprof") if "pprof" in cmd else None
+    if CPU_SET is not None:
+        cmd = ["taskset", "-c", CPU_SET] + cmd
+    t0 = time.perf_counter()
+    out = open(pprof, "wb") if pprof else subprocess.PIPE
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
+    h = hashlib.sha256()
+    for chunk in iter(lambda: p.stdout.read(1 << 20), b"") if not pprof else []:
+        h.update(chunk)
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        print(f"  warning: {' '.join(cmd)} exited {p.returncode}")
+    if pprof:
+        out.close()
+        digest = subprocess.run([sys.executable, __file__, "--pprof-content", pprof],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        os.remove(pprof)
+        return dt, ru.ru_maxrss / 1024, digest, ru.ru_utime + ru.ru_stime
+    return dt, ru.ru_maxrss / 1024, h.hexdigest(), ru.ru_utime + ru.ru_stime
 
 
 def best(cmd, env=None):
