@@ -5,7 +5,8 @@
 //!
 //! What the output keeps fixed: samples heaviest first, ties by location ids, then thread
 //! (tid, pid), then labels; thread names enter the string table in that order. So the same
-//! file gives the same bytes on every run (two processes hash differently).
+//! file gives the same bytes on every run (two processes hash differently). With `--time`
+//! the folded path lists only the locations of the samples in the ranges (see the test).
 
 mod common;
 
@@ -121,6 +122,98 @@ fn folded_pprof_is_the_kept_one_on_a_generated_file() {
     // Fewer pprof samples than file samples: they were merged.
     let p = decode(&pprof(&file, &[]));
     assert!(p.sample.len() < n as usize, "{} of {n}", p.sample.len());
+}
+
+/// A sample as plain values: its frames (address, function, file, line), values and labels
+/// (key, string, number, unit).
+type Plain = (
+    Vec<(u64, String, String, i64)>,
+    Vec<i64>,
+    Vec<(String, String, i64, String)>,
+);
+
+/// The samples of `p` as plain values, sorted.
+fn plain_samples(p: &PprofProfile) -> Vec<Plain> {
+    let s = |i: i64| p.string_table[i as usize].clone();
+    let mut out: Vec<Plain> = p
+        .sample
+        .iter()
+        .map(|x| {
+            let frames = x
+                .location_id
+                .iter()
+                .map(|&id| {
+                    let l = &p.location[id as usize - 1];
+                    assert_eq!(l.id, id);
+                    let line = &l.line[0];
+                    let f = &p.function[line.function_id as usize - 1];
+                    (l.address, s(f.name), s(f.filename), line.line)
+                })
+                .collect();
+            let labels = x
+                .label
+                .iter()
+                .map(|l| (s(l.key), s(l.str), l.num, s(l.num_unit)))
+                .collect();
+            (frames, x.value.clone(), labels)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// With `--time`, the folded export never reads the samples outside the ranges: its
+/// samples, values, labels and span are the kept path's, but its locations, functions and
+/// mappings are only those of the samples in the ranges (the kept path lists every
+/// sample's, referenced or not).
+#[test]
+fn folded_pprof_with_time_ranges_has_the_kept_samples() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gen.data");
+    let mut a = generator::Args::new(12_000, file.clone());
+    a.processes = 4;
+    a.threads = 3;
+    a.paths = 100;
+    if let Err(e) = generator::run(a) {
+        return skip(&format!("cannot generate a perf.data file here: {e}"));
+    }
+    let times = sample_times(&file);
+    let (first, last) = (times[0], times[times.len() - 1]);
+    // The generator's samples run from about 1.00 s to 1.19 s.
+    for spec in ["1.05,1.1", "10%/2", "0%-10%,30%-40%"] {
+        let run = |env: &[(&str, &str)]| {
+            let mut cmd = perfkit();
+            cmd.args(["report", "--format", "pprof", "--time", spec, "-i"])
+                .arg(&file);
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            decode(&run_ok(&mut cmd).stdout)
+        };
+        let kept = run(&[
+            ("PERFKIT_REPORT_KEEP", "1"),
+            ("PERFKIT_REPORT_THREADS", "1"),
+        ]);
+        let samples = plain_samples(&kept);
+        let n: i64 = kept.sample.iter().map(|x| x.value[0]).sum();
+        assert!(
+            n > 0 && (n as usize) < times.len(),
+            "--time {spec}: {n} samples of {}",
+            times.len()
+        );
+        assert!(kept.duration_nanos > 0 && (kept.duration_nanos as u64) < last - first);
+        for threads in ["1", "3"] {
+            let folded = run(&[("PERFKIT_REPORT_THREADS", threads)]);
+            assert!(
+                plain_samples(&folded) == samples,
+                "--time {spec} on {threads} threads: samples differ from the kept path's"
+            );
+            assert_eq!(folded.duration_nanos, kept.duration_nanos, "--time {spec}");
+            assert_eq!(folded.period, kept.period, "--time {spec}");
+            assert!(folded.location.len() <= kept.location.len());
+            assert!(folded.mapping.len() <= kept.mapping.len());
+        }
+    }
 }
 
 #[test]
