@@ -57,26 +57,7 @@ fn sample_times(file: &Path) -> Vec<u64> {
 /// Compare the folded export (1 and 3 reading threads) with the kept one, byte for byte,
 /// and check the folded one's values against the file's samples; returns the samples.
 fn folded_is_kept(file: &Path) -> u64 {
-    let kept = pprof(
-        file,
-        &[
-            ("PERFKIT_REPORT_KEEP", "1"),
-            ("PERFKIT_REPORT_THREADS", "1"),
-        ],
-    );
-    for threads in ["1", "3"] {
-        let folded = pprof(file, &[("PERFKIT_REPORT_THREADS", threads)]);
-        assert!(
-            folded == kept,
-            "pprof of {} on {threads} threads differs from PERFKIT_REPORT_KEEP=1's \
-             (first difference at byte {})",
-            file.display(),
-            kept.iter()
-                .zip(&folded)
-                .position(|(a, b)| a != b)
-                .unwrap_or(kept.len().min(folded.len()))
-        );
-    }
+    let kept = same_bytes(file);
     let p = decode(&kept);
     let times = sample_times(file);
     let samples: i64 = p.sample.iter().map(|s| s.value[0]).sum();
@@ -122,6 +103,32 @@ fn folded_pprof_is_the_kept_one_on_a_generated_file() {
     // Fewer pprof samples than file samples: they were merged.
     let p = decode(&pprof(&file, &[]));
     assert!(p.sample.len() < n as usize, "{} of {n}", p.sample.len());
+}
+
+/// The kept export of `file` after checking that the folded one (1 and 3 reading threads)
+/// has the same bytes.
+fn same_bytes(file: &Path) -> Vec<u8> {
+    let kept = pprof(
+        file,
+        &[
+            ("PERFKIT_REPORT_KEEP", "1"),
+            ("PERFKIT_REPORT_THREADS", "1"),
+        ],
+    );
+    for threads in ["1", "3"] {
+        let folded = pprof(file, &[("PERFKIT_REPORT_THREADS", threads)]);
+        assert!(
+            folded == kept,
+            "pprof of {} on {threads} threads differs from PERFKIT_REPORT_KEEP=1's \
+             (first difference at byte {})",
+            file.display(),
+            kept.iter()
+                .zip(&folded)
+                .position(|(a, b)| a != b)
+                .unwrap_or(kept.len().min(folded.len()))
+        );
+    }
+    kept
 }
 
 /// A sample as plain values: its frames (address, function, file, line), values and labels
@@ -251,5 +258,25 @@ fn folded_pprof_is_the_kept_one_on_recordings() {
     for f in &files {
         let n = folded_is_kept(f);
         assert!(n > 0, "{}: no samples", f.display());
+    }
+    // perf's recordings of many kinds (system-wide, tracepoints, forks, exec, DWARF, JIT,
+    // several events), where this machine keeps a corpus of them.
+    let corpus = Path::new("/work/corpora/perf61");
+    for name in [
+        "tp-getpid",
+        "sys-sched-switch",
+        "sys-g",
+        "forks-g",
+        "execve-g",
+        "cxx-O2-g",
+        "dwarf-threads",
+        "multi-event",
+        "jit-g",
+        "ctxsw-c1",
+    ] {
+        let f = corpus.join(format!("{name}.data"));
+        if f.exists() {
+            same_bytes(&f);
+        }
     }
 }
