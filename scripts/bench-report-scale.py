@@ -11,8 +11,10 @@ and, with --modes, the paths that used to keep every sample (issue 17: memory th
 what is shown, not the samples): report --time in absolute and percent ranges
 (time-abs, time-pct), script --time in percent and with --reltime (script-pct,
 script-reltime), script --per-event-dump (per-event-dump, its files written next to the
-input and removed), script --show-task-events (task-events) and the timeline exports
-(firefox, speedscope; perf has none: no perf column)
+input and removed), script --show-task-events (task-events), the timeline exports
+(firefox, speedscope; perf has none: no perf column) and the pprof export (pprof; no perf
+column; its bytes are compared decoded, strings resolved and samples as a set, since
+builds before it folded put thread names in the string table in a random order)
 with the peak memory (max RSS, from wait4) of each, perfkit's single-threaded path
 (PERFKIT_REPORT_THREADS=1) beside its default one, and whether both give the same bytes.
 Memory that is flat as the file doubles shows as a 2N/N RSS ratio near 1.
@@ -39,6 +41,81 @@ parallel (the serial fraction), each beside perf in the same run; --perf-once ru
 run: its time, CPU and peak memory, and whether its bytes are the same.
 """
 import hashlib, os, shutil, subprocess, sys, tempfile, time
+
+
+def pprof_content(gz):
+    """A gzipped perftools.profiles.Profile as plain values: strings in place of their
+    indices, locations and functions in place of their ids, the samples sorted (a tiny
+    protobuf reader: field numbers as in profile.proto)."""
+    def varint(b, i):
+        r = sh = 0
+        while True:
+            c = b[i]
+            i += 1
+            r |= (c & 0x7F) << sh
+            sh += 7
+            if c < 0x80:
+                return r, i
+
+    def fields(b):
+        i, out = 0, []
+        while i < len(b):
+            k, i = varint(b, i)
+            wt = k & 7
+            if wt == 0:
+                v, i = varint(b, i)
+            elif wt == 2:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            else:
+                n = 8 if wt == 1 else 4
+                v, i = b[i:i + n], i + n
+            out.append((k >> 3, wt, v))
+        return out
+
+    def ints(fs, f):
+        out = []
+        for g, wt, v in fs:
+            if g == f and wt == 0:
+                out.append(v)
+            elif g == f:
+                i = 0
+                while i < len(v):
+                    x, i = varint(v, i)
+                    out.append(x)
+        return out
+
+    def msgs(fs, f):
+        return [fields(v) for g, _, v in fs if g == f]
+
+    def one(fs, f):
+        x = ints(fs, f)
+        return x[-1] if x else 0
+
+    import gzip
+    p = fields(gzip.decompress(gz)) if gz else []
+    st = [v.decode() for g, _, v in p if g == 6]
+    S = lambda m, f: st[one(m, f)]
+    funcs = {one(m, 1): (S(m, 2), S(m, 3), S(m, 4), one(m, 5)) for m in msgs(p, 5)}
+    maps = [(one(m, 1), one(m, 2), one(m, 3), one(m, 4), S(m, 5), S(m, 6))
+            + tuple(one(m, f) for f in (7, 8, 9, 10)) for m in msgs(p, 3)]
+    locs = {one(m, 1): (one(m, 2), one(m, 3), one(m, 5),
+                        tuple((funcs.get(one(l, 1)), one(l, 2), one(l, 3)) for l in msgs(m, 4)))
+            for m in msgs(p, 4)}
+    samples = sorted((tuple(locs[i] for i in ints(m, 1)), tuple(ints(m, 2)),
+                      tuple((S(l, 1), S(l, 2), one(l, 3), S(l, 4)) for l in msgs(m, 3)))
+                     for m in msgs(p, 2))
+    types = [(S(m, 1), S(m, 2)) for f in (1, 11) for m in msgs(p, f)]
+    return (types, samples, maps, sorted(locs.items()),
+            [one(p, f) for f in (7, 8, 9, 10, 12, 14)], [st[c] for c in ints(p, 13)])
+
+
+# The content hash of a pprof file, in a process of its own (`--pprof-content FILE`): the
+# decoding's memory would otherwise count in the peak RSS of the commands run after it.
+if sys.argv[1:2] == ["--pprof-content"]:
+    with open(sys.argv[2], "rb") as f:
+        print(hashlib.sha256(repr(pprof_content(f.read())).encode()).hexdigest())
+    sys.exit(0)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,19 +155,27 @@ os.makedirs(work, exist_ok=True)
 
 def run(cmd, env=None):
     """(seconds, peak RSS in MB, sha256 of stdout, CPU seconds) of one run; stdout hashed
-    as it streams."""
+    as it streams (a pprof export: its content, decoded, see pprof_content)."""
+    pprof = os.path.join(work, "out.pprof") if "pprof" in cmd else None
     if CPU_SET is not None:
         cmd = ["taskset", "-c", CPU_SET] + cmd
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = open(pprof, "wb") if pprof else subprocess.PIPE
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
     h = hashlib.sha256()
-    for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+    for chunk in iter(lambda: p.stdout.read(1 << 20), b"") if not pprof else []:
         h.update(chunk)
     _, status, ru = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         print(f"  warning: {' '.join(cmd)} exited {p.returncode}")
+    if pprof:
+        out.close()
+        digest = subprocess.run([sys.executable, __file__, "--pprof-content", pprof],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        os.remove(pprof)
+        return dt, ru.ru_maxrss / 1024, digest, ru.ru_utime + ru.ru_stime
     return dt, ru.ru_maxrss / 1024, h.hexdigest(), ru.ru_utime + ru.ru_stime
 
 
@@ -151,8 +236,9 @@ known = {"no-children": ("report --no-children", ["report", "--stdio", "--no-chi
          "per-event-dump": ("script --per-ev-dump", ["script", "--per-event-dump"]),
          "task-events": ("script --show-task", ["script", "--show-task-events"]),
          "firefox": ("--format firefox", ["report", "--format", "firefox"]),
-         "speedscope": ("--format speedscope", ["report", "--format", "speedscope"])}
-NO_PERF = {"firefox", "speedscope"}
+         "speedscope": ("--format speedscope", ["report", "--format", "speedscope"]),
+         "pprof": ("--format pprof", ["report", "--format", "pprof"])}
+NO_PERF = {"firefox", "speedscope", "pprof"}
 for m in MODES:
     if m not in known:
         sys.exit(f"--modes {m}: unknown (modes: {', '.join(known)})")

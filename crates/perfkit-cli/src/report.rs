@@ -651,7 +651,8 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     load.caller_order = unwind_caller_first(&args, &input)?;
     // A report adds samples up: fold like ones as they are read, so memory follows the
     // distinct stacks, not the file (the timeline exports need each sample's time; the
-    // folded stacks and the flamegraph only sums). `--time` drops the samples outside its
+    // folded stacks, the flamegraph and pprof only sums, and pprof the last sample's time,
+    // which the folded profile keeps). `--time` drops the samples outside its
     // ranges as they are read (percent ranges take the first and last sample times from
     // the header, or a first pass, as perf takes them), so it folds too.
     // `PERFKIT_REPORT_KEEP=1` keeps every sample and filters them afterwards (the
@@ -660,16 +661,18 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     let sums_only = args
         .format
         .as_deref()
-        .is_none_or(|f| matches!(f, "folded" | "flamegraph" | "svg"));
+        .is_none_or(|f| matches!(f, "folded" | "flamegraph" | "svg" | "pprof"));
     if sums_only && !keep {
         let by_cpu = sort.contains(&SortKey::Cpu) || !cpus.is_empty();
         load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
     }
     // Tracepoint samples keep their RAW data only where the report shows it (the trace
     // key, perf's default for a file of tracepoints only); otherwise they fold too.
+    // (pprof has no place for them.)
     load.no_raw = !keep
-        && !sort.contains(&SortKey::Trace)
-        && (!args.sort.is_empty() || !args.fields.is_empty() || args.parent.is_some());
+        && (args.format.as_deref() == Some("pprof")
+            || !sort.contains(&SortKey::Trace)
+                && (!args.sort.is_empty() || !args.fields.is_empty() || args.parent.is_some()));
     let time_spec = args
         .only
         .time

@@ -621,8 +621,10 @@ impl Builder {
     }
 
     /// What a sample of thread `id` at `time` does to the thread's times (as
-    /// [`push`](Self::push) does), for a merged sample's others.
+    /// [`push`](Self::push) does), for a merged sample's others; it is the last sample
+    /// read so far ([`Profile::last_sample`]).
     pub(crate) fn touch_thread(&mut self, id: ThreadId, time: u64) {
+        self.profile.last_sample = time;
         let t = &mut self.profile.threads[id as usize];
         if t.names.is_empty() {
             t.start = time;
@@ -893,7 +895,10 @@ impl Builder {
             ..
         } = sample;
         match (&mut self.folder, &mut self.live) {
-            (Some(f), _) => f.push(&mut self.profile, sample),
+            (Some(f), _) => {
+                self.profile.last_sample = time;
+                f.push(&mut self.profile, sample)
+            }
             (None, Some(index)) if sample.raw.is_none() => {
                 let p = &mut self.profile;
                 let key = (thread, stack, cpu, event);

@@ -285,6 +285,9 @@ pub struct Profile {
     /// Whether like samples were folded into one as they were read
     /// ([`crate::fold::Aggregation`]): each sample's time is then its group's first.
     pub folded: bool,
+    /// In a folded profile, the time of the last sample read (its samples carry their
+    /// groups' first times): the end of the span the pprof export gives.
+    pub last_sample: u64,
     /// RAW data of tracepoint samples ([`Sample::raw`]).
     pub raw: RawStore,
     /// Context switches.

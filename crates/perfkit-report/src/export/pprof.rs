@@ -365,8 +365,11 @@ impl<'a> PprofBuilder<'a> {
             .map(|(k, v)| label(&mut st, k, v))
             .collect();
         // Labels as (key, str, num, unit) tuples while merging (prost messages do not hash).
+        // A folded profile's sample stands for `count` samples, a kept one's for itself.
         type Key = (u32, Option<u32>, Vec<(i64, i64, i64, i64)>);
         let mut agg: HashMap<Key, Vec<i64>> = HashMap::new();
+        // The period of the first event (the sampling one; off-CPU time comes after it).
+        let (mut n, mut total) = (0u64, 0u64);
         for s in &p.samples {
             let extra = self.sample_labels.as_ref().map_or_else(Vec::new, |f| {
                 f(p, s)
@@ -380,13 +383,34 @@ impl<'a> PprofBuilder<'a> {
             let e = agg
                 .entry((s.thread, s.stack, extra))
                 .or_insert_with(|| vec![0; n_values]);
-            e[0] += 1;
+            e[0] += i64::from(s.count);
             let col = (1 + s.event as usize).min(n_values - 1);
             e[col] += s.period as i64;
+            if s.event == 0 {
+                n += u64::from(s.count);
+                total += s.period;
+            }
         }
-        let mut samples: Vec<PprofSample> = agg
+        let mut merged: Vec<(Key, Vec<i64>, Vec<u64>)> = agg
             .into_iter()
-            .map(|((thread, stack, extra), value)| {
+            .map(|(key, value)| {
+                let ids = p.stack_frames(key.1).map(|f| u64::from(f) + 1).collect();
+                (key, value, ids)
+            })
+            .collect();
+        // Heaviest first; ties by stack, thread and labels, so that the output (and the
+        // order its thread names enter the string table) is the same on every run.
+        merged.sort_by(|(a, av, al), (b, bv, bl)| {
+            let (ta, tb) = (&p.threads[a.0 as usize], &p.threads[b.0 as usize]);
+            bv[0]
+                .cmp(&av[0])
+                .then_with(|| al.cmp(bl))
+                .then_with(|| (ta.tid, ta.pid).cmp(&(tb.tid, tb.pid)))
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        let samples: Vec<PprofSample> = merged
+            .into_iter()
+            .map(|((thread, _, extra), value, location_id)| {
                 let t = &p.threads[thread as usize];
                 let mut label = vec![
                     Label {
@@ -413,29 +437,20 @@ impl<'a> PprofBuilder<'a> {
                     num_unit,
                 }));
                 PprofSample {
-                    location_id: p.stack_frames(stack).map(|f| u64::from(f) + 1).collect(),
+                    location_id,
                     value,
                     label,
                 }
             })
             .collect();
-        // Heaviest first; ties in a stable order so that the output is reproducible.
-        samples.sort_by(|a, b| {
-            b.value[0]
-                .cmp(&a.value[0])
-                .then_with(|| a.location_id.cmp(&b.location_id))
-                .then_with(|| a.label[2].num.cmp(&b.label[2].num))
-        });
-        let (t0, t1) = (
-            p.samples.first().map_or(0, |s| s.time),
-            p.samples.last().map_or(0, |s| s.time),
-        );
-        // The period of the first event (the sampling one; off-CPU time comes after it).
-        let (n, total) = p
-            .samples
-            .iter()
-            .filter(|s| s.event == 0)
-            .fold((0u64, 0u64), |(n, t), s| (n + 1, t + s.period));
+        // A folded profile's samples carry their groups' first times: its last sample's
+        // time is kept apart.
+        let t0 = p.samples.first().map_or(0, |s| s.time);
+        let t1 = if p.folded {
+            p.last_sample
+        } else {
+            p.samples.last().map_or(0, |s| s.time)
+        };
         let period = total.checked_div(n).unwrap_or(0) as i64;
         let mut comment: Vec<i64> = self.comments.iter().map(|c| st.id(c)).collect();
         if let Some((_, cmd)) = p.meta.iter().find(|(k, _)| k == "cmdline") {
@@ -463,7 +478,7 @@ impl<'a> PprofBuilder<'a> {
         // The main executable of the process with the most samples leads.
         let mut per_pid: HashMap<i32, usize> = HashMap::new();
         for s in &p.samples {
-            *per_pid.entry(p.threads[s.thread as usize].pid).or_default() += 1;
+            *per_pid.entry(p.threads[s.thread as usize].pid).or_default() += s.count as usize;
         }
         let mut order: Vec<usize> = (0..p.images.len()).collect();
         order.sort_by_key(|&i| {
@@ -679,6 +694,28 @@ mod tests {
         assert!(bare.function.is_empty());
         assert!(bare.location.iter().all(|l| l.line.is_empty()));
         assert!(!bare.mapping[0].has_functions);
+    }
+
+    /// A profile folded as it was read (one sample per group, with its count) gives the
+    /// message its samples one by one give, in the same order, string table included.
+    #[test]
+    fn a_folded_profile_gives_the_same_message() {
+        for src in [with_images(), crate::model::testing::off_cpu_profile()] {
+            let mut folded = src.clone();
+            folded.samples.clear();
+            let mut f = crate::fold::Folder::new(crate::fold::Aggregation::new(false));
+            for s in &src.samples {
+                f.push(&mut folded, *s);
+            }
+            f.flush(&mut folded);
+            folded.folded = true;
+            folded.last_sample = src.samples.last().unwrap().time;
+            assert!(folded.samples.len() < src.samples.len());
+            let (a, b) = (build(&src), build(&folded));
+            assert!(a.duration_nanos > 0);
+            assert_eq!(a, b);
+            assert_eq!(a.encode_to_vec(), b.encode_to_vec());
+        }
     }
 
     #[test]
