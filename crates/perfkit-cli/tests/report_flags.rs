@@ -546,7 +546,9 @@ fn same_srcline(l: &str) -> bool {
 fn srcline_is_perfs() {
     let Some(f) = ready() else { return };
     for full in [false, true] {
+        // (In the objects both name alike: perf sizes the column by the rows it shows.)
         let mut args = vec!["--no-children", "--sort", "dso,srcline"];
+        args.extend(["--dso", "wl,[kernel.kallsyms]"]);
         if full {
             args.push("--full-source-path");
         }
