@@ -184,6 +184,9 @@ pub struct ReportArgs {
     /// Look the recorded binaries and their debug files up under this directory.
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
+    /// `--sort srcline`: source files with their directories (perf prints the file name).
+    #[arg(long = "full-source-path")]
+    pub full_source_path: bool,
     /// perf's objdump for annotation (accepted; the report does not disassemble).
     #[arg(long, value_name = "PATH")]
     pub objdump: Option<PathBuf>,
@@ -229,6 +232,9 @@ pub struct ScriptArgs {
     /// Which samples: commands, pids, tids, CPUs, time.
     #[command(flatten)]
     pub only: SampleFilters,
+    /// `srcline`: source files with their directories (perf prints the file name).
+    #[arg(long = "full-source-path")]
+    pub full_source_path: bool,
     /// Timestamps in nanoseconds.
     #[arg(long)]
     pub ns: bool,
@@ -818,6 +824,7 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         symbol_filter: args.symbol_filter.clone(),
         exclude_other: args.exclude_other,
         long_dso: args.verbose > 0,
+        full_source_path: args.full_source_path,
         sym_origin: (args.verbose > 0).then(|| {
             (
                 perfkit_symbols::buildid_cache::default_dir(),
@@ -1259,7 +1266,8 @@ impl ScriptLook<'_> {
         };
         let mut sw = script::ScriptWriter::new(p, fields)
             .with_time_format(time_fmt)
-            .with_callchains(!args.hide_call_graph);
+            .with_callchains(!args.hide_call_graph)
+            .with_full_source_path(args.full_source_path);
         let defaults = self.spec.explicit.is_none();
         if defaults {
             sw = sw.with_trace_fields(

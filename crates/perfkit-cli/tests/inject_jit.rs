@@ -284,11 +284,24 @@ fn jitted_functions_are_named_as_perf_inject_names_them() {
                 .args(["report", "--stdio", "--sort", "sym,srcline", "-i"])
                 .arg(&ours),
         );
+        // As perf: the file's name, its directories under `--full-source-path`.
         assert!(
             ours_src
                 .lines()
-                .any(|l| l.contains("jitted_hot_loop") && l.contains("/jit/app.js:11")),
+                .any(|l| l.contains("jitted_hot_loop") && l.contains(" app.js:11")),
             "{ours_src}"
+        );
+        let full_src = stdout_ok(
+            perfkit()
+                .args(["report", "--stdio", "--full-source-path"])
+                .args(["--sort", "sym,srcline", "-i"])
+                .arg(&ours),
+        );
+        assert!(
+            full_src
+                .lines()
+                .any(|l| l.contains("jitted_hot_loop") && l.contains("/jit/app.js:11")),
+            "{full_src}"
         );
         // The jitdump's own mapping is gone; the ELF files are next to it.
         let mmaps = perf_ok(&["script", "--show-mmap-events", "-F", "comm"], &ours);

@@ -524,6 +524,127 @@ fn sort_keys_trace_srcfile_cgroup_overhead_and_branch_keys() {
     same_as_perf(&t, &["--sort", "trace", "--hierarchy"]);
 }
 
+/// Rows and frames whose source lines perf and perfkit name apart, for reasons outside
+/// srcline's text: glibc's loader and C library (perf names some inlined header lines by
+/// their compilation unit's file, `dl-get-cpu-features.c:321` where DWARF says
+/// `dl-cacheinfo.h:321`), and `ls`, which has no line information (perf's addr2line
+/// child names its first address `ls[9058]` and the rest `??:0`; perfkit names each
+/// `ls[ADDRESS]`).
+fn same_srcline(l: &str) -> bool {
+    !l.contains("ld-linux")
+        && !l.contains("libc")
+        && !l.contains("/usr/bin/ls")
+        && !l.split_whitespace().any(|w| w == "ls")
+}
+
+/// `--sort srcline` and `script -F srcline` name source lines as perf 6.1 does: the file
+/// without its directories (`--full-source-path`: with them), an address without a line
+/// by its symbol and decimal offset (report) or object and objdump address (script),
+/// rows merged by the printed text, the column as wide as its longest text and not
+/// padded at the end of a row.
+#[test]
+fn srcline_is_perfs() {
+    let Some(f) = ready() else { return };
+    for full in [false, true] {
+        // (In the objects both name alike: perf sizes the column by the rows it shows.)
+        let mut args = vec!["--no-children", "--sort", "dso,srcline"];
+        args.extend(["--dso", "wl,[kernel.kallsyms]"]);
+        if full {
+            args.push("--full-source-path");
+        }
+        let l = same_as_perf_where(&f.mixed, &args, same_srcline);
+        let rows = rows(&l);
+        let workload = if full {
+            format!(
+                "{}:",
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/workload.c")
+                    .display()
+            )
+        } else {
+            "  workload.c:".to_string()
+        };
+        assert!(rows.iter().any(|r| r.contains(&workload)), "{l:?}");
+        // Kernel addresses without a line: `symbol+offset`.
+        assert!(
+            rows.iter()
+                .any(|r| r.contains("[kernel.kallsyms]") && r.contains('+')),
+            "{l:?}"
+        );
+    }
+    // Alone (in the objects both name alike), the key's rows are merged by their text (every kernel address of a symbol
+    // at one offset, one row; one source line, one row).
+    let l = same_as_perf(
+        &f.mixed,
+        &[
+            "--no-children",
+            "--sort",
+            "srcline",
+            "--dso",
+            "wl,[kernel.kallsyms]",
+        ],
+    );
+    let texts: Vec<&str> = rows(&l)
+        .iter()
+        .map(|r| r.split_whitespace().nth(1).unwrap_or(""))
+        .collect();
+    let mut unique = texts.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), texts.len(), "{l:?}");
+    // perf script's field: the object and address where there is no line.
+    let script = |bin: &str, full: bool| -> Vec<String> {
+        let mut c = if bin == "perf" {
+            Command::new("perf")
+        } else {
+            Command::new(assert_cmd::cargo::cargo_bin("perfkit"))
+        };
+        c.args(["script", "-F", "ip,sym,dso,srcline", "-i"])
+            .arg(&f.mixed);
+        if full {
+            c.arg("--full-source-path");
+        }
+        let out = c.output().expect("script");
+        assert!(
+            out.status.success(),
+            "{bin} script: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // One block per sample: its line and its source line's; the blocks of objects
+        // `same_srcline` leaves out are dropped.
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut blocks: Vec<String> = Vec::new();
+        for line in text.lines() {
+            match blocks.last_mut() {
+                // (A sample's line ends with its object in parentheses.)
+                Some(b) if !line.ends_with(')') => {
+                    b.push('\n');
+                    b.push_str(line);
+                }
+                _ => blocks.push(line.to_string()),
+            }
+        }
+        blocks.retain(|b| same_srcline(b.lines().next().unwrap_or("")));
+        blocks
+    };
+    for full in [false, true] {
+        let (ours, theirs) = (script("perfkit", full), script("perf", full));
+        assert_eq!(ours.len(), theirs.len());
+        for (a, b) in ours.iter().zip(&theirs) {
+            assert_eq!(a, b);
+        }
+        assert!(
+            ours.iter()
+                .any(|b| b.contains("([kernel.kallsyms])\n  [kernel.kallsyms][")),
+            "{ours:?}"
+        );
+        assert!(
+            ours.iter()
+                .any(|b| b.contains("\n  ") && b.contains("workload.c:"))
+        );
+    }
+}
+
 #[test]
 fn no_demangle_symfs_objdump() {
     let Some(f) = ready() else { return };

@@ -74,6 +74,7 @@ pub mod script_events;
 pub mod script_fields;
 pub mod script_python;
 mod script_srccode;
+pub mod srcline;
 pub mod stats;
 mod sym_ranges;
 pub mod tasks;

@@ -186,6 +186,8 @@ pub struct ReportOptions {
     pub exclude_other: bool,
     /// DSOs named by their path (perf's `-v`), not their file name.
     pub long_dso: bool,
+    /// `--full-source-path`: `srcline` names files with their directories.
+    pub full_source_path: bool,
     /// perf's `-v` symbol column: each symbol after its address and the letter of where
     /// its symbols were read ([`perfkit_symbols::symtab_origin`]), looked up in this
     /// build-id cache and `--symfs` root.
@@ -218,6 +220,7 @@ impl Default for ReportOptions {
             symbol_filter: None,
             exclude_other: false,
             long_dso: false,
+            full_source_path: false,
             sym_origin: None,
             group: GroupView::Recorded,
         }
@@ -741,7 +744,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
     } else {
         &[]
     };
-    let mut ids = Ids::new(p, patterns, opts.long_dso);
+    let mut ids = Ids::new(p, patterns, opts.long_dso, opts.full_source_path);
     let caller_first = opts.caller_order.unwrap_or(opts.children);
     let ignore = chain_regex(opts);
     let by_trace = opts.sort.contains(&SortKey::Trace);
@@ -841,6 +844,7 @@ pub fn build(p: &Profile, opts: &ReportOptions) -> Vec<Section> {
                             kernel: row.kernel,
                             sampled,
                             long_dso: opts.long_dso,
+                            full_source_path: opts.full_source_path,
                             origin,
                             from_chain: row.from_chain,
                         };
@@ -1108,6 +1112,11 @@ struct Ids<'p> {
     comms: HashMap<&'p str, u64>,
     dso_of_func: Vec<u64>,
     srclines: HashMap<(&'p str, u32), u64>,
+    /// `srcline` rows, one per printed text (perf's `sort__srcline_cmp` compares the
+    /// texts), and each frame's (`u64::MAX`: not yet made).
+    srcline_texts: HashMap<String, u64>,
+    srcline_of_frame: Vec<u64>,
+    full_source_path: bool,
     parent_match: Vec<Option<bool>>,
     patterns: Option<regex::Regex>,
     /// Symbols as perf's `sort__sym_cmp` tells them apart: (object, start, size).
@@ -1123,7 +1132,12 @@ struct Ids<'p> {
 impl<'p> Ids<'p> {
     /// `long_dso`: objects are told apart by path (perf's `-v`); otherwise, as perf's
     /// `sort__dso_cmp`, by short name, so two objects of one file name make one row.
-    fn new(p: &'p Profile, patterns: &'p [String], long_dso: bool) -> Ids<'p> {
+    fn new(
+        p: &'p Profile,
+        patterns: &'p [String],
+        long_dso: bool,
+        full_source_path: bool,
+    ) -> Ids<'p> {
         let mut dsos: HashMap<std::borrow::Cow<'p, str>, u64> = HashMap::default();
         let dso_of_func = p
             .funcs
@@ -1144,6 +1158,9 @@ impl<'p> Ids<'p> {
             syms: HashMap::default(),
             inlined: HashMap::default(),
             srclines: HashMap::default(),
+            srcline_texts: HashMap::default(),
+            srcline_of_frame: Vec::new(),
+            full_source_path,
             parent_match: vec![None; p.funcs.len()],
             texts: vec!["N/A".into()],
             text_ids: HashMap::default(),
@@ -1151,6 +1168,28 @@ impl<'p> Ids<'p> {
                 .then(|| pattern(&patterns.join("|")).ok())
                 .flatten(),
         }
+    }
+
+    /// The `srcline` row of frame `frame`: one per text perf prints for it.
+    fn srcline_id(&mut self, p: &Profile, frame: Option<FrameId>) -> u64 {
+        let Some(f) = frame else {
+            let n = self.srcline_texts.len() as u64;
+            return *self
+                .srcline_texts
+                .entry(crate::srcline::UNKNOWN.into())
+                .or_insert(n);
+        };
+        let i = f as usize;
+        if self.srcline_of_frame.len() <= i {
+            self.srcline_of_frame
+                .resize(p.frames.len().max(i + 1), u64::MAX);
+        }
+        if self.srcline_of_frame[i] == u64::MAX {
+            let text = crate::srcline::srcline(p, frame, true, self.full_source_path);
+            let n = self.srcline_texts.len() as u64;
+            self.srcline_of_frame[i] = *self.srcline_texts.entry(text).or_insert(n);
+        }
+        self.srcline_of_frame[i]
     }
 
     /// A text's index in [`Ids::texts`], interned.
@@ -1289,14 +1328,7 @@ impl<'p> Ids<'p> {
                 },
                 SortKey::Symoff => frame.map_or(u64::MAX, u64::from),
                 SortKey::Cpu => cpu.map_or(u64::MAX, u64::from),
-                SortKey::Srcline => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
-                {
-                    Some((file, line)) => {
-                        let n = self.srclines.len() as u64;
-                        *self.srclines.entry((file.as_str(), *line)).or_insert(n)
-                    }
-                    None => (1 << 63) | frame.map_or(0, u64::from),
-                },
+                SortKey::Srcline => self.srcline_id(p, frame),
                 SortKey::Parent => parent.map_or(u64::MAX, u64::from),
                 SortKey::Trace => u64::from(trace),
                 SortKey::Srcfile => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
@@ -1493,6 +1525,8 @@ struct Place {
     sampled: bool,
     /// DSOs by their path (`-v`), not their short name.
     long_dso: bool,
+    /// `--full-source-path`.
+    full_source_path: bool,
     /// With `-v`: the letter of where the row's object's symbols come from (perf's
     /// `dso__symtab_origin`), printed with the address before the symbol.
     origin: Option<char>,
@@ -1618,17 +1652,7 @@ fn format_key(
             _ => "[.] [unknown]".into(),
         },
         SortKey::Cpu => cpu.map_or("-".into(), |c| format!("{c:03}")),
-        SortKey::Srcline => frame
-            .and_then(|f| p.frames[f as usize].srcline.clone())
-            .map_or_else(
-                || {
-                    frame.map_or("??:0".into(), |f| {
-                        let fr = &p.frames[f as usize];
-                        format!("{}+{:#x}", p.func_of(f).dso, fr.addr)
-                    })
-                },
-                |(file, line)| format!("{file}:{line}"),
-            ),
+        SortKey::Srcline => crate::srcline::srcline(p, frame, true, at.full_source_path),
         SortKey::Parent => parent.unwrap_or("[other]").to_string(),
         SortKey::Srcfile => frame
             .and_then(|f| p.frames[f as usize].srcline.as_ref())
@@ -2070,8 +2094,8 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                     let _ = write!(l, " {k:<w$} ");
                 }
             }
-            // A symbol (or cgroup, or its namespace) in the last column is not padded (perf's entry prints its
-            // name as it is); other last columns are.
+            // A symbol (or cgroup, or its namespace, or a source line) in the last column is
+            // not padded (perf's entry prints its name as it is); other last columns are.
             if opts.sort.last() == Some(&SortKey::Trace) {
                 // The text as it is, after the separator (even when empty).
                 let last = r.keys.last().map_or("", |k| k.as_str());
@@ -2079,7 +2103,13 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 let _ = writeln!(out, "{} {last:.w$}", &l[..before_last]);
             } else if matches!(
                 opts.sort.last(),
-                Some(SortKey::Sym | SortKey::Symoff | SortKey::Cgroup | SortKey::CgroupId) | None
+                Some(
+                    SortKey::Sym
+                        | SortKey::Symoff
+                        | SortKey::Cgroup
+                        | SortKey::CgroupId
+                        | SortKey::Srcline
+                ) | None
             ) {
                 let _ = writeln!(out, "{}", l.trim_end());
             } else {

@@ -232,14 +232,22 @@ impl Field {
     }
 }
 
-fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool) -> String {
+/// A frame's line; `full`: source files with their directories (`--full-source-path`).
+fn frame_text(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool, full: bool) -> String {
     let mut s = String::new();
-    frame_text_into(p, f, fields, in_chain, &mut s);
+    frame_text_into(p, f, fields, in_chain, full, &mut s);
     s
 }
 
 /// [`frame_text`], appended to `s`.
-fn frame_text_into(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool, s: &mut String) {
+fn frame_text_into(
+    p: &Profile,
+    f: FrameId,
+    fields: &[Field],
+    in_chain: bool,
+    full: bool,
+    s: &mut String,
+) {
     let fr = &p.frames[f as usize];
     let func = p.func_of(f);
     if fields.contains(&Field::Ip) {
@@ -281,10 +289,15 @@ fn frame_text_into(p: &Profile, f: FrameId, fields: &[Field], in_chain: bool, s:
     if fields.contains(&Field::Dso) {
         let _ = write!(s, " ({})", func.dso);
     }
-    if fields.contains(&Field::Srcline)
-        && let Some((file, line)) = &fr.srcline
-    {
-        let _ = write!(s, "\n  {file}:{line}");
+    if fields.contains(&Field::Srcline) {
+        // perf's `map__fprintf_srcline`: the object and address where there is no line,
+        // nothing outside any object.
+        let at = s.len();
+        s.push_str("\n  ");
+        crate::srcline::push_srcline(p, Some(f), false, full, s);
+        if s[at + 3..] == *crate::srcline::UNKNOWN {
+            s.truncate(at);
+        }
     }
 }
 
@@ -299,7 +312,7 @@ struct FrameLines {
 
 impl FrameLines {
     /// Append frame `f`'s callchain line to `out`, formatting it the first time.
-    fn push(&mut self, p: &Profile, f: FrameId, fields: &[Field], out: &mut String) {
+    fn push(&mut self, p: &Profile, f: FrameId, fields: &[Field], full: bool, out: &mut String) {
         let i = f as usize;
         if self.at.len() <= i {
             // (Frames made since the last sample: a streamed profile grows.)
@@ -311,7 +324,7 @@ impl FrameLines {
             return;
         }
         let from = out.len();
-        frame_text_into(p, f, fields, true, out);
+        frame_text_into(p, f, fields, true, full, out);
         let line = &out[from..];
         // (A text past 4 GiB keeps its later lines unformatted: each is made anew.)
         if let (Ok(start), Ok(end)) = (
@@ -463,6 +476,8 @@ pub struct ScriptWriter<'p> {
     comm_now: Option<String>,
     /// `srccode`: each thread's last printed source line, and the source files read.
     srccode: crate::script_srccode::SrcCode,
+    /// `--full-source-path`: `srcline` names files with their directories.
+    full_source_path: bool,
 }
 
 impl<'p> ScriptWriter<'p> {
@@ -486,7 +501,14 @@ impl<'p> ScriptWriter<'p> {
             max_stack: usize::MAX,
             comm_now: None,
             srccode: Default::default(),
+            full_source_path: false,
         }
+    }
+
+    /// Name source files with their directories in `srcline` (`--full-source-path`).
+    pub fn with_full_source_path(mut self, on: bool) -> Self {
+        self.full_source_path = on;
+        self
     }
 
     /// Print samples' own fields from `extras` and its side-band records
@@ -608,7 +630,7 @@ impl<'p> ScriptWriter<'p> {
             if chain && wants_frames(fields) {
                 for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
                     out.push_str("\n\t");
-                    out.push_str(&frame_text(p, f, fields, true));
+                    out.push_str(&frame_text(p, f, fields, true, self.full_source_path));
                 }
                 out.push('\n');
             }
@@ -617,7 +639,7 @@ impl<'p> ScriptWriter<'p> {
         }
         let fields = &self.fields;
         if !self.callchains || !has_chain(p, s) {
-            return sample_line(p, s, fields, time, false, out);
+            return sample_line(p, s, fields, time, false, self.full_source_path, out);
         }
         sample_head(p, s, fields, true, self.event_width, time, out);
         if !wants_frames(fields) {
@@ -628,7 +650,8 @@ impl<'p> ScriptWriter<'p> {
         let n = self.chain_len(s);
         for f in p.stack_frames(s.stack).take(n) {
             out.push_str("\n\t");
-            self.chain_lines.push(p, f, &self.fields, out);
+            self.chain_lines
+                .push(p, f, &self.fields, self.full_source_path, out);
         }
         out.push_str("\n\n");
     }
@@ -823,7 +846,7 @@ impl ScriptWriter<'_> {
                 out.push('\n');
                 for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
                     out.push('\t');
-                    out.push_str(&frame_text(p, f, fields, true));
+                    out.push_str(&frame_text(p, f, fields, true, self.full_source_path));
                     out.push('\n');
                 }
             } else {
@@ -832,7 +855,7 @@ impl ScriptWriter<'_> {
                     .or_else(|| p.stack_frames(s.stack).next())
                 {
                     out.push(' ');
-                    out.push_str(&frame_text(p, f, fields, false));
+                    out.push_str(&frame_text(p, f, fields, false, self.full_source_path));
                 }
             }
         }
@@ -1225,7 +1248,7 @@ pub fn sample_text(p: &Profile, s: &Sample, fields: &[Field], out: &mut String) 
         ns: false,
         latency: false,
     };
-    sample_line(p, s, fields, time, has_chain(p, s), out)
+    sample_line(p, s, fields, time, has_chain(p, s), false, out)
 }
 
 /// [`sample_text`] with the time to print and whether to print the callchain.
@@ -1235,6 +1258,7 @@ fn sample_line(
     fields: &[Field],
     time: Shown<'_>,
     chain: bool,
+    full: bool,
     out: &mut String,
 ) {
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
@@ -1251,11 +1275,11 @@ fn sample_line(
                 .take(if s.chain_broken { 0 } else { usize::MAX })
             {
                 out.push_str("\n\t");
-                out.push_str(&frame_text(p, f, fields, true));
+                out.push_str(&frame_text(p, f, fields, true, full));
             }
             out.push('\n');
         } else if let Some(f) = p.sample_frame(s.stack).or(frames.first().copied()) {
-            let _ = write!(out, "{gap}{}", frame_text(p, f, fields, false));
+            let _ = write!(out, "{gap}{}", frame_text(p, f, fields, false, full));
         }
     }
     out.push('\n');
