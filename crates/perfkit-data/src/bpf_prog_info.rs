@@ -11,22 +11,8 @@
 use crate::features::Cursor;
 use perfkit_records::Endian;
 
-/// Offsets in `struct bpf_prog_info`.
-mod at {
-    pub const NAME_LEN: usize = 16;
-    pub const ID: usize = 4;
-    pub const TAG: usize = 8;
-    pub const NAME: usize = 64;
-    pub const NR_JITED_KSYMS: usize = 104;
-    pub const NR_JITED_FUNC_LENS: usize = 108;
-    pub const JITED_KSYMS: usize = 112;
-    pub const JITED_FUNC_LENS: usize = 120;
-    pub const BTF_ID: usize = 128;
-    pub const NR_PROG_TAGS: usize = 180;
-    pub const PROG_TAGS: usize = 184;
-    /// What is read and written: up to and including `prog_tags`.
-    pub const LEN: usize = 192;
-}
+/// Offsets in `struct bpf_prog_info` (the kernel ABI, in perfkit-sys).
+use perfkit_sys::bpf_prog_info as at;
 
 /// The bits of the arrays bitmap (perf's `PERF_BPIL_*`) for the arrays written here.
 mod array {

@@ -28,6 +28,7 @@
 #![allow(non_camel_case_types)]
 
 mod attr;
+pub mod bpf_prog_info;
 mod consts;
 mod mmap;
 pub mod syscall;

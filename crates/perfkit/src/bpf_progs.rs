@@ -35,21 +35,8 @@ const BPF_PROG_GET_NEXT_ID: i32 = 11;
 const BPF_PROG_GET_FD_BY_ID: i32 = 13;
 const BPF_OBJ_GET_INFO_BY_FD: i32 = 15;
 
-/// Offsets in `struct bpf_prog_info`.
-mod info {
-    pub const ID: usize = 4;
-    pub const TAG: usize = 8;
-    pub const NAME: usize = 64;
-    pub const NR_JITED_KSYMS: usize = 104;
-    pub const NR_JITED_FUNC_LENS: usize = 108;
-    pub const JITED_KSYMS: usize = 112;
-    pub const JITED_FUNC_LENS: usize = 120;
-    pub const BTF_ID: usize = 128;
-    pub const NR_PROG_TAGS: usize = 180;
-    pub const PROG_TAGS: usize = 184;
-    /// The length asked for: up to and including `prog_tags`.
-    pub const LEN: usize = 192;
-}
+/// Offsets in `struct bpf_prog_info` (the kernel ABI, in perfkit-sys).
+use perfkit_sys::bpf_prog_info as info;
 
 /// A `union bpf_attr`: 128 bytes cover every command used here (the kernel reads the
 /// size it is given and zero past it).
