@@ -1046,11 +1046,6 @@ fn perf_chain<'f>(
     }
 }
 
-/// perf's `srcfile`: the file name of a source line, without its directories.
-fn srcfile(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 /// A row's contribution that is the sample's own entry (not a callchain depth).
 const SELF: u16 = u16::MAX;
 
@@ -1111,10 +1106,10 @@ impl Row {
 struct Ids<'p> {
     comms: HashMap<&'p str, u64>,
     dso_of_func: Vec<u64>,
-    srclines: HashMap<(&'p str, u32), u64>,
-    /// `srcline` rows, one per printed text (perf's `sort__srcline_cmp` compares the
-    /// texts), and each frame's (`u64::MAX`: not yet made).
-    srcline_texts: HashMap<String, u64>,
+    /// `srcfile` rows, by file name.
+    srcfiles: HashMap<&'p str, u64>,
+    /// Each frame's `srcline` row (`u64::MAX`: not yet made): its printed text, interned
+    /// in [`Ids::texts`] (perf's `sort__srcline_cmp` compares the texts).
     srcline_of_frame: Vec<u64>,
     full_source_path: bool,
     parent_match: Vec<Option<bool>>,
@@ -1157,8 +1152,7 @@ impl<'p> Ids<'p> {
             dso_of_func,
             syms: HashMap::default(),
             inlined: HashMap::default(),
-            srclines: HashMap::default(),
-            srcline_texts: HashMap::default(),
+            srcfiles: HashMap::default(),
             srcline_of_frame: Vec::new(),
             full_source_path,
             parent_match: vec![None; p.funcs.len()],
@@ -1173,11 +1167,7 @@ impl<'p> Ids<'p> {
     /// The `srcline` row of frame `frame`: one per text perf prints for it.
     fn srcline_id(&mut self, p: &Profile, frame: Option<FrameId>) -> u64 {
         let Some(f) = frame else {
-            let n = self.srcline_texts.len() as u64;
-            return *self
-                .srcline_texts
-                .entry(crate::srcline::UNKNOWN.into())
-                .or_insert(n);
+            return u64::from(self.intern_text(crate::srcline::UNKNOWN.into()));
         };
         let i = f as usize;
         if self.srcline_of_frame.len() <= i {
@@ -1186,8 +1176,7 @@ impl<'p> Ids<'p> {
         }
         if self.srcline_of_frame[i] == u64::MAX {
             let text = crate::srcline::srcline(p, frame, true, self.full_source_path);
-            let n = self.srcline_texts.len() as u64;
-            self.srcline_of_frame[i] = *self.srcline_texts.entry(text).or_insert(n);
+            self.srcline_of_frame[i] = u64::from(self.intern_text(text));
         }
         self.srcline_of_frame[i]
     }
@@ -1334,8 +1323,11 @@ impl<'p> Ids<'p> {
                 SortKey::Srcfile => match frame.and_then(|f| p.frames[f as usize].srcline.as_ref())
                 {
                     Some((file, _)) => {
-                        let n = self.srclines.len() as u64;
-                        *self.srclines.entry((srcfile(file), 0)).or_insert(n)
+                        let n = self.srcfiles.len() as u64;
+                        *self
+                            .srcfiles
+                            .entry(crate::srcline::file_name(file))
+                            .or_insert(n)
                     }
                     None => u64::MAX,
                 },
@@ -1656,7 +1648,9 @@ fn format_key(
         SortKey::Parent => parent.unwrap_or("[other]").to_string(),
         SortKey::Srcfile => frame
             .and_then(|f| p.frames[f as usize].srcline.as_ref())
-            .map_or(String::new(), |(file, _)| srcfile(file).to_string()),
+            .map_or(String::new(), |(file, _)| {
+                crate::srcline::file_name(file).to_string()
+            }),
         SortKey::Trace | SortKey::Cgroup => "N/A".into(),
         SortKey::CgroupId => "0/0x0".into(),
         SortKey::SymbolSize => frame

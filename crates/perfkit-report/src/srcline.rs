@@ -29,11 +29,7 @@ pub fn push_srcline(
     };
     let fr = &p.frames[f as usize];
     if let Some((file, line)) = &fr.srcline {
-        let file = if full_path {
-            file.as_str()
-        } else {
-            file.rsplit('/').next().unwrap_or(file)
-        };
+        let file = if full_path { file } else { file_name(file) };
         let _ = write!(out, "{file}:{line}");
         return;
     }
@@ -61,6 +57,12 @@ pub fn push_srcline(
         "{}[{addr:x}]",
         perfkit_symbols::dso_short_name(&func.dso)
     );
+}
+
+/// A source file's name without its directories (perf's `srcfile`, and `srcline` without
+/// `--full-source-path`).
+pub(crate) fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// [`push_srcline`] as a new string.
