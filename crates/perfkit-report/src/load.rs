@@ -216,13 +216,19 @@ impl Loader {
     /// their names), decoding tracepoint samples with `trace`'s formats.
     pub fn new(events: &[EventAttr], trace: TraceInfo, opts: &LoadOptions) -> Loader {
         let mut me = Loader::with_symbols(events, trace, opts.symbols());
-        me.dec.time = opts.time.clone();
-        me.dec.no_raw = opts.no_raw;
-        me.builder.unwind_caller_first(opts.caller_order);
-        if let Some(how) = opts.aggregate {
-            me.builder.aggregate(how);
-        }
+        me.take_options(opts);
         me
+    }
+
+    /// What `opts` asks of the decoder and the builder beyond naming: time ranges, RAW
+    /// data, callchain order, folding.
+    fn take_options(&mut self, opts: &LoadOptions) {
+        self.dec.time = opts.time.clone();
+        self.dec.no_raw = opts.no_raw;
+        self.builder.unwind_caller_first(opts.caller_order);
+        if let Some(how) = opts.aggregate {
+            self.builder.aggregate(how);
+        }
     }
 
     fn with_symbols(events: &[EventAttr], trace: TraceInfo, symbols: Options) -> Loader {
@@ -340,12 +346,7 @@ impl Loader {
             None => Loader::with_symbols(&file.attrs, TraceInfo::for_file(file), symbols),
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
-        me.dec.time = opts.time.clone();
-        me.dec.no_raw = opts.no_raw;
-        me.builder.unwind_caller_first(opts.caller_order);
-        if let Some(how) = opts.aggregate {
-            me.builder.aggregate(how);
-        }
+        me.take_options(opts);
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
