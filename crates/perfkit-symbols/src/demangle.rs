@@ -110,7 +110,17 @@ fn demangle_with<'a>(
     }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         // `{:#}` drops the hash suffix of legacy symbols and the crate disambiguators of v0.
-        return Cow::Owned(format!("{d:#}"));
+        let d = format!("{d:#}");
+        // (C++ data in a nested name is legacy Rust's shape too, `_ZN...E`; in an
+        // anonymous namespace it is C++'s, `(anonymous namespace)::x`.)
+        if !d.contains("_GLOBAL__N") {
+            return Cow::Owned(d);
+        }
+    }
+    if misrendered_mangling(name)
+        && let Some(s) = fallback(name, params)
+    {
+        return Cow::Owned(s);
     }
     if name.starts_with("_ZT")
         && let Some(s) = special_data(name)
@@ -174,7 +184,8 @@ fn demangle_with<'a>(
 /// - a call whose callee is an unresolved name, parenthesized (`decltype ((std::begin)(x))`
 ///   for `decltype (std::begin(x))`);
 /// - a local entity (a lambda) inside template arguments, whose function cpp_demangle
-///   prints with its return type and with its qualifiers after the scope.
+///   prints with its return type and with its qualifiers after the scope;
+/// - data in an anonymous namespace (`_GLOBAL__N_1::x` for `(anonymous namespace)::x`).
 ///
 /// C++ never spells a name so (a scope after `const`, `&` or `*`), so c++filt's answer
 /// is asked only where cpp_demangle's is wrong.
@@ -187,7 +198,24 @@ fn misrendered(mangled: &str, s: &str) -> bool {
         || s.contains("&&&")
         || s.contains(")&&")
         || s.contains("<!(")
+        || s.contains("_GLOBAL__N")
         || (s.contains("::{lambda(") && local_name_in_arguments(mangled))
+}
+
+/// Whether `mangled` is of a kind cpp_demangle renders wrongly whatever the rest (seen
+/// in libstdc++.a): a construction vtable (`_ZTC`: cpp_demangle names the two classes
+/// the other way round), a vtable or type information of a local class (`_ZTVZ`,
+/// `_ZTIZ`, `_ZTSZ`: with its function's return type), or a name with an unnamed type
+/// after the first (`Ut0_`: numbered one too low).
+fn misrendered_mangling(mangled: &str) -> bool {
+    ["_ZTC", "_ZTVZ", "_ZTIZ", "_ZTSZ"]
+        .iter()
+        .any(|p| mangled.starts_with(p))
+        || mangled.match_indices("Ut").any(|(i, _)| {
+            let rest = &mangled.as_bytes()[i + 2..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            digits > 0 && rest.get(digits) == Some(&b'_')
+        })
 }
 
 /// Whether a local name (`Z <encoding> E <entity>`) appears after the start of `mangled`'s
@@ -1142,6 +1170,47 @@ mod tests {
             assert!(misrendered(m, &alone), "{m}: {alone}");
             // With c++filt: its spelling.
             assert_eq!(demangle_with_params(m), *t, "{m}");
+        }
+    }
+
+    #[test]
+    fn misrendered_kinds_are_cxxfilts() {
+        // libstdc++.a: a construction vtable (the classes the other way round without
+        // c++filt), a local class's vtable (with its function's return type), data in an
+        // anonymous namespace (which rustc-demangle would take as a Rust path), a second
+        // unnamed type (numbered #1).
+        for (m, want) in [
+            (
+                "_ZTCNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEE0_Sd",
+                "construction vtable for std::iostream-in-std::__cxx11::basic_stringstream<char, std::char_traits<char>, std::allocator<char> >",
+            ),
+            (
+                "_ZTVZNSt10filesystem4path10_S_convertIwEEDaPKT_S4_E5_UCvt",
+                "vtable for std::filesystem::path::_S_convert<wchar_t>(wchar_t const*, wchar_t const*)::_UCvt",
+            ),
+            (
+                "_ZN12_GLOBAL__N_110messages_cE",
+                "(anonymous namespace)::messages_c",
+            ),
+            (
+                "_ZZN12_GLOBAL__N_124print_iterator_constnessIN11__gnu_debug16_Error_formatter10_ParameterUt0_Ut_EEEvRNS_12PrintContextERKT_E15constness_names",
+                "(anonymous namespace)::print_iterator_constness<__gnu_debug::_Error_formatter::_Parameter::{unnamed type#2}::{unnamed type#1}>((anonymous namespace)::PrintContext&, __gnu_debug::_Error_formatter::_Parameter::{unnamed type#2}::{unnamed type#1} const&)::constness_names",
+            ),
+        ] {
+            let theirs = std::process::Command::new("c++filt")
+                .args(["-i", m])
+                .output();
+            let Ok(theirs) = theirs else {
+                assert!(
+                    std::env::var("CI").map_or(true, |v| v != "true"),
+                    "CI has binutils' c++filt"
+                );
+                return eprintln!("skipped: no c++filt");
+            };
+            // (The expected spelling is c++filt's on this machine.)
+            assert_eq!(String::from_utf8_lossy(&theirs.stdout).trim_end(), want);
+            assert!(misrendered_mangling(m) || m.contains("_GLOBAL__N"), "{m}");
+            assert_eq!(demangle_with_params(m), want, "{m}");
         }
     }
 
