@@ -190,16 +190,25 @@ fn demangle_with<'a>(
 /// C++ never spells a name so (a scope after `const`, `&` or `*`), so c++filt's answer
 /// is asked only where cpp_demangle's is wrong.
 fn misrendered(mangled: &str, s: &str) -> bool {
-    s.contains(" const::")
-        || s.contains("&::")
-        || s.contains("*::")
-        || s.contains("const const")
-        || s.contains("decltype ((")
-        || s.contains("&&&")
-        || s.contains(")&&")
-        || s.contains("<!(")
-        || s.contains("_GLOBAL__N")
-        || (s.contains("::{lambda(") && local_name_in_arguments(mangled))
+    // One pass over the text, looking further only at the bytes a pattern starts with.
+    let b = s.as_bytes();
+    let at = |i: usize, p: &[u8]| b[i..].starts_with(p);
+    (0..b.len()).any(|i| match b[i] {
+        b':' => {
+            at(i, b"::")
+                && (s[..i].ends_with(" const")
+                    || s[..i].ends_with('&')
+                    || s[..i].ends_with('*')
+                    || (at(i, b"::{lambda(") && local_name_in_arguments(mangled)))
+        }
+        b'c' => at(i, b"const const"),
+        b'(' => at(i, b"((") && s[..i].ends_with("decltype "),
+        b'&' => at(i, b"&&&"),
+        b')' => at(i, b")&&"),
+        b'<' => at(i, b"<!("),
+        b'_' => at(i, b"_GLOBAL__N"),
+        _ => false,
+    })
 }
 
 /// Whether `mangled` is of a kind cpp_demangle renders wrongly whatever the rest (seen
