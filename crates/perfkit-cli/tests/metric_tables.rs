@@ -329,6 +329,16 @@ fn metric_values_print_as_perfs() {
         &["-M", "SMT_2T_Utilization", "--metric-only"],
         &["-M", "SMT_2T_Utilization", "--metric-only", "-x,"],
         &["-M", "SMT_2T_Utilization", "--metric-no-group", "-x,"],
+        &["-M", "SMT_2T_Utilization", "--metric-no-merge"],
+        &["-M", "SMT_2T_Utilization", "--metric-no-merge", "-x,"],
+        &["-M", "SMT_2T_Utilization", "--metric-no-merge", "-j"],
+        &[
+            "-M",
+            "SMT_2T_Utilization",
+            "--metric-no-merge",
+            "--metric-no-group",
+            "-x,",
+        ],
     ] {
         let theirs = metric_lines(&perf_stat(cpuid, args));
         let mut full = vec!["stat"];
@@ -370,8 +380,18 @@ fn metric_event_strings_are_perfs() {
     // "Parsing metric events"), not only the 56 bytes of the syntax error: the ids in
     // perf's hash-map order, `{...}:W` groups, NO_NMI_WATCHDOG/--metric-no-group sets
     // ungrouped, and every tool event of the list added to every set (IPC's set gets
-    // L1D_Cache_Fill_BW's duration_time).
+    // L1D_Cache_Fill_BW's duration_time). With --metric-no-merge (perf's
+    // metric_no_merge) a set keeps only its own tool events and, with --metric-no-group,
+    // the first metric's own events make the first set, not every metric's combined; every
+    // third list is tried with each of those layouts (and --metric-no-group alone).
+    let layouts: [&[&str]; 4] = [
+        &[],
+        &["--metric-no-group"],
+        &["--metric-no-merge"],
+        &["--metric-no-merge", "--metric-no-group"],
+    ];
     let mut tried = 0;
+    let mut differs_from_merged = 0;
     for cpuid in [
         "AuthenticAMD-23-31-0",
         "AuthenticAMD-25-11-1",
@@ -398,19 +418,35 @@ fn metric_event_strings_are_perfs() {
                 lists.push(l.to_string());
             }
         }
-        for list in &lists {
-            let out = Command::new("perf")
-                .env("PERF_CPUID", cpuid)
-                .args(["stat", "-v", "-M", list, "true"])
-                .output()
-                .expect("run perf");
-            let theirs = parsing_lines(&String::from_utf8_lossy(&out.stderr));
-            let (_, _, ours) = kit("PERFKIT_CPUID", cpuid, &["stat", "-v", "-M", list, "true"]);
-            let ours = parsing_lines(&ours);
-            assert!(!theirs.is_empty(), "{cpuid} {list}");
-            assert_eq!(ours, theirs, "{cpuid} -M {list}");
-            tried += 1;
+        for (i, list) in lists.iter().enumerate() {
+            let mut merged = Vec::new();
+            for (l, layout) in layouts.iter().enumerate() {
+                if l > 0 && i % 3 != 0 {
+                    continue;
+                }
+                let mut args = vec!["stat", "-v"];
+                args.extend_from_slice(layout);
+                args.extend(["-M", list, "true"]);
+                let out = Command::new("perf")
+                    .env("PERF_CPUID", cpuid)
+                    .args(&args)
+                    .output()
+                    .expect("run perf");
+                let theirs = parsing_lines(&String::from_utf8_lossy(&out.stderr));
+                let (_, _, ours) = kit("PERFKIT_CPUID", cpuid, &args);
+                let ours = parsing_lines(&ours);
+                assert!(!theirs.is_empty(), "{cpuid} {list} {layout:?}");
+                assert_eq!(ours, theirs, "{cpuid} -M {list} {layout:?}");
+                if l == 0 {
+                    merged = theirs;
+                } else if theirs != merged {
+                    differs_from_merged += 1;
+                }
+                tried += 1;
+            }
         }
     }
     assert!(tried > 60, "{tried}");
+    // The layouts are not all the same strings (the flags are exercised).
+    assert!(differs_from_merged > 10, "{differs_from_merged}");
 }

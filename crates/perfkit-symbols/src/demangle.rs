@@ -60,16 +60,67 @@ pub fn demangle_with_params(name: &str) -> Cow<'_, str> {
     demangle_as(name, true)
 }
 
+/// `names` as `how` prints each ([`Demangling::apply`]), with the names only binutils'
+/// `c++filt` can demangle asked about in one batch rather than one by one.
+pub fn demangle_all<'a>(names: &[&'a str], how: Demangling) -> Vec<Cow<'a, str>> {
+    let params = match how {
+        Demangling::Off => return names.iter().map(|n| Cow::Borrowed(*n)).collect(),
+        Demangling::Names => false,
+        Demangling::Signatures => true,
+    };
+    // First without c++filt, noting what would be asked; then those in one batch per way;
+    // then the names that asked again, from c++filt's cached answers.
+    let mut asked: [Vec<String>; 2] = Default::default();
+    let mut out: Vec<Option<Cow<'a, str>>> = Vec::with_capacity(names.len());
+    for n in names {
+        let before = asked[0].len() + asked[1].len();
+        let d = demangle_with(n, params, &mut |m, p| {
+            asked[usize::from(p)].push(m.to_string());
+            None
+        });
+        out.push((asked[0].len() + asked[1].len() == before).then_some(d));
+    }
+    for (p, list) in asked.iter().enumerate() {
+        if !list.is_empty() {
+            let refs: Vec<&str> = list.iter().map(String::as_str).collect();
+            crate::demangle_fallback::cxxfilt_many(&refs, p == 1);
+        }
+    }
+    out.into_iter()
+        .zip(names)
+        .map(|(d, n)| d.unwrap_or_else(|| demangle_as(n, params)))
+        .collect()
+}
+
 fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
+    demangle_with(name, params, &mut crate::demangle_fallback::cxxfilt)
+}
+
+/// [`demangle_as`], asking `fallback` (c++filt) about the names cpp_demangle refuses.
+fn demangle_with<'a>(
+    name: &'a str,
+    params: bool,
+    fallback: &mut dyn FnMut(&str, bool) -> Option<String>,
+) -> Cow<'a, str> {
     // A PLT stub (`_Znwm@plt`): the target's name, demangled, then `@plt`, as perf prints it.
     if let Some(base) = name.strip_suffix("@plt")
-        && let Cow::Owned(d) = demangle_as(base, params)
+        && let Cow::Owned(d) = demangle_with(base, params, fallback)
     {
         return Cow::Owned(format!("{d}@plt"));
     }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         // `{:#}` drops the hash suffix of legacy symbols and the crate disambiguators of v0.
-        return Cow::Owned(format!("{d:#}"));
+        let d = format!("{d:#}");
+        // (C++ data in a nested name is legacy Rust's shape too, `_ZN...E`; in an
+        // anonymous namespace it is C++'s, `(anonymous namespace)::x`.)
+        if !d.contains("_GLOBAL__N") {
+            return Cow::Owned(d);
+        }
+    }
+    if misrendered_mangling(name)
+        && let Some(s) = fallback(name, params)
+    {
+        return Cow::Owned(s);
     }
     if name.starts_with("_ZT")
         && let Some(s) = special_data(name)
@@ -78,10 +129,17 @@ fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
     }
     if params && name.starts_with("_Z") {
         // What cpp_demangle cannot render, c++filt (libiberty, as perf) may.
-        if let Some(s) =
-            cpp_signature(name).or_else(|| crate::demangle_fallback::cxxfilt(name, true))
-        {
-            return Cow::Owned(s);
+        match cpp_signature(name) {
+            // A shape cpp_demangle renders wrongly: c++filt's spelling where it runs.
+            Some(s) if misrendered(name, &s) => {
+                return Cow::Owned(fallback(name, true).unwrap_or(s));
+            }
+            Some(s) => return Cow::Owned(s),
+            None => {
+                if let Some(s) = fallback(name, true) {
+                    return Cow::Owned(s);
+                }
+            }
         }
     }
     if name.starts_with("_Z") {
@@ -95,17 +153,91 @@ fn demangle_as(name: &str, params: bool) -> Cow<'_, str> {
         if let Some(s) = cpp_name(base).or_else(|| cpp_name_before_signature(base)) {
             let s = standard_substitutions(libiberty_spelling(function_types(literal_suffixes(s))));
             // (`X ad L_Z <function> E E`: a template argument that is a function's address.)
-            return Cow::Owned(if base.contains("adL_Z") {
+            let s = if base.contains("adL_Z") {
                 function_addresses(&s)
             } else {
                 s
-            });
+            };
+            if misrendered(base, &s) {
+                return Cow::Owned(fallback(name, false).unwrap_or(s));
+            }
+            return Cow::Owned(s);
         }
-        if let Some(s) = crate::demangle_fallback::cxxfilt(name, false) {
+        if let Some(s) = fallback(name, false) {
             return Cow::Owned(s);
         }
     }
     Cow::Borrowed(name)
+}
+
+/// Whether cpp_demangle 0.5.1 (after this module's fixes) has rendered `mangled` as `s`
+/// in a shape it gets wrong, which [`demangle_with`] then asks c++filt about (libLLVM-15
+/// has 35 such names with parameters, 9 without):
+/// - a qualifier or declarator put before a nested name's scope instead of after the
+///   whole (`ELFType<...> const::Shdr&` for `ELFType<...>::Shdr const&`,
+///   `FileCheckDiag&::MatchType` for `FileCheckDiag::MatchType&`, one `const` twice),
+///   from a substitution of a qualified type that is then scoped or qualified again, a
+///   qualified pack element among others;
+/// - a reference to a qualified pack element, or to a function pointer, put after the
+///   element (`MatchType&&&`, `char const* (*)(unsigned char)&&` for `(*&&)`);
+/// - a negated unresolved name in parentheses (`enable_if<!(has_rbegin<T>::value)>`);
+/// - a call whose callee is an unresolved name, parenthesized (`decltype ((std::begin)(x))`
+///   for `decltype (std::begin(x))`);
+/// - a local entity (a lambda) inside template arguments, whose function cpp_demangle
+///   prints with its return type and with its qualifiers after the scope;
+/// - data in an anonymous namespace (`_GLOBAL__N_1::x` for `(anonymous namespace)::x`).
+///
+/// C++ never spells a name so (a scope after `const`, `&` or `*`), so c++filt's answer
+/// is asked only where cpp_demangle's is wrong.
+fn misrendered(mangled: &str, s: &str) -> bool {
+    // One pass over the text, looking further only at the bytes a pattern starts with.
+    let b = s.as_bytes();
+    let at = |i: usize, p: &[u8]| b[i..].starts_with(p);
+    (0..b.len()).any(|i| match b[i] {
+        b':' => {
+            at(i, b"::")
+                && (s[..i].ends_with(" const")
+                    || s[..i].ends_with('&')
+                    || s[..i].ends_with('*')
+                    || (at(i, b"::{lambda(") && local_name_in_arguments(mangled)))
+        }
+        b'c' => at(i, b"const const"),
+        b'(' => at(i, b"((") && s[..i].ends_with("decltype "),
+        b'&' => at(i, b"&&&"),
+        b')' => at(i, b")&&"),
+        b'<' => at(i, b"<!("),
+        b'_' => at(i, b"_GLOBAL__N"),
+        _ => false,
+    })
+}
+
+/// Whether `mangled` is of a kind cpp_demangle renders wrongly whatever the rest (seen
+/// in libstdc++.a): a construction vtable (`_ZTC`: cpp_demangle names the two classes
+/// the other way round), a vtable or type information of a local class (`_ZTVZ`,
+/// `_ZTIZ`, `_ZTSZ`: with its function's return type), or a name with an unnamed type
+/// after the first (`Ut0_`: numbered one too low).
+fn misrendered_mangling(mangled: &str) -> bool {
+    ["_ZTC", "_ZTVZ", "_ZTIZ", "_ZTSZ"]
+        .iter()
+        .any(|p| mangled.starts_with(p))
+        || mangled.match_indices("Ut").any(|(i, _)| {
+            let rest = &mangled.as_bytes()[i + 2..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            digits > 0 && rest.get(digits) == Some(&b'_')
+        })
+}
+
+/// Whether a local name (`Z <encoding> E <entity>`) appears after the start of `mangled`'s
+/// own name, as a template argument does (a name that is itself local starts `_ZZ`).
+fn local_name_in_arguments(mangled: &str) -> bool {
+    let b = mangled.as_bytes();
+    // `Z` right after a template argument list's `I` or another argument's end, then a
+    // nested name or a length: `IcZNS_19ComputeEditDistance...EUlRKcE_E`.
+    (3..b.len().saturating_sub(1)).any(|i| {
+        b[i] == b'Z'
+            && (b[i + 1] == b'N' || b[i + 1].is_ascii_digit())
+            && matches!(b[i - 1], b'I' | b'E' | b'_' | b'a'..=b'z')
+    })
 }
 
 /// A template argument pack expanded from an expression (`_Index_tuple<(0ul)...>` for
@@ -1002,6 +1134,109 @@ mod tests {
         for (mangled, with, without) in cases {
             assert_eq!(demangle_with_params(mangled), with, "{mangled}");
             assert_eq!(demangle(mangled), without, "{mangled}");
+        }
+    }
+
+    /// One libLLVM-15 name of each shape cpp_demangle renders wrongly ([`misrendered`]).
+    const MISRENDERED: [&str; 8] = [
+        // `ELFType<...> const::Shdr&` for `ELFType<...>::Shdr const&`.
+        "_ZN4llvm6object19getSecIndexForErrorINS0_7ELFTypeILNS_7support10endiannessE0ELb0EEEEENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERKNS0_7ELFFileIT_EERKNSD_4ShdrE",
+        // `IrreducibleGraph const::IrrNode*`.
+        "_ZN4llvm12scc_iteratorINS_10bfi_detail16IrreducibleGraphENS_11GraphTraitsIS2_EEE11DFSVisitOneEPKNS2_7IrrNodeE",
+        // `LoopInfo const const&`.
+        "_ZN4llvm22containsIrreducibleCFGIPKNS_10BasicBlockEKNS_25ReversePostOrderTraversalIPKNS_8FunctionENS_11GraphTraitsIS7_EEEEKNS_8LoopInfoENS8_IS3_EEEEbRT0_RKT1_",
+        // `decltype ((std::begin)(...))`.
+        "_ZN4llvm17make_filter_rangeIRNS_10BasicBlockESt8functionIFbRNS_11InstructionEEEEENS_14iterator_rangeINS_20filter_iterator_implIDTclsr3stdE5beginclsr3stdE7declvalIRT_EEEET0_NS_6detail15fwd_or_bidi_tagISC_E4typeEEEEEOSA_SD_",
+        // A lambda of a local name in the template arguments.
+        "_ZN4llvm25ComputeMappedEditDistanceIcZNS_19ComputeEditDistanceIcEEjNS_8ArrayRefIT_EES4_bjEUlRKcE_EEjS4_S4_T0_bj",
+        "_ZN4llvm25getUniqueExitBlocksHelperINS_10BasicBlockENS_8LoopBaseIS1_NS_4LoopEEEZNKS4_19getUniqueExitBlocksERNS_15SmallVectorImplIPS1_EEEUlPKS1_E_EEvPKT0_RNS5_IPT_EET1_",
+        // A qualified pack element that does not end the parameters (`MatchType&&&`).
+        "_ZNSt6vectorIN4llvm13FileCheckDiagESaIS1_EE17_M_realloc_insertIJRKNS0_9SourceMgrERNS0_5Check13FileCheckTypeERNS0_5SMLocERNS1_9MatchTypeERNS0_7SMRangeEEEEvN9__gnu_cxx17__normal_iteratorIPS1_S3_EEDpOT_",
+        // `!(has_rbegin<...>::value)`.
+        "_ZN4llvm7reverseINS_14iterator_rangeINS_20filter_iterator_implINS_14ilist_iteratorINS_12ilist_detail12node_optionsINS_11InstructionELb0ELb0EvEELb0ELb0EEESt8functionIFbRS6_EESt26bidirectional_iterator_tagEEEEEEDaOT_PNSt9enable_ifIXntsr10has_rbeginISG_EE5valueEvE4typeE",
+    ];
+
+    #[test]
+    fn misrendered_shapes_are_cxxfilts() {
+        let Ok(cxxfilt) = std::process::Command::new("c++filt")
+            .arg("-i")
+            .args(MISRENDERED)
+            .output()
+        else {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "CI has binutils' c++filt"
+            );
+            return eprintln!("skipped: no c++filt");
+        };
+        let theirs = String::from_utf8(cxxfilt.stdout).unwrap();
+        let theirs: Vec<&str> = theirs.lines().collect();
+        assert_eq!(theirs.len(), MISRENDERED.len());
+        for (m, t) in MISRENDERED.iter().zip(&theirs) {
+            // cpp_demangle alone (no c++filt) gets it wrong, and it is recognized.
+            let alone = demangle_with(m, true, &mut |_, _| None);
+            assert_ne!(alone, *t, "{m}");
+            assert!(misrendered(m, &alone), "{m}: {alone}");
+            // With c++filt: its spelling.
+            assert_eq!(demangle_with_params(m), *t, "{m}");
+        }
+    }
+
+    #[test]
+    fn misrendered_kinds_are_cxxfilts() {
+        // libstdc++.a: a construction vtable (the classes the other way round without
+        // c++filt), a local class's vtable (with its function's return type), data in an
+        // anonymous namespace (which rustc-demangle would take as a Rust path), a second
+        // unnamed type (numbered #1).
+        for (m, want) in [
+            (
+                "_ZTCNSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEEE0_Sd",
+                "construction vtable for std::iostream-in-std::__cxx11::basic_stringstream<char, std::char_traits<char>, std::allocator<char> >",
+            ),
+            (
+                "_ZTVZNSt10filesystem4path10_S_convertIwEEDaPKT_S4_E5_UCvt",
+                "vtable for std::filesystem::path::_S_convert<wchar_t>(wchar_t const*, wchar_t const*)::_UCvt",
+            ),
+            (
+                "_ZN12_GLOBAL__N_110messages_cE",
+                "(anonymous namespace)::messages_c",
+            ),
+            (
+                "_ZZN12_GLOBAL__N_124print_iterator_constnessIN11__gnu_debug16_Error_formatter10_ParameterUt0_Ut_EEEvRNS_12PrintContextERKT_E15constness_names",
+                "(anonymous namespace)::print_iterator_constness<__gnu_debug::_Error_formatter::_Parameter::{unnamed type#2}::{unnamed type#1}>((anonymous namespace)::PrintContext&, __gnu_debug::_Error_formatter::_Parameter::{unnamed type#2}::{unnamed type#1} const&)::constness_names",
+            ),
+        ] {
+            let theirs = std::process::Command::new("c++filt")
+                .args(["-i", m])
+                .output();
+            let Ok(theirs) = theirs else {
+                assert!(
+                    std::env::var("CI").map_or(true, |v| v != "true"),
+                    "CI has binutils' c++filt"
+                );
+                return eprintln!("skipped: no c++filt");
+            };
+            // (The expected spelling is c++filt's on this machine.)
+            assert_eq!(String::from_utf8_lossy(&theirs.stdout).trim_end(), want);
+            assert!(misrendered_mangling(m) || m.contains("_GLOBAL__N"), "{m}");
+            assert_eq!(demangle_with_params(m), want, "{m}");
+        }
+    }
+
+    #[test]
+    fn names_cpp_demangle_renders_rightly_are_not_routed() {
+        // A scope after a qualifier never appears in a right rendering; a local name's
+        // own lambda (`_ZZ...`) and a source name with a capital Z are not arguments.
+        for (m, s) in [
+            ("_ZNK2ns1S5heavyEi", "ns::S::heavy(int) const"),
+            (
+                "_ZZ4mainENKUlvE_clEv",
+                "main::{lambda()#1}::operator()() const",
+            ),
+            ("_ZN4llvm10ZeroOrMoreEv", "llvm::ZeroOrMore()"),
+        ] {
+            assert_eq!(demangle_with_params(m), s);
+            assert!(!misrendered(m, s), "{m}");
         }
     }
 }

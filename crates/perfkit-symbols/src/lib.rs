@@ -127,7 +127,7 @@ pub mod uprobe_events;
 pub mod vmlinux;
 
 pub use code::{FunctionCode, Machine};
-pub use demangle::{Demangling, demangle, demangle_with_params};
+pub use demangle::{Demangling, demangle, demangle_all, demangle_with_params};
 pub use elf::build_id_hex;
 pub use error::{Error, ParseError};
 pub use fn_bounds::FunctionBounds;

@@ -163,8 +163,7 @@ pub struct StatArgs {
     /// Open the metrics' events ungrouped, each event once for all metrics.
     #[arg(long = "metric-no-group")]
     pub metric_no_group: bool,
-    /// Don't share events between metrics (perfkit opens each metric's events on their
-    /// own already: accepted for perf's scripts).
+    /// Don't share events between metrics: each metric counts its own set of events.
     #[arg(long = "metric-no-merge")]
     pub metric_no_merge: bool,
     /// Print only the metrics, one column each (no counts).
@@ -331,6 +330,7 @@ impl StatArgs {
             all_kernel: self.all_kernel,
             metrics: self.metrics.clone(),
             metric_no_group: self.metric_no_group,
+            metric_no_merge: self.metric_no_merge,
         })
     }
 

@@ -41,6 +41,8 @@ pub struct StatConfig {
     pub metrics: Option<String>,
     /// `--metric-no-group`: the metrics' events ungrouped, each once.
     pub metric_no_group: bool,
+    /// `--metric-no-merge`: each metric counts its own events (no set is shared).
+    pub metric_no_merge: bool,
 }
 
 /// perf's `-d` levels: the events each adds after the default list.
@@ -216,7 +218,10 @@ impl Plan {
             let r = user_metrics::resolve(
                 &perfkit_events::metrics::Metrics::system(),
                 list,
-                cfg.metric_no_group,
+                user_metrics::MetricLayout {
+                    no_group: cfg.metric_no_group,
+                    no_merge: cfg.metric_no_merge,
+                },
                 &perfkit_events::metrics::Literals::system(matches!(scope, Scope::Cpus(_))),
                 perfkit_events::metrics::nmi_watchdog_enabled(),
             )?;
@@ -248,6 +253,10 @@ impl Plan {
         } else {
             parse_events(&cfg.events)?
         };
+        // The metrics' rows come after the other events' rows of the same names.
+        for m in &mut metrics {
+            m.after(&|e| specs.iter().filter(|s| s.name == e).count());
+        }
         let base = specs.last().map_or(0, |s| s.group + 1);
         for mut s in metric_specs {
             s.group += base;

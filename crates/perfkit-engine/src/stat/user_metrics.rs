@@ -24,6 +24,21 @@ pub struct MetricUse {
     pub expr: Expr,
     /// The event names the formula reads (the specs' names).
     pub events: Vec<String>,
+    /// For each of `events`, which of a bucket's rows of that name is this metric's (0:
+    /// the first): an event two sets count (with `--metric-no-merge`, or two metrics
+    /// that share some events) has a row in each, and perf computes a metric from its
+    /// own set's events.
+    pub nth: Vec<usize>,
+}
+
+impl MetricUse {
+    /// Count `earlier` more rows of each name before the metrics' own (the `-e` events
+    /// the plan puts first).
+    pub(super) fn after(&mut self, earlier: &dyn Fn(&str) -> usize) {
+        for (e, n) in self.events.iter().zip(&mut self.nth) {
+            *n += earlier(e);
+        }
+    }
 }
 
 /// What `-M LIST` adds to a plan.
@@ -113,17 +128,30 @@ const WATCHDOG_HINT: &str = "Try disabling the NMI watchdog to comply NO_NMI_WAT
                              constraint:\n    echo 0 > /proc/sys/kernel/nmi_watchdog\n    \
                              perfkit stat ...\n    echo 1 > /proc/sys/kernel/nmi_watchdog";
 
-/// Resolve `list` (comma separated) against `table`; `no_group`: perf's
-/// `--metric-no-group`; `literals`: the values of `#SMT_on` and the like for this run;
+/// How perf 6.1 lays the metrics' events out (`--metric-no-group`, `--metric-no-merge`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MetricLayout {
+    /// `--metric-no-group`: no `{...}:W` groups; with merging, the metrics' events in one
+    /// ungrouped set, each event once.
+    pub no_group: bool,
+    /// `--metric-no-merge` (perf's `metric_no_merge`): every metric counts its own set
+    /// of events; no combined ungrouped set, no sharing of a set whose events contain a
+    /// later metric's, and no tool event added to sets that do not use it.
+    pub no_merge: bool,
+}
+
+/// Resolve `list` (comma separated) against `table`; `layout`: perf's
+/// `--metric-no-group` and `--metric-no-merge`; `literals`: the values of `#SMT_on` and the like for this run;
 /// `nmi_watchdog`: whether the NMI watchdog is on, which makes perf count a
 /// `NO_NMI_WATCHDOG` metric's events outside a group (with its warning and hint).
 pub(super) fn resolve(
     table: &Metrics,
     list: &str,
-    no_group: bool,
+    layout: MetricLayout,
     literals: &Literals,
     nmi_watchdog: bool,
 ) -> Result<Resolved> {
+    let MetricLayout { no_group, no_merge } = layout;
     let mut out = Resolved::default();
     // perf 6.1: each name's metrics put at the head of the list, then the list sorted by
     // the number of events (tool events not counted), most first (stably).
@@ -178,50 +206,69 @@ pub(super) fn resolve(
     own.sort_by_key(|o| std::cmp::Reverse(o.2.iter().filter(|i| !TOOL_EVENTS.contains(i)).count()));
     // Each metric's events as one group (`{...}:W`); the metrics perf counts ungrouped
     // (all with --metric-no-group, a NO_NMI_WATCHDOG one while the watchdog is on): their
-    // events first, in one list, ungrouped, each event once (perf's combined map).
+    // events first, in one list, ungrouped, each event once (perf's combined map), or
+    // with --metric-no-merge each metric's own list, in the metrics' order.
     let ungrouped = |m: &Metric| no_group || m.ungrouped(nmi_watchdog);
-    let combined: Vec<usize> = (0..own.len()).filter(|&i| ungrouped(own[i].0)).collect();
     let mut sets: Vec<(Vec<usize>, IdMap, bool)> = Vec::new();
-    if !combined.is_empty() {
-        let all: Vec<&str> = combined.iter().flat_map(|&i| own[i].2.iter()).collect();
-        sets.push((combined, IdMap::from_names(&all), false));
+    if no_merge {
+        sets.extend(
+            own.iter()
+                .enumerate()
+                .map(|(i, o)| (vec![i], o.2.clone(), !ungrouped(o.0))),
+        );
+    } else {
+        let combined: Vec<usize> = (0..own.len()).filter(|&i| ungrouped(own[i].0)).collect();
+        if !combined.is_empty() {
+            let all: Vec<&str> = combined.iter().flat_map(|&i| own[i].2.iter()).collect();
+            sets.push((combined, IdMap::from_names(&all), false));
+        }
+        sets.extend(
+            own.iter()
+                .enumerate()
+                .filter(|(_, o)| !ungrouped(o.0))
+                .map(|(i, o)| (vec![i], o.2.clone(), true)),
+        );
     }
-    sets.extend(
-        own.iter()
-            .enumerate()
-            .filter(|(_, o)| !ungrouped(o.0))
-            .map(|(i, o)| (vec![i], o.2.clone(), true)),
-    );
     // perf 6.1 (`parse_ids`, metrics merged as by default) puts every tool event any of
     // the metrics uses into every set, so that sets can be shared, inserted into the set's
     // map (which may reorder it); a set left without events (`X if #SMT_on else 0` with SMT
     // off) counts duration_time.
+    // With --metric-no-merge a set has only its own tool events.
     let tools: Vec<&str> = TOOL_EVENTS
         .iter()
         .copied()
-        .filter(|t| own.iter().any(|o| o.2.contains(t)))
+        .filter(|t| !no_merge && own.iter().any(|o| o.2.contains(t)))
         .collect();
-    // The grouped sets parsed so far (their maps, tool events in), which perf lets a later
-    // metric share when its events are among them (`expr__subset_of_ids`).
-    let mut parsed_sets: Vec<IdMap> = Vec::new();
+    // The grouped sets parsed so far (their maps, tool events in, and the rows each event
+    // of theirs has), which perf lets a later metric share when its events are among them
+    // (`expr__subset_of_ids`); never with --metric-no-merge.
+    let mut parsed_sets: Vec<(IdMap, Vec<(String, usize)>)> = Vec::new();
+    // How many rows of each name the sets so far have.
+    let mut rows_of: std::collections::HashMap<String, usize> = Default::default();
     for (members, mut ids, grouped) in sets {
         if let [only] = members[..]
             && grouped
+            && !no_merge
         {
             let (m, expr, own_ids) = &own[only];
             // (A metric without events keeps a set of its own: in perf it would share
             // one and then never be printed.)
-            if !own_ids.is_empty()
-                && parsed_sets
+            let shared = parsed_sets
+                .iter()
+                .find(|p| own_ids.iter().all(|id| p.0.contains(id)));
+            if let Some((_, nths)) = shared.filter(|_| !own_ids.is_empty()) {
+                let events: Vec<String> = own_ids.iter().map(String::from).collect();
+                let nth = events
                     .iter()
-                    .any(|p| own_ids.iter().all(|id| p.contains(id)))
-            {
+                    .map(|e| nths.iter().find(|n| &n.0 == e).map_or(0, |n| n.1))
+                    .collect();
                 out.metrics.push(MetricUse {
                     name: m.name.to_string(),
                     source: m.expr,
                     scale_unit: m.scale_unit,
                     expr: expr.clone(),
-                    events: own_ids.iter().map(String::from).collect(),
+                    events,
+                    nth,
                 });
                 continue;
             }
@@ -267,9 +314,19 @@ pub(super) fn resolve(
                         specs.push(t);
                     }
                 }
+                // Which row of its name each event of this set is.
+                let nths: Vec<(String, usize)> = specs
+                    .iter()
+                    .map(|s| {
+                        let n = rows_of.entry(s.name.clone()).or_default();
+                        *n += 1;
+                        (s.name.clone(), *n - 1)
+                    })
+                    .collect();
+                let nth_of = |e: &String| nths.iter().find(|n| &n.0 == e).map_or(0, |n| n.1);
                 out.specs.extend(specs);
                 if grouped {
-                    parsed_sets.push(ids.clone());
+                    parsed_sets.push((ids.clone(), nths.clone()));
                 }
                 for i in members {
                     let (m, expr, own_ids) = &own[i];
@@ -280,17 +337,19 @@ pub(super) fn resolve(
                     } else {
                         own_ids.iter().map(String::from).collect()
                     };
+                    // A formula without events shows on the tool event counted for it.
+                    let events = if own_events.is_empty() {
+                        events.clone()
+                    } else {
+                        own_events
+                    };
                     out.metrics.push(MetricUse {
                         name: m.name.to_string(),
                         source: m.expr,
                         scale_unit: m.scale_unit,
                         expr: expr.clone(),
-                        // A formula without events shows on the tool event counted for it.
-                        events: if own_events.is_empty() {
-                            events.clone()
-                        } else {
-                            own_events.clone()
-                        },
+                        nth: events.iter().map(nth_of).collect(),
+                        events,
                     });
                 }
             }
@@ -329,10 +388,24 @@ pub(super) fn resolve(
 /// 6.1 prints it ([`MetricText`]): scaled by its `ScaleUnit`, with its digits. A tool
 /// event reads in seconds in a formula, as perf's (`duration_time` counts nanoseconds).
 pub fn apply(metrics: &[MetricUse], rows: &mut [Row]) {
+    // The metric's own row of an event: the nth of its name (the first where the bucket
+    // has fewer, as a tool event printed only in the first bucket).
+    let own = |rows: &[Row], m: &MetricUse, name: &str| -> Option<usize> {
+        let nth = m
+            .events
+            .iter()
+            .position(|e| e == name)
+            .and_then(|i| m.nth.get(i).copied())
+            .unwrap_or(0);
+        let mut of_name = (0..rows.len()).filter(|&i| rows[i].event == name);
+        let first = of_name.clone().next();
+        of_name.nth(nth).or(first)
+    };
     for m in metrics {
         let value = m.expr.eval(&mut |name| {
-            rows.iter()
-                .find(|r| r.event == name && r.state == State::Counted)
+            own(rows, m, name)
+                .map(|i| &rows[i])
+                .filter(|r| r.state == State::Counted)
                 .map(|r| {
                     if TOOL_EVENTS.contains(&name) {
                         r.value * 1e-9
@@ -344,7 +417,7 @@ pub fn apply(metrics: &[MetricUse], rows: &mut [Row]) {
         let (Some(v), Some(first)) = (value, m.events.first()) else {
             continue;
         };
-        if let Some(r) = rows.iter_mut().find(|r| &r.event == first) {
+        if let Some(r) = own(rows, m, first).map(|i| &mut rows[i]) {
             let text = MetricText::of(&m.name, m.source, m.scale_unit, v);
             r.metric = Some((text.value, text.unit));
             r.metric_decimals = Some(text.decimals);
@@ -365,14 +438,21 @@ mod tests {
             model: 17,
             stepping: 1,
         });
-        let r = resolve(&zen, "nosuch", false, &Literals::default(), false).unwrap();
+        let r = resolve(
+            &zen,
+            "nosuch",
+            MetricLayout::default(),
+            &Literals::default(),
+            false,
+        )
+        .unwrap();
         assert_eq!(r.notes, ["Cannot find metric or group `nosuch'"]);
         assert!(r.specs.is_empty());
         // No `cpu` PMU on the test machines: the first event is missing.
         let r = resolve(
             &zen,
             "branch_misprediction_ratio",
-            false,
+            MetricLayout::default(),
             &Literals::default(),
             false,
         )
@@ -395,16 +475,37 @@ mod tests {
         assert_eq!(m.constraint, Some("NO_NMI_WATCHDOG"));
         assert!(m.ungrouped(true) && !m.ungrouped(false));
         let lits = Literals::default();
-        let on = resolve(&skx, "Page_Walks_Utilization", false, &lits, true).unwrap();
+        let on = resolve(
+            &skx,
+            "Page_Walks_Utilization",
+            MetricLayout::default(),
+            &lits,
+            true,
+        )
+        .unwrap();
         assert_eq!(
             on.notes[0],
             "Splitting metric group Page_Walks_Utilization into standalone metrics."
         );
         assert_eq!(on.notes[1], WATCHDOG_HINT);
         assert!(WATCHDOG_HINT.contains("\n    echo 0 > /proc/sys/kernel/nmi_watchdog\n"));
-        let off = resolve(&skx, "Page_Walks_Utilization", false, &lits, false).unwrap();
+        let off = resolve(
+            &skx,
+            "Page_Walks_Utilization",
+            MetricLayout::default(),
+            &lits,
+            false,
+        )
+        .unwrap();
         // Another metric's events stay in their group either way.
-        let both = resolve(&skx, "Page_Walks_Utilization,IPC", false, &lits, true).unwrap();
+        let both = resolve(
+            &skx,
+            "Page_Walks_Utilization,IPC",
+            MetricLayout::default(),
+            &lits,
+            true,
+        )
+        .unwrap();
         if std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
             return; // the events may open there: the error lines below are a VM's
         }
@@ -444,7 +545,7 @@ mod tests {
             ],
         };
         let lits = Literals::default();
-        let r = resolve(&table, "b,a", false, &lits, false).unwrap();
+        let r = resolve(&table, "b,a", MetricLayout::default(), &lits, false).unwrap();
         assert!(r.notes.is_empty(), "{:?}", r.notes);
         assert_eq!(r.specs.len(), 3, "{:?}", r.specs);
         assert_eq!(r.event_strings.len(), 1, "{:?}", r.event_strings);
@@ -462,8 +563,107 @@ mod tests {
             ],
             ..table
         };
-        let r = resolve(&table, "a,b", false, &lits, false).unwrap();
+        let r = resolve(&table, "a,b", MetricLayout::default(), &lits, false).unwrap();
         assert_eq!((r.specs.len(), r.event_strings.len()), (4, 2));
+    }
+
+    #[test]
+    fn no_merge_gives_every_metric_its_own_set() {
+        // perf 6.1's metric_no_merge: `b`'s events are among `a`'s, yet it counts its own
+        // set; the tool event `c` uses is added to no other set; nothing is combined.
+        let metric = |name, expr| Metric {
+            name,
+            groups: &[],
+            description: "",
+            expr,
+            listed: true,
+            scale_unit: None,
+            constraint: None,
+        };
+        let table = Metrics {
+            table: "test",
+            cpuid: String::new(),
+            metrics: vec![
+                metric("a", "cs + faults + migrations"),
+                metric("b", "cs / faults"),
+                metric("c", "faults / duration_time"),
+            ],
+        };
+        let lits = Literals::default();
+        let merged = resolve(&table, "a,b,c", MetricLayout::default(), &lits, false).unwrap();
+        // Merged: a's set gets c's duration_time, and then b and c share it.
+        assert_eq!(merged.event_strings.len(), 1, "{:?}", merged.event_strings);
+        assert!(merged.event_strings[0].ends_with("}:W,duration_time"));
+        assert_eq!(merged.specs.len(), 4);
+        let no_merge = MetricLayout {
+            no_merge: true,
+            ..MetricLayout::default()
+        };
+        let r = resolve(&table, "a,b,c", no_merge, &lits, false).unwrap();
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_eq!(r.event_strings.len(), 3, "{:?}", r.event_strings);
+        assert!(r.event_strings[0].starts_with('{') && r.event_strings[0].ends_with("}:W"));
+        assert!(!r.event_strings[1].contains("duration_time"));
+        assert!(r.event_strings[2].ends_with(",duration_time"));
+        // a: 3 events, b: 2, c: faults and duration_time.
+        assert_eq!(r.specs.len(), 7, "{:?}", r.specs);
+        let names: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        // b reads the second rows of cs and faults, c the third of faults.
+        let b = &r.metrics[1];
+        assert!(b.nth.iter().all(|&n| n == 1), "{b:?}");
+        let c = &r.metrics[2];
+        let faults = c.events.iter().position(|e| e == "faults").unwrap();
+        assert_eq!(c.nth[faults], 2);
+        // Without groups and without merging: each metric's own ungrouped set.
+        let both = MetricLayout {
+            no_group: true,
+            no_merge: true,
+        };
+        let r = resolve(&table, "a,b,c", both, &lits, false).unwrap();
+        assert_eq!(r.event_strings.len(), 3, "{:?}", r.event_strings);
+        assert!(r.event_strings.iter().all(|e| !e.contains('{')));
+        assert!(r.specs.iter().all(|s| !s.grouped));
+        // No groups, merged: one combined set, each event once.
+        let r = resolve(
+            &table,
+            "a,b,c",
+            MetricLayout {
+                no_group: true,
+                no_merge: false,
+            },
+            &lits,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.event_strings.len(), 1, "{:?}", r.event_strings);
+        assert_eq!(r.specs.len(), 4, "{:?}", r.specs);
+    }
+
+    #[test]
+    fn a_metric_reads_its_own_sets_rows() {
+        // Two sets count `x`: the metric of the second reads the second `x` row and
+        // lands on it, as perf computes a metric from its own evsels.
+        let m = MetricUse {
+            name: "m".into(),
+            source: "x / y",
+            scale_unit: None,
+            expr: Expr::parse("x / y").unwrap(),
+            events: vec!["x".into(), "y".into()],
+            nth: vec![1, 0],
+        };
+        let mut rows = vec![
+            row("x", 10.0, State::Counted),
+            row("x", 30.0, State::Counted),
+            row("y", 3.0, State::Counted),
+        ];
+        apply(std::slice::from_ref(&m), &mut rows);
+        assert_eq!(rows[0].metric, None);
+        assert_eq!(rows[1].metric, Some((10.0, "m".to_string())));
+        // -e events before the metrics' own push the rows further.
+        let mut later = m.clone();
+        later.after(&|e| usize::from(e == "y"));
+        assert_eq!(later.nth, [1, 1]);
     }
 
     fn row(event: &str, value: f64, state: State) -> Row {
@@ -493,6 +693,7 @@ mod tests {
             scale_unit: None,
             expr: Expr::parse("d_ratio(ex_ret_brn_misp, ex_ret_brn)").unwrap(),
             events: vec!["ex_ret_brn_misp".into(), "ex_ret_brn".into()],
+            nth: vec![0, 0],
         };
         let mut rows = vec![
             row("task-clock", 5.0, State::Counted),
@@ -523,6 +724,7 @@ mod tests {
             scale_unit: Some("100%"),
             expr: Expr::parse("a / b").unwrap(),
             events: vec!["a".into(), "b".into()],
+            nth: vec![0, 0],
         };
         // A bandwidth over duration_time, which counts ns and reads in seconds:
         // 64 * 2e6 / 1e6 / 0.5 s = 256 MB/s.
@@ -532,6 +734,7 @@ mod tests {
             scale_unit: Some("1MB/s"),
             expr: Expr::parse("(a * 64 / 1000000) / duration_time").unwrap(),
             events: vec!["a".into(), "duration_time".into()],
+            nth: vec![0, 0],
         };
         let mut rows = vec![
             row("a", 2e6, State::Counted),
@@ -550,6 +753,7 @@ mod tests {
             scale_unit: None,
             expr: Expr::parse("b / a").unwrap(),
             events: vec!["b".into(), "a".into()],
+            nth: vec![0, 0],
         };
         apply(&[plain], &mut rows);
         assert_eq!(rows[1].metric, Some((4.0, "plain".to_string())));
