@@ -673,12 +673,14 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
     }
     // Tracepoint samples keep their RAW data only where the report shows it (the trace
-    // key, perf's default for a file of tracepoints only); otherwise they fold too.
-    // (pprof has no place for them.)
+    // key, perf's default for a file of tracepoints only, which the loader decides from
+    // the file's events); they fold like other samples, those of the trace key by the
+    // text of their row. (pprof has no place for them.)
+    let default_keys = args.sort.is_empty() && args.fields.is_empty() && args.parent.is_none();
     load.no_raw = !keep
         && (args.format.as_deref() == Some("pprof")
-            || !sort.contains(&SortKey::Trace)
-                && (!args.sort.is_empty() || !args.fields.is_empty() || args.parent.is_some()));
+            || !sort.contains(&SortKey::Trace) && !default_keys);
+    load.raw_only_in_tracepoint_files = !keep && !sort.contains(&SortKey::Trace) && default_keys;
     let time_spec = args
         .only
         .time
@@ -1067,7 +1069,12 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         || keep_every_sample()
         || args.script.is_some()
         || args.unnamed.as_deref() == Some("function");
-    if !whole && let Some((has_cpu, has_time)) = sample_columns(&file) {
+    // (Standard input is read once: its columns are known only from agreeing attrs.)
+    let rereadable = args.input.as_os_str() != "-";
+    if !whole
+        && let Some((has_cpu, has_time)) =
+            perfkit_report::sample_columns::sample_columns(&file, rereadable)
+    {
         let side = stream_side.then_some(want);
         return stream_script(&args, &file, &load, &look, (has_cpu, has_time), side);
     }
@@ -1190,21 +1197,6 @@ fn keep_every_sample() -> bool {
 fn no_cpu_field(p: &Profile) -> String {
     let ev = p.events.first().map_or("", |e| e.name.as_str());
     format!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.")
-}
-
-/// Whether every event's samples carry a CPU and a time, when all events agree (the
-/// columns script's defaults show, known before any sample is read, as perf knows them
-/// from the attrs); None when they differ.
-fn sample_columns(file: &perfkit_data::PerfData) -> Option<(bool, bool)> {
-    use perfkit::sys::{PERF_SAMPLE_CPU, PERF_SAMPLE_TIME};
-    let mut types = file
-        .attrs
-        .iter()
-        .map(|a| a.attr.sample_type & (PERF_SAMPLE_CPU | PERF_SAMPLE_TIME));
-    let first = types.next()?;
-    types
-        .all(|t| t == first)
-        .then_some((first & PERF_SAMPLE_CPU != 0, first & PERF_SAMPLE_TIME != 0))
 }
 
 /// What shapes script's text besides the samples: the flags and the file's events.

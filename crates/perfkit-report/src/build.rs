@@ -298,6 +298,8 @@ pub struct Builder {
     chains: ChainMemo,
     /// Like samples folded as they come ([`Builder::aggregate`]).
     folder: Option<crate::fold::Folder>,
+    /// A folding builder's tracepoint payloads, one per printed row.
+    trace_rows: Option<crate::fold::TraceRows>,
     /// Functions already named, by file extent (a live view's; see
     /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
     sym_ranges: Option<crate::sym_ranges::SymRanges>,
@@ -364,6 +366,7 @@ impl Builder {
             kernel_build_id: None,
             chains: ChainMemo::default(),
             folder: None,
+            trace_rows: None,
             sym_ranges: None,
             image_memo: HashMap::default(),
             file_frames: HashMap::default(),
@@ -475,6 +478,7 @@ impl Builder {
     pub fn aggregate(&mut self, how: crate::fold::Aggregation) {
         self.profile.folded = true;
         self.folder = Some(crate::fold::Folder::new(how));
+        self.trace_rows = Some(crate::fold::TraceRows::default());
     }
 
     /// The recording kernel's build id (the file header's), carried on the kernel's image.
@@ -791,7 +795,7 @@ impl Builder {
                     .get(s.event as usize)
                     .is_some_and(|e| e.trace.is_some())
             })
-            .map(|r| self.profile.raw.push(r));
+            .map(|r| self.keep_raw(s.event, r));
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
         let mut cached = None;
@@ -880,6 +884,24 @@ impl Builder {
             chain_broken,
             count: 1,
             cgroup,
+        }
+    }
+
+    /// Keep a tracepoint sample's payload; its index in [`Profile::raw`]. A folding
+    /// builder keeps one payload per printed row ([`crate::fold::TraceRows`]).
+    fn keep_raw(&mut self, event: u32, raw: &[u8]) -> u32 {
+        if self.trace_rows.is_none() || self.stream || self.live.is_some() {
+            return self.profile.raw.push(raw);
+        }
+        if self.trace_rows.as_ref().is_some_and(|r| !r.symbols_read) {
+            self.trace_symbols();
+        }
+        match &mut self.trace_rows {
+            Some(rows) => {
+                rows.symbols_read = true;
+                rows.raw_index(&mut self.profile, event, raw)
+            }
+            None => self.profile.raw.push(raw),
         }
     }
 

@@ -52,6 +52,11 @@ pub struct LoadOptions {
     /// their fields (no `trace` sort key) then folds them like other samples, instead of
     /// keeping each with its data ([`crate::fold`]).
     pub no_raw: bool,
+    /// Drop tracepoint samples' RAW data as [`no_raw`](Self::no_raw) does unless every
+    /// event of the file is a tracepoint whose format is known and the file is not a
+    /// pipe: what `report` shows of them with its default keys (perf sorts such a file
+    /// by `trace`, and any other by keys that do not show the fields).
+    pub raw_only_in_tracepoint_files: bool,
 }
 
 impl LoadOptions {
@@ -347,6 +352,12 @@ impl Loader {
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
         me.take_options(opts);
+        if opts.raw_only_in_tracepoint_files {
+            let events = &me.builder.profile().events;
+            let trace_sorted =
+                !file.pipe && !events.is_empty() && events.iter().all(|e| e.trace.is_some());
+            me.dec.no_raw |= !trace_sorted;
+        }
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
