@@ -1062,13 +1062,12 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
-    // Side-band records without per-sample details stream too (not in file order, not
-    // into per-event files).
-    let stream_side = want.side() && !want.details && !want.rounds && !args.per_event_dump;
-    let whole = (want.any() && !stream_side)
-        || keep_every_sample()
-        || args.script.is_some()
-        || args.unnamed.as_deref() == Some("function");
+    // Side-band records without per-sample details stream too (not in file order).
+    let stream_side = want.side() && !want.details && !want.rounds;
+    let whole = (want.any() && !stream_side) || keep_every_sample() || args.script.is_some();
+    let by_function = args.unnamed.as_deref() == Some("function");
+    // (The streamed path names unnamed code after its functions as frames are made.)
+    load.unnamed_functions = by_function && !whole;
     // (Standard input is read once: its columns are known only from agreeing attrs.)
     let rereadable = args.input.as_os_str() != "-";
     if !whole
@@ -1086,7 +1085,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         (p, d, script_events::Extras::default())
     };
     let mut profile = profile;
-    if args.unnamed.as_deref() == Some("function") {
+    if by_function {
         perfkit_report::unnamed_functions::group_by_function(&mut profile);
     }
     for d in &diag.warnings {
@@ -1317,7 +1316,8 @@ fn stream_script(
     };
     let filter = look.filter(time)?;
     if args.per_event_dump {
-        return stream_event_dump(args, file, load, look, &fields, &filter, has_cpu, has_time);
+        let cols = (has_cpu, has_time);
+        return stream_event_dump(args, file, load, look, &fields, &filter, cols, side);
     }
     // Text goes out in chunks written by another thread: the write system calls (a
     // third of the time on a pipe) overlap the building and formatting of the next.
@@ -1439,7 +1439,9 @@ fn stream_script(
 }
 
 /// [`stream_script`] with `--per-event-dump`: each sample goes to its event's file as it
-/// is built.
+/// is built. Side-band records (`side`) go to standard output after the samples, as the
+/// kept path prints them (the writer's times, `--deltatime` and `--reltime`, then count
+/// from the samples as there): they wait, the samples do not.
 #[allow(clippy::too_many_arguments)]
 fn stream_event_dump(
     args: &ScriptArgs,
@@ -1448,8 +1450,8 @@ fn stream_event_dump(
     look: &ScriptLook<'_>,
     fields: &[Field],
     filter: &Filter,
-    has_cpu: bool,
-    has_time: bool,
+    (has_cpu, has_time): (bool, bool),
+    side: Option<script_events::Want>,
 ) -> Result<u8> {
     let names = file.attrs.iter().map(|a| a.name.as_str());
     let mut dump = script::EventDump::create(&args.input, names)
@@ -1478,9 +1480,27 @@ fn stream_event_dump(
             }
         }
     };
-    let (_, diag) = load_file(file, &args.input, load, args.quiet, Some(&mut sink))?;
+    let mut side_events = Vec::new();
+    let (profile, diag) = match side {
+        Some(want) => {
+            script_events::stream(file, load, want, &mut |e| side_events.push(e), &mut sink)
+                .map(|(p, d, _)| (p, d))
+                .with_context(|| format!("{}", args.input.display()))?
+        }
+        None => load_file(file, &args.input, load, args.quiet, Some(&mut sink))?,
+    };
     if let Some(why) = refused {
         bail!(why);
+    }
+    if failed.is_none() && !side_events.is_empty() {
+        let sw = sw.get_or_insert_with(|| look.writer(&profile, fields, has_cpu, has_time));
+        let mut text = String::new();
+        for e in &side_events {
+            if filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c)) {
+                sw.side_event(&profile, e, &mut text);
+            }
+        }
+        write_out(&None, |w| w.write_all(text.as_bytes()))?;
     }
     let written = match failed {
         Some(e) => Err(e),

@@ -300,6 +300,9 @@ pub struct Builder {
     folder: Option<crate::fold::Folder>,
     /// A folding builder's tracepoint payloads, one per printed row.
     trace_rows: Option<crate::fold::TraceRows>,
+    /// Unnamed frames renamed after their functions as they are made
+    /// ([`group_unnamed_functions`](Self::group_unnamed_functions)).
+    unnamed: Option<crate::unnamed_functions::FunctionGrouper>,
     /// Functions already named, by file extent (a live view's; see
     /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
     sym_ranges: Option<crate::sym_ranges::SymRanges>,
@@ -367,6 +370,7 @@ impl Builder {
             chains: ChainMemo::default(),
             folder: None,
             trace_rows: None,
+            unnamed: None,
             sym_ranges: None,
             image_memo: HashMap::default(),
             file_frames: HashMap::default(),
@@ -412,11 +416,22 @@ impl Builder {
         }
         self.resolve_kernel_frames();
         self.trace_symbols();
+        if let Some(g) = &mut self.unnamed {
+            g.group_new(&mut self.profile);
+        }
         let samples = std::mem::take(&mut self.profile.samples);
         sink(&self.profile, &samples);
         self.profile.samples = samples;
         self.profile.samples.clear();
         self.profile.raw.clear();
+    }
+
+    /// Name unnamed user code after its function, as
+    /// [`crate::unnamed_functions::group_by_function`] names it (`--unnamed function`):
+    /// the frames made since the last hand-out, before each [`flush`](Self::flush) hands
+    /// samples out, and every frame in [`finish`](Self::finish).
+    pub fn group_unnamed_functions(&mut self) {
+        self.unnamed.get_or_insert_with(Default::default);
     }
 
     /// The kernel's symbols for tracepoint formats that print addresses (`%pS`).
@@ -1534,6 +1549,9 @@ impl Builder {
             f.flush(&mut self.profile);
         }
         self.resolve_kernel_frames();
+        if let Some(g) = &mut self.unnamed {
+            g.group_new(&mut self.profile);
+        }
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self
             .unknown

@@ -57,6 +57,10 @@ pub struct LoadOptions {
     /// pipe: what `report` shows of them with its default keys (perf sorts such a file
     /// by `trace`, and any other by keys that do not show the fields).
     pub raw_only_in_tracepoint_files: bool,
+    /// Name unnamed user code after its function (`--unnamed function`,
+    /// [`crate::unnamed_functions`]) as the profile is built: a streamed load hands out
+    /// samples whose frames are renamed already.
+    pub unnamed_functions: bool,
 }
 
 impl LoadOptions {
@@ -233,6 +237,9 @@ impl Loader {
         self.builder.unwind_caller_first(opts.caller_order);
         if let Some(how) = opts.aggregate {
             self.builder.aggregate(how);
+        }
+        if opts.unnamed_functions {
+            self.builder.group_unnamed_functions();
         }
     }
 
