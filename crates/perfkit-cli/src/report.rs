@@ -1062,8 +1062,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
-    // Side-band records without per-sample details stream too (not in file order).
-    let stream_side = want.side() && !want.details && !want.rounds;
+    // Side-band records without per-sample details stream too (in file order with
+    // `--show-round-events`).
+    let stream_side = want.side() && !want.details;
     let whole = (want.any() && !stream_side) || keep_every_sample() || args.script.is_some();
     let by_function = args.unnamed.as_deref() == Some("function");
     // (The streamed path names unnamed code after its functions as frames are made.)
@@ -1346,6 +1347,8 @@ fn stream_script(
         // `before` numbers, as the kept path prints them.
         let queue =
             std::cell::RefCell::new(std::collections::VecDeque::<script_events::SideEvent>::new());
+        // In file order (`--show-round-events`): each sample's command as perf names it.
+        let comms = std::cell::RefCell::new(script_events::SampleComms::default());
         let keep_side = |e: &script_events::SideEvent| {
             filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
         };
@@ -1376,6 +1379,7 @@ fn stream_script(
                         sw.side_event(p, &e, &mut text);
                     }
                 }
+                let comm = comms.borrow_mut().at(index - 1);
                 if !filter.keep(p, s) {
                     continue;
                 }
@@ -1383,6 +1387,7 @@ fn stream_script(
                     text.push_str(&script::sample_json(p, s).to_string());
                     text.push('\n');
                 } else {
+                    sw.comm_for_next(comm);
                     sw.sample_at(p, index - 1, s, &mut text);
                 }
                 if text.len() >= CHUNK {
@@ -1403,6 +1408,7 @@ fn stream_script(
                 load,
                 want,
                 &mut |e| queue.borrow_mut().push_back(e),
+                &mut |i, c| comms.borrow_mut().push(i, c),
                 &mut sink,
             )
             .map(|(p, d, _)| (p, d))
@@ -1458,6 +1464,7 @@ fn stream_event_dump(
         .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
     let mut sw = None;
     let (mut index, mut refused, mut failed) = (0usize, None, None);
+    let comms = std::cell::RefCell::new(script_events::SampleComms::default());
     let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
         if refused.is_some() || failed.is_some() {
             return;
@@ -1472,9 +1479,12 @@ fn stream_event_dump(
         };
         for s in samples {
             index += 1;
-            if filter.keep(p, s)
-                && let Err(e) = dump.write(p, sw, index - 1, s)
-            {
+            let comm = comms.borrow_mut().at(index - 1);
+            if !filter.keep(p, s) {
+                continue;
+            }
+            sw.comm_for_next(comm);
+            if let Err(e) = dump.write(p, sw, index - 1, s) {
                 failed = Some(e);
                 return;
             }
@@ -1482,11 +1492,16 @@ fn stream_event_dump(
     };
     let mut side_events = Vec::new();
     let (profile, diag) = match side {
-        Some(want) => {
-            script_events::stream(file, load, want, &mut |e| side_events.push(e), &mut sink)
-                .map(|(p, d, _)| (p, d))
-                .with_context(|| format!("{}", args.input.display()))?
-        }
+        Some(want) => script_events::stream(
+            file,
+            load,
+            want,
+            &mut |e| side_events.push(e),
+            &mut |i, c| comms.borrow_mut().push(i, c),
+            &mut sink,
+        )
+        .map(|(p, d, _)| (p, d))
+        .with_context(|| format!("{}", args.input.display()))?,
         None => load_file(file, &args.input, load, args.quiet, Some(&mut sink))?,
     };
     if let Some(why) = refused {

@@ -511,16 +511,24 @@ impl Loader {
     /// ([`Builder::push_to`]).
     pub(crate) fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
         match item {
-            Item::Event { attr, record } => {
-                let b = &mut self.builder;
-                self.dec.decode(attr, &record, &mut |fed| match fed {
-                    Fed::Input(i) => b.push_to(i, sink),
-                    Fed::Mark(m) => b.mark(m),
-                });
-            }
+            Item::Event { attr, record } => self.record_to(attr, &record, sink),
             Item::User { type_, .. } => self.user_record(type_),
             _ => {}
         }
+    }
+
+    /// [`record`](Self::record), a streaming builder's samples going to `sink`.
+    pub(crate) fn record_to(
+        &mut self,
+        attr_index: usize,
+        rec: &ParsedRecord<'_>,
+        sink: &mut SampleSink<'_>,
+    ) {
+        let b = &mut self.builder;
+        self.dec.decode(attr_index, rec, &mut |fed| match fed {
+            Fed::Input(i) => b.push_to(i, sink),
+            Fed::Mark(m) => b.mark(m),
+        });
     }
 
     /// Feed a record as [`PerfData::for_each`] delivers it.
