@@ -942,8 +942,8 @@ impl SampleComms {
     /// The command of sample number `i` (numbers asked for in order); None when none was
     /// given.
     pub fn at(&mut self, i: usize) -> Option<String> {
-        while let Some((_, c)) = self.queue.pop_front_if(|(first, _)| *first <= i) {
-            self.current = Some(c);
+        while self.queue.front().is_some_and(|(first, _)| *first <= i) {
+            self.current = self.queue.pop_front().map(|(_, c)| c);
         }
         self.current.clone()
     }
