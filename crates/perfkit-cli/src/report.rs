@@ -675,11 +675,10 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
     // Tracepoint samples keep their RAW data only where the report shows it (the trace
     // key, perf's default for a file of tracepoints only, which the loader decides from
     // the file's events); they fold like other samples, those of the trace key by the
-    // text of their row. (pprof has no place for them.)
+    // text of their row. (The exports have no place for them.)
     let default_keys = args.sort.is_empty() && args.fields.is_empty() && args.parent.is_none();
-    load.no_raw = !keep
-        && (args.format.as_deref() == Some("pprof")
-            || !sort.contains(&SortKey::Trace) && !default_keys);
+    load.no_raw =
+        !keep && (args.format.is_some() || !sort.contains(&SortKey::Trace) && !default_keys);
     load.raw_only_in_tracepoint_files = !keep && !sort.contains(&SortKey::Trace) && default_keys;
     let time_spec = args
         .only
