@@ -673,12 +673,13 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
         load.aggregate = Some(perfkit_report::fold::Aggregation::new(by_cpu));
     }
     // Tracepoint samples keep their RAW data only where the report shows it (the trace
-    // key, perf's default for a file of tracepoints only); otherwise they fold too.
-    // (pprof has no place for them.)
-    load.no_raw = !keep
-        && (args.format.as_deref() == Some("pprof")
-            || !sort.contains(&SortKey::Trace)
-                && (!args.sort.is_empty() || !args.fields.is_empty() || args.parent.is_some()));
+    // key, perf's default for a file of tracepoints only, which the loader decides from
+    // the file's events); they fold like other samples, those of the trace key by the
+    // text of their row. (The exports have no place for them.)
+    let default_keys = args.sort.is_empty() && args.fields.is_empty() && args.parent.is_none();
+    load.no_raw =
+        !keep && (args.format.is_some() || !sort.contains(&SortKey::Trace) && !default_keys);
+    load.raw_only_in_tracepoint_files = !keep && !sort.contains(&SortKey::Trace) && default_keys;
     let time_spec = args
         .only
         .time
@@ -1060,14 +1061,19 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
-    // Side-band records without per-sample details stream too (not in file order, not
-    // into per-event files).
-    let stream_side = want.side() && !want.details && !want.rounds && !args.per_event_dump;
-    let whole = (want.any() && !stream_side)
-        || keep_every_sample()
-        || args.script.is_some()
-        || args.unnamed.as_deref() == Some("function");
-    if !whole && let Some((has_cpu, has_time)) = sample_columns(&file) {
+    // Side-band records without per-sample details stream too (in file order with
+    // `--show-round-events`).
+    let stream_side = want.side() && !want.details;
+    let whole = (want.any() && !stream_side) || keep_every_sample() || args.script.is_some();
+    let by_function = args.unnamed.as_deref() == Some("function");
+    // (The streamed path names unnamed code after its functions as frames are made.)
+    load.unnamed_functions = by_function && !whole;
+    // (Standard input is read once: its columns are known only from agreeing attrs.)
+    let rereadable = args.input.as_os_str() != "-";
+    if !whole
+        && let Some((has_cpu, has_time)) =
+            perfkit_report::sample_columns::sample_columns(&file, rereadable)
+    {
         let side = stream_side.then_some(want);
         return stream_script(&args, &file, &load, &look, (has_cpu, has_time), side);
     }
@@ -1079,7 +1085,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         (p, d, script_events::Extras::default())
     };
     let mut profile = profile;
-    if args.unnamed.as_deref() == Some("function") {
+    if by_function {
         perfkit_report::unnamed_functions::group_by_function(&mut profile);
     }
     for d in &diag.warnings {
@@ -1190,21 +1196,6 @@ fn keep_every_sample() -> bool {
 fn no_cpu_field(p: &Profile) -> String {
     let ev = p.events.first().map_or("", |e| e.name.as_str());
     format!("Samples for '{ev}' event do not have CPU attribute set. Cannot print 'cpu' field.")
-}
-
-/// Whether every event's samples carry a CPU and a time, when all events agree (the
-/// columns script's defaults show, known before any sample is read, as perf knows them
-/// from the attrs); None when they differ.
-fn sample_columns(file: &perfkit_data::PerfData) -> Option<(bool, bool)> {
-    use perfkit::sys::{PERF_SAMPLE_CPU, PERF_SAMPLE_TIME};
-    let mut types = file
-        .attrs
-        .iter()
-        .map(|a| a.attr.sample_type & (PERF_SAMPLE_CPU | PERF_SAMPLE_TIME));
-    let first = types.next()?;
-    types
-        .all(|t| t == first)
-        .then_some((first & PERF_SAMPLE_CPU != 0, first & PERF_SAMPLE_TIME != 0))
 }
 
 /// What shapes script's text besides the samples: the flags and the file's events.
@@ -1325,7 +1316,8 @@ fn stream_script(
     };
     let filter = look.filter(time)?;
     if args.per_event_dump {
-        return stream_event_dump(args, file, load, look, &fields, &filter, has_cpu, has_time);
+        let cols = (has_cpu, has_time);
+        return stream_event_dump(args, file, load, look, &fields, &filter, cols, side);
     }
     // Text goes out in chunks written by another thread: the write system calls (a
     // third of the time on a pipe) overlap the building and formatting of the next.
@@ -1354,6 +1346,8 @@ fn stream_script(
         // `before` numbers, as the kept path prints them.
         let queue =
             std::cell::RefCell::new(std::collections::VecDeque::<script_events::SideEvent>::new());
+        // In file order (`--show-round-events`): each sample's command as perf names it.
+        let comms = std::cell::RefCell::new(script_events::SampleComms::default());
         let keep_side = |e: &script_events::SideEvent| {
             filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
         };
@@ -1384,6 +1378,7 @@ fn stream_script(
                         sw.side_event(p, &e, &mut text);
                     }
                 }
+                let comm = comms.borrow_mut().at(index - 1);
                 if !filter.keep(p, s) {
                     continue;
                 }
@@ -1391,6 +1386,7 @@ fn stream_script(
                     text.push_str(&script::sample_json(p, s).to_string());
                     text.push('\n');
                 } else {
+                    sw.comm_for_next(comm);
                     sw.sample_at(p, index - 1, s, &mut text);
                 }
                 if text.len() >= CHUNK {
@@ -1411,6 +1407,7 @@ fn stream_script(
                 load,
                 want,
                 &mut |e| queue.borrow_mut().push_back(e),
+                &mut |i, c| comms.borrow_mut().push(i, c),
                 &mut sink,
             )
             .map(|(p, d, _)| (p, d))
@@ -1447,7 +1444,9 @@ fn stream_script(
 }
 
 /// [`stream_script`] with `--per-event-dump`: each sample goes to its event's file as it
-/// is built.
+/// is built. Side-band records (`side`) go to standard output after the samples, as the
+/// kept path prints them (the writer's times, `--deltatime` and `--reltime`, then count
+/// from the samples as there): they wait, the samples do not.
 #[allow(clippy::too_many_arguments)]
 fn stream_event_dump(
     args: &ScriptArgs,
@@ -1456,14 +1455,15 @@ fn stream_event_dump(
     look: &ScriptLook<'_>,
     fields: &[Field],
     filter: &Filter,
-    has_cpu: bool,
-    has_time: bool,
+    (has_cpu, has_time): (bool, bool),
+    side: Option<script_events::Want>,
 ) -> Result<u8> {
     let names = file.attrs.iter().map(|a| a.name.as_str());
     let mut dump = script::EventDump::create(&args.input, names)
         .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
     let mut sw = None;
     let (mut index, mut refused, mut failed) = (0usize, None, None);
+    let comms = std::cell::RefCell::new(script_events::SampleComms::default());
     let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
         if refused.is_some() || failed.is_some() {
             return;
@@ -1478,17 +1478,43 @@ fn stream_event_dump(
         };
         for s in samples {
             index += 1;
-            if filter.keep(p, s)
-                && let Err(e) = dump.write(p, sw, index - 1, s)
-            {
+            let comm = comms.borrow_mut().at(index - 1);
+            if !filter.keep(p, s) {
+                continue;
+            }
+            sw.comm_for_next(comm);
+            if let Err(e) = dump.write(p, sw, index - 1, s) {
                 failed = Some(e);
                 return;
             }
         }
     };
-    let (_, diag) = load_file(file, &args.input, load, args.quiet, Some(&mut sink))?;
+    let mut side_events = Vec::new();
+    let (profile, diag) = match side {
+        Some(want) => script_events::stream(
+            file,
+            load,
+            want,
+            &mut |e| side_events.push(e),
+            &mut |i, c| comms.borrow_mut().push(i, c),
+            &mut sink,
+        )
+        .map(|(p, d, _)| (p, d))
+        .with_context(|| format!("{}", args.input.display()))?,
+        None => load_file(file, &args.input, load, args.quiet, Some(&mut sink))?,
+    };
     if let Some(why) = refused {
         bail!(why);
+    }
+    if failed.is_none() && !side_events.is_empty() {
+        let sw = sw.get_or_insert_with(|| look.writer(&profile, fields, has_cpu, has_time));
+        let mut text = String::new();
+        for e in &side_events {
+            if filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c)) {
+                sw.side_event(&profile, e, &mut text);
+            }
+        }
+        write_out(&None, |w| w.write_all(text.as_bytes()))?;
     }
     let written = match failed {
         Some(e) => Err(e),

@@ -298,6 +298,11 @@ pub struct Builder {
     chains: ChainMemo,
     /// Like samples folded as they come ([`Builder::aggregate`]).
     folder: Option<crate::fold::Folder>,
+    /// A folding builder's tracepoint payloads, one per printed row.
+    trace_rows: Option<crate::fold::TraceRows>,
+    /// Unnamed frames renamed after their functions as they are made
+    /// ([`group_unnamed_functions`](Self::group_unnamed_functions)).
+    unnamed: Option<crate::unnamed_functions::FunctionGrouper>,
     /// Functions already named, by file extent (a live view's; see
     /// [`cache_symbol_ranges`](Self::cache_symbol_ranges)).
     sym_ranges: Option<crate::sym_ranges::SymRanges>,
@@ -364,6 +369,8 @@ impl Builder {
             kernel_build_id: None,
             chains: ChainMemo::default(),
             folder: None,
+            trace_rows: None,
+            unnamed: None,
             sym_ranges: None,
             image_memo: HashMap::default(),
             file_frames: HashMap::default(),
@@ -409,11 +416,22 @@ impl Builder {
         }
         self.resolve_kernel_frames();
         self.trace_symbols();
+        if let Some(g) = &mut self.unnamed {
+            g.group_new(&mut self.profile);
+        }
         let samples = std::mem::take(&mut self.profile.samples);
         sink(&self.profile, &samples);
         self.profile.samples = samples;
         self.profile.samples.clear();
         self.profile.raw.clear();
+    }
+
+    /// Name unnamed user code after its function, as
+    /// [`crate::unnamed_functions::group_by_function`] names it (`--unnamed function`):
+    /// the frames made since the last hand-out, before each [`flush`](Self::flush) hands
+    /// samples out, and every frame in [`finish`](Self::finish).
+    pub fn group_unnamed_functions(&mut self) {
+        self.unnamed.get_or_insert_with(Default::default);
     }
 
     /// The kernel's symbols for tracepoint formats that print addresses (`%pS`).
@@ -475,6 +493,7 @@ impl Builder {
     pub fn aggregate(&mut self, how: crate::fold::Aggregation) {
         self.profile.folded = true;
         self.folder = Some(crate::fold::Folder::new(how));
+        self.trace_rows = Some(crate::fold::TraceRows::default());
     }
 
     /// The recording kernel's build id (the file header's), carried on the kernel's image.
@@ -791,7 +810,7 @@ impl Builder {
                     .get(s.event as usize)
                     .is_some_and(|e| e.trace.is_some())
             })
-            .map(|r| self.profile.raw.push(r));
+            .map(|r| self.keep_raw(s.event, r));
         let mut chain = std::mem::take(&mut self.chain);
         chain.clear();
         let mut cached = None;
@@ -880,6 +899,24 @@ impl Builder {
             chain_broken,
             count: 1,
             cgroup,
+        }
+    }
+
+    /// Keep a tracepoint sample's payload; its index in [`Profile::raw`]. A folding
+    /// builder keeps one payload per printed row ([`crate::fold::TraceRows`]).
+    fn keep_raw(&mut self, event: u32, raw: &[u8]) -> u32 {
+        if self.trace_rows.is_none() || self.stream || self.live.is_some() {
+            return self.profile.raw.push(raw);
+        }
+        if self.trace_rows.as_ref().is_some_and(|r| !r.symbols_read) {
+            self.trace_symbols();
+        }
+        match &mut self.trace_rows {
+            Some(rows) => {
+                rows.symbols_read = true;
+                rows.raw_index(&mut self.profile, event, raw)
+            }
+            None => self.profile.raw.push(raw),
         }
     }
 
@@ -1512,6 +1549,9 @@ impl Builder {
             f.flush(&mut self.profile);
         }
         self.resolve_kernel_frames();
+        if let Some(g) = &mut self.unnamed {
+            g.group_new(&mut self.profile);
+        }
         self.profile.forget_interning();
         let mut reasons: Vec<(String, u64)> = self
             .unknown

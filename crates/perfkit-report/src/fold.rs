@@ -11,8 +11,13 @@
 //! its first sample's. The thread name a sample counts for is the one it had at its time,
 //! and a `COMM` record can carry the same timestamp as samples read before it: samples
 //! wait until the time moves on before they are folded, so every name at their time is
-//! known by then. Tracepoint samples (with RAW data) are kept one by one; context switches,
-//! which only timelines show, are not kept.
+//! known by then. The same holds for the thread's cgroup namespace (`--sort cgroup_id`).
+//!
+//! Tracepoint samples that keep their RAW data (`--sort trace`, perf's default for a file
+//! of tracepoints only) fold by the text their row prints ([`TraceRows`]): samples whose
+//! fields print alike share one payload, the first one met, and fold like other samples,
+//! so memory follows the distinct rows, not the tracepoint hits. Context switches, which
+//! only timelines show, are not kept.
 
 use crate::{Profile, Sample, StackId, ThreadId};
 use rustc_hash::FxHashMap as HashMap;
@@ -33,9 +38,19 @@ impl Aggregation {
     }
 }
 
-/// (thread, index of its name at the sample's time, CPU, event, stack, chain broken,
-/// cgroup).
-type GroupKey = (ThreadId, u32, Option<u32>, u32, Option<StackId>, bool, u16);
+/// (thread, index of its name and of its cgroup namespace at the sample's time, CPU,
+/// event, stack, chain broken, cgroup, RAW payload).
+type GroupKey = (
+    ThreadId,
+    u32,
+    u32,
+    Option<u32>,
+    u32,
+    Option<StackId>,
+    bool,
+    u16,
+    Option<u32>,
+);
 
 /// The folding state of a builder.
 #[derive(Debug, Default)]
@@ -93,26 +108,30 @@ impl Folder {
     /// picks its group, so the samples waiting go first and any name given at its time
     /// must be known ([`crate::batch`]).
     pub fn fold(&mut self, p: &mut Profile, mut s: Sample) {
-        if s.raw.is_some() {
-            p.samples.push(s);
-            return;
-        }
         if !self.how.cpu {
             s.cpu = None;
         }
-        let name = p.threads[s.thread as usize]
+        let thread = &p.threads[s.thread as usize];
+        let name = thread
             .names
+            .iter()
+            .rposition(|(t, _)| *t <= s.time)
+            .map_or(u32::MAX, |i| i as u32);
+        let cgroup_ns = thread
+            .cgroup_ns
             .iter()
             .rposition(|(t, _)| *t <= s.time)
             .map_or(u32::MAX, |i| i as u32);
         let key = (
             s.thread,
             name,
+            cgroup_ns,
             s.cpu,
             s.event,
             s.stack,
             s.chain_broken,
             s.cgroup,
+            s.raw,
         );
         let next = p.samples.len() as u32;
         let i = *self.groups.entry(key).or_insert(next);
@@ -128,6 +147,47 @@ impl Folder {
                 p.samples.push(s);
             }
         }
+    }
+}
+
+/// Tracepoint payloads kept once per printed row: a payload whose text (as the `trace`
+/// key prints it, [`crate::TraceEvent::text_into`]) was met before for the same event is
+/// not kept again, the sample takes the first one's index instead. The text is all a
+/// report shows of a payload, so the rows and sums are those of every payload kept.
+#[derive(Debug, Default)]
+pub(crate) struct TraceRows {
+    /// Per event: each text met and the index of its payload in [`Profile::raw`].
+    rows: Vec<HashMap<Box<str>, u32>>,
+    /// The text being looked up (one buffer for every sample).
+    text: String,
+    /// The kernel's symbols for `%pS` were asked for ([`Profile::trace_kernel`]).
+    pub symbols_read: bool,
+}
+
+impl TraceRows {
+    /// The index in [`Profile::raw`] of a payload of `event` that prints as `raw` does,
+    /// keeping `raw` when none does yet. (The kernel's symbols for `%pS` must be in
+    /// [`Profile::trace_kernel`] already.)
+    pub fn raw_index(&mut self, p: &mut Profile, event: u32, raw: &[u8]) -> u32 {
+        let Some(tr) = p
+            .events
+            .get(event as usize)
+            .and_then(|e| e.trace.as_deref())
+        else {
+            return p.raw.push(raw);
+        };
+        self.text.clear();
+        tr.text_into(raw, &p.trace_kernel, &mut self.text);
+        let e = event as usize;
+        if self.rows.len() <= e {
+            self.rows.resize_with(e + 1, HashMap::default);
+        }
+        if let Some(&i) = self.rows[e].get(self.text.as_str()) {
+            return i;
+        }
+        let i = p.raw.push(raw);
+        self.rows[e].insert(self.text.as_str().into(), i);
+        i
     }
 }
 

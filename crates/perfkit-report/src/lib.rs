@@ -67,6 +67,7 @@ pub mod pipeline;
 pub mod pprof_in;
 mod rb_order;
 pub mod report;
+pub mod sample_columns;
 pub mod script;
 mod script_brstack;
 mod script_brstackinsn;

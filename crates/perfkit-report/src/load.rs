@@ -52,6 +52,15 @@ pub struct LoadOptions {
     /// their fields (no `trace` sort key) then folds them like other samples, instead of
     /// keeping each with its data ([`crate::fold`]).
     pub no_raw: bool,
+    /// Drop tracepoint samples' RAW data as [`no_raw`](Self::no_raw) does unless every
+    /// event of the file is a tracepoint whose format is known and the file is not a
+    /// pipe: what `report` shows of them with its default keys (perf sorts such a file
+    /// by `trace`, and any other by keys that do not show the fields).
+    pub raw_only_in_tracepoint_files: bool,
+    /// Name unnamed user code after its function (`--unnamed function`,
+    /// [`crate::unnamed_functions`]) as the profile is built: a streamed load hands out
+    /// samples whose frames are renamed already.
+    pub unnamed_functions: bool,
 }
 
 impl LoadOptions {
@@ -229,6 +238,9 @@ impl Loader {
         if let Some(how) = opts.aggregate {
             self.builder.aggregate(how);
         }
+        if opts.unnamed_functions {
+            self.builder.group_unnamed_functions();
+        }
     }
 
     fn with_symbols(events: &[EventAttr], trace: TraceInfo, symbols: Options) -> Loader {
@@ -347,6 +359,12 @@ impl Loader {
         };
         me.builder.kernel_build_id(kernel_id.map(<[u8]>::to_vec));
         me.take_options(opts);
+        if opts.raw_only_in_tracepoint_files {
+            let events = &me.builder.profile().events;
+            let trace_sorted =
+                !file.pipe && !events.is_empty() && events.iter().all(|e| e.trace.is_some());
+            me.dec.no_raw |= !trace_sorted;
+        }
         let warnings = std::mem::take(&mut me.diag.warnings);
         me.diag.warnings = file.warnings.clone();
         me.diag.warnings.extend(warnings);
@@ -493,16 +511,24 @@ impl Loader {
     /// ([`Builder::push_to`]).
     pub(crate) fn item_to(&mut self, item: Item<'_>, sink: &mut SampleSink<'_>) {
         match item {
-            Item::Event { attr, record } => {
-                let b = &mut self.builder;
-                self.dec.decode(attr, &record, &mut |fed| match fed {
-                    Fed::Input(i) => b.push_to(i, sink),
-                    Fed::Mark(m) => b.mark(m),
-                });
-            }
+            Item::Event { attr, record } => self.record_to(attr, &record, sink),
             Item::User { type_, .. } => self.user_record(type_),
             _ => {}
         }
+    }
+
+    /// [`record`](Self::record), a streaming builder's samples going to `sink`.
+    pub(crate) fn record_to(
+        &mut self,
+        attr_index: usize,
+        rec: &ParsedRecord<'_>,
+        sink: &mut SampleSink<'_>,
+    ) {
+        let b = &mut self.builder;
+        self.dec.decode(attr_index, rec, &mut |fed| match fed {
+            Fed::Input(i) => b.push_to(i, sink),
+            Fed::Mark(m) => b.mark(m),
+        });
     }
 
     /// Feed a record as [`PerfData::for_each`] delivers it.

@@ -587,7 +587,12 @@ impl<'p> ScriptWriter<'p> {
             .and_then(Option::as_ref);
         let fields = own.unwrap_or(&self.fields);
         let detail = self.extras.and_then(|e| e.details.get(index));
-        self.comm_now = self.extras.and_then(|e| e.comms.get(&index)).cloned();
+        let given = self.comm_now.take();
+        self.comm_now = self
+            .extras
+            .and_then(|e| e.comms.get(&index))
+            .cloned()
+            .or(given);
         if let Some(d) = detail.filter(|_| fields.iter().any(|f| f.needs_details()))
             && trace_of(p, s).is_none()
         {
@@ -608,6 +613,13 @@ impl<'p> ScriptWriter<'p> {
             return;
         }
         self.sample(p, s, out)
+    }
+
+    /// Print the next sample with this command instead of its thread's name at its time
+    /// (perf's unordered mode names a thread as the records read so far named it; see
+    /// [`crate::script_events::SampleComms`]).
+    pub fn comm_for_next(&mut self, comm: Option<String>) {
+        self.comm_now = comm;
     }
 
     /// Append one sample of `p` to `out`.

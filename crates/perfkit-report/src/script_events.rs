@@ -851,22 +851,26 @@ pub fn load(
     Ok((profile, diag, c.extras))
 }
 
-/// [`load`] for side-band records without per-sample details or file order
-/// (`want.details` and `want.rounds` unset): the samples go to `sink` as they are built
-/// ([`crate::load::stream`], one reading thread) and each side-band record to `side` as
-/// it is read, its [`SideEvent::before`] counting the samples before it in the file, so
-/// that a writer prints it before the sample of that number, as [`load`]'s caller does.
-/// Memory then follows the side-band records not printed yet, not the samples. What comes
-/// back is the profile without samples and the extras without side-band records.
+/// [`load`] for side-band records without per-sample details (`want.details` unset):
+/// the samples go to `sink` as they are built ([`crate::load::stream`], one reading
+/// thread) and each side-band record to `side` as it is read, its [`SideEvent::before`]
+/// counting the samples before it in the file, so that a writer prints it before the
+/// sample of that number, as [`load`]'s caller does. With `want.rounds` the records come
+/// in file order (perf's unordered mode) and `comm` gets, before each sample record is
+/// built, the number of the first sample it makes and the command perf names its thread
+/// with at that point ([`Extras::comms`]; see [`SampleComms`]). Memory then follows the
+/// side-band records not printed yet, not the samples. What comes back is the profile
+/// without samples and the extras without side-band records.
 pub fn stream(
     file: &PerfData,
     opts: &LoadOptions,
     want: Want,
     side: &mut dyn FnMut(SideEvent),
+    comm: &mut dyn FnMut(usize, String),
     sink: &mut crate::build::SampleSink<'_>,
 ) -> Result<(Profile, Diagnostics, Extras), LoadError> {
-    debug_assert!(!want.details && !want.rounds);
-    file.parser().map_err(LoadError::Read)?;
+    debug_assert!(!want.details);
+    let parser = file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
     loader.stream_samples();
     let mut c = Collector::new(file, &loader, want);
@@ -875,22 +879,90 @@ pub fn stream(
         given.set(given.get() + samples.len());
         sink(p, samples);
     };
-    let result = file.for_each(
-        |item| {
-            if let Item::Event { attr, record } = &item {
-                c.record(*attr, record, given.get() + loader.samples_len());
+    let result = if want.rounds {
+        file.walk_decompressed(|_, type_, misc, body| {
+            if type_ == sys::PERF_RECORD_FINISHED_ROUND {
+                side(round_end(given.get() + loader.samples_len(), misc));
+                return Ok(());
+            }
+            if type_ >= sys::PERF_RECORD_USER_TYPE_START {
+                loader.user_record(type_);
+                return Ok(());
+            }
+            // A record that does not decode is skipped, as the sorted reader skips it.
+            if let Ok((attr, record)) = perfkit_data::parse_any(&parser, type_, misc, body) {
+                let before = given.get() + loader.samples_len();
+                c.record(attr, &record, before);
                 for e in c.extras.side.drain(..) {
                     side(e);
                 }
+                if let Record::Sample(s) = &record.record {
+                    comm(before, c.comm_of(s.tid.unwrap_or(-1)));
+                }
+                loader.record_to(attr, &record, &mut counted);
             }
-            loader.item_to(item, &mut counted);
-        },
-        |_| {},
-    );
+            Ok(())
+        })
+    } else {
+        file.for_each(
+            |item| {
+                if let Item::Event { attr, record } = &item {
+                    c.record(*attr, record, given.get() + loader.samples_len());
+                    for e in c.extras.side.drain(..) {
+                        side(e);
+                    }
+                }
+                loader.item_to(item, &mut counted);
+            },
+            |_| {},
+        )
+    };
     loader.flush_to(&mut counted);
     let (profile, mut diag) = loader.finish();
     diag.error = result.err();
     Ok((profile, diag, c.extras))
+}
+
+/// The commands [`stream`] gives for samples in file order, handed to a writer as the
+/// samples come: sample `i` takes the last command given for a number at or below `i`
+/// (a record that made no sample is passed over). Memory: the commands of samples not
+/// written yet.
+#[derive(Debug, Default)]
+pub struct SampleComms {
+    queue: std::collections::VecDeque<(usize, String)>,
+    current: Option<String>,
+}
+
+impl SampleComms {
+    /// Samples from number `first` on are named `comm` (until a later number's command).
+    pub fn push(&mut self, first: usize, comm: String) {
+        self.queue.push_back((first, comm));
+    }
+
+    /// The command of sample number `i` (numbers asked for in order); None when none was
+    /// given.
+    pub fn at(&mut self, i: usize) -> Option<String> {
+        while self.queue.front().is_some_and(|(first, _)| *first <= i) {
+            self.current = self.queue.pop_front().map(|(_, c)| c);
+        }
+        self.current.clone()
+    }
+}
+
+/// perf's line for the end of a round (`--show-round-events`), before sample `before`.
+fn round_end(before: usize, misc: u16) -> SideEvent {
+    SideEvent {
+        before,
+        event: 0,
+        comm: String::new(),
+        pid: -1,
+        tid: -1,
+        time: 0,
+        cpu: None,
+        misc,
+        type_: sys::PERF_RECORD_FINISHED_ROUND,
+        text: "PERF_RECORD_FINISHED_ROUND\n".into(),
+    }
 }
 
 /// Feed every record in file order (perf's unordered mode, `--show-round-events`).
@@ -903,18 +975,7 @@ fn in_file_order(
     let details = c.want.details;
     file.walk_decompressed(|_, type_, misc, body| {
         if type_ == sys::PERF_RECORD_FINISHED_ROUND {
-            c.extras.side.push(SideEvent {
-                before: loader.samples_len(),
-                event: 0,
-                comm: String::new(),
-                pid: -1,
-                tid: -1,
-                time: 0,
-                cpu: None,
-                misc,
-                type_,
-                text: "PERF_RECORD_FINISHED_ROUND\n".into(),
-            });
+            c.extras.side.push(round_end(loader.samples_len(), misc));
             return Ok(());
         }
         if type_ >= sys::PERF_RECORD_USER_TYPE_START {

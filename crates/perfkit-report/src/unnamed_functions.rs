@@ -15,41 +15,61 @@ use rustc_hash::FxHashMap as HashMap;
 /// the recorded one, is not read (its offsets would name other code). Returns how many
 /// frames were renamed.
 pub fn group_by_function(p: &mut Profile) -> usize {
-    let mut files: HashMap<(String, Option<Vec<u8>>), Option<FunctionBounds>> = HashMap::default();
-    let mut renamed = 0;
-    for id in 0..p.frames.len() {
-        let frame = &p.frames[id];
-        let func = &p.funcs[frame.func as usize];
-        if func.kernel || func.name != "[unknown]" || frame.inlined {
-            continue;
+    FunctionGrouper::default().group_new(p)
+}
+
+/// [`group_by_function`] for a profile still being built (`script` writing each sample as
+/// it is built): each call renames the frames made since the last one, each file's bounds
+/// read once. A frame's new name depends only on the frame, so renaming the new frames
+/// before their first sample is written gives the names renaming them all at the end
+/// gives.
+#[derive(Debug, Default)]
+pub struct FunctionGrouper {
+    files: HashMap<(String, Option<Vec<u8>>), Option<FunctionBounds>>,
+    /// The frames before this one were looked at.
+    next: usize,
+}
+
+impl FunctionGrouper {
+    /// Rename the unnamed frames of `p` made since the last call; how many were renamed.
+    pub fn group_new(&mut self, p: &mut Profile) -> usize {
+        let mut renamed = 0;
+        let from = std::mem::replace(&mut self.next, p.frames.len());
+        for id in from..p.frames.len() {
+            let frame = &p.frames[id];
+            let func = &p.funcs[frame.func as usize];
+            if func.kernel || func.name != "[unknown]" || frame.inlined {
+                continue;
+            }
+            let Some(offset) = frame.map_offset else {
+                continue;
+            };
+            let Some(image) = p.image_of(id as FrameId) else {
+                continue;
+            };
+            if image.is_kernel() || image.path.starts_with('[') || image.path.is_empty() {
+                continue;
+            }
+            let key = (image.path.clone(), image.build_id.clone());
+            let short = image.name().to_string();
+            let dso = func.dso.clone();
+            let bounds = self
+                .files
+                .entry(key)
+                .or_insert_with_key(|(path, id)| load(path, id.as_deref()));
+            let Some(start) = bounds.as_ref().and_then(|b| b.function_start(offset)) else {
+                continue;
+            };
+            let named = p.func(Func {
+                name: format!("{short}+{start:#x}"),
+                dso,
+                kernel: false,
+            });
+            p.set_frame_func(id as FrameId, named);
+            renamed += 1;
         }
-        let Some(offset) = frame.map_offset else {
-            continue;
-        };
-        let Some(image) = p.image_of(id as FrameId) else {
-            continue;
-        };
-        if image.is_kernel() || image.path.starts_with('[') || image.path.is_empty() {
-            continue;
-        }
-        let key = (image.path.clone(), image.build_id.clone());
-        let short = image.name().to_string();
-        let dso = func.dso.clone();
-        let bounds = files
-            .entry(key)
-            .or_insert_with_key(|(path, id)| load(path, id.as_deref()));
-        let Some(start) = bounds.as_ref().and_then(|b| b.function_start(offset)) else {
-            continue;
-        };
-        let named = p.func(Func {
-            name: format!("{short}+{start:#x}"),
-            dso,
-            kernel: false,
-        });
-        p.set_frame_func(id as FrameId, named);
-        renamed += 1;
+        renamed
     }
-    renamed
 }
 
 /// The function bounds of `path`, when it is the file recorded (same build id, or none
