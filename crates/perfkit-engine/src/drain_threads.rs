@@ -336,11 +336,19 @@ impl Threads {
 
     fn handle(&mut self, m: Msg, write: &mut impl FnMut(&Pass) -> Result<()>) -> Result<bool> {
         match m {
-            Msg::Pass(p) => {
+            Msg::Pass(mut p) => {
                 let i = p.drainer;
                 self.seen[i] = self.seen[i].max(p.generation);
                 self.unrounded |= !p.block.is_empty() || !p.leases.is_empty();
                 let written = write(&p);
+                // The lent bytes are in the file (or the writer's buffer) now: the kernel
+                // may reuse their space at once. Waiting for the drainer's next pass to give
+                // them back would hold them until the ring's next wakeup, when the ring is
+                // full again: with a small ring at a high rate that lost most samples, and a
+                // ring that filled up woke nobody until the drainer's timeout.
+                for (_, lease) in &mut p.leases {
+                    lease.free();
+                }
                 self.budget.written(p.block.len());
                 written?;
                 self.give_back(i, p.block, p.mappings, p.leases);
