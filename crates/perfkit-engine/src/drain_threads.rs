@@ -18,6 +18,12 @@
 //! A drainer with nothing new says only that its pass ended, and only when the writer
 //! waits for it (the generation moved).
 //!
+//! **Lent records.** Uncompressed, a pass lends its rings' records to the writer in place
+//! instead of copying them ([`lease_ring`]). The writer frees their space for the kernel as
+//! soon as it wrote them ([`RingLease::free`]), as perf publishes its tail right after its
+//! `write`: a ring wakes its drainer only each time another half of it was written, so a
+//! half kept lent until then would leave the kernel a full ring, which wakes no one.
+//!
 //! **Backpressure.** The blocks waiting for the writer are held to a byte budget
 //! ([`Budget`]): a drainer that finds it spent leaves its records in the rings, where the
 //! kernel counts what no longer fits as lost, instead of growing perfkit's memory.
