@@ -329,13 +329,6 @@ fn record(args: RecordArgs) -> Result<u8> {
         Vec::new()
     };
     made.records.extend(rec.task_records(&late));
-    if !command_is_target {
-        if delay == 0 {
-            rec.enable()?;
-        } else {
-            rec.enable_events(n_main..n_events)?;
-        }
-    }
     if delay != 0 && !args.quiet {
         eprintln!("Events disabled");
     }
@@ -358,6 +351,16 @@ fn record(args: RecordArgs) -> Result<u8> {
     let mut w = create(&rec, &args.output)?;
     rec.write_made_preamble(&mut w, &made)?;
     drop(made);
+    // Counting starts once the file and its preamble are written: creating the file can
+    // wait on the disk (16 ms under load), and meanwhile nothing writes the rings' records,
+    // so small rings overflowed.
+    if !command_is_target {
+        if delay == 0 {
+            rec.enable()?;
+        } else {
+            rec.enable_events(n_main..n_events)?;
+        }
+    }
     let mut status = None;
     let workload = match child {
         // Interrupted before the command started: it never runs (dropping it ends it).
@@ -369,9 +372,21 @@ fn record(args: RecordArgs) -> Result<u8> {
         }
         Some(c) => {
             let stopper = stopper.clone();
-            let w = Workload::start(c, move |_| stopper.stop()).map_err(launch_error)?;
-            child_pid.store(w.pid(), Ordering::SeqCst);
-            Some(w)
+            // The rings go on draining while the command execs (with -a they count
+            // already).
+            let (started, written) =
+                rec.poll_while(&mut w, || Workload::start(c, move |_| stopper.stop()));
+            let wl = started.map_err(launch_error)?;
+            child_pid.store(wl.pid(), Ordering::SeqCst);
+            if let Err(e) = written {
+                wl.terminate(Duration::from_secs(2));
+                return Err(if e.is_broken_pipe() {
+                    e.into()
+                } else {
+                    exit_error(1, e)
+                });
+            }
+            Some(wl)
         }
         None => None,
     };

@@ -18,6 +18,12 @@
 //! A drainer with nothing new says only that its pass ended, and only when the writer
 //! waits for it (the generation moved).
 //!
+//! **Lent records.** Uncompressed, a pass lends its rings' records to the writer in place
+//! instead of copying them ([`lease_ring`]). The writer frees their space for the kernel as
+//! soon as it wrote them ([`RingLease::free`]), as perf publishes its tail right after its
+//! `write`: a ring wakes its drainer only each time another half of it was written, so a
+//! half kept lent until then would leave the kernel a full ring, which wakes no one.
+//!
 //! **Backpressure.** The blocks waiting for the writer are held to a byte budget
 //! ([`Budget`]): a drainer that finds it spent leaves its records in the rings, where the
 //! kernel counts what no longer fits as lost, instead of growing perfkit's memory.
@@ -336,11 +342,19 @@ impl Threads {
 
     fn handle(&mut self, m: Msg, write: &mut impl FnMut(&Pass) -> Result<()>) -> Result<bool> {
         match m {
-            Msg::Pass(p) => {
+            Msg::Pass(mut p) => {
                 let i = p.drainer;
                 self.seen[i] = self.seen[i].max(p.generation);
                 self.unrounded |= !p.block.is_empty() || !p.leases.is_empty();
                 let written = write(&p);
+                // The lent bytes are in the file (or the writer's buffer) now: the kernel
+                // may reuse their space at once. Waiting for the drainer's next pass to give
+                // them back would hold them until the ring's next wakeup, when the ring is
+                // full again: with a small ring at a high rate that lost most samples, and a
+                // ring that filled up woke nobody until the drainer's timeout.
+                for (_, lease) in &mut p.leases {
+                    lease.free();
+                }
                 self.budget.written(p.block.len());
                 written?;
                 self.give_back(i, p.block, p.mappings, p.leases);

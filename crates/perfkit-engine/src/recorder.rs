@@ -484,8 +484,9 @@ impl Recorder {
 
     /// Whether the draining threads lend their records to the writer in place (the
     /// default): the writer `write`s each ring's pending bytes straight from the ring, as
-    /// perf does, and a thread takes them back (letting the kernel reuse the space) before
-    /// its next pass. Nothing is copied and nothing queues in memory; while the writer is
+    /// perf does, and gives their space back to the kernel as soon as they are written
+    /// ([`RingLease::free`](perfkit::RingLease::free)); a thread takes the lease back
+    /// before its next pass. Nothing is copied and nothing queues in memory; while the writer is
     /// busy, records wait in the rings. With `false` the threads copy the records into
     /// blocks that queue for the writer, up to [`set_queue_limit`](Self::set_queue_limit),
     /// so the rings keep draining during long work of the writer's (`-z` compression).
@@ -532,6 +533,41 @@ impl Recorder {
         let outcome = self.wait(timeout)?;
         self.drain(w)?;
         Ok(outcome)
+    }
+
+    /// Run `f` on another thread while this one goes on writing what the draining threads
+    /// send, so that the rings keep draining while `f` blocks. Launching a command waits
+    /// for its `exec`, which on a loaded machine took 100 ms and more; with `-a` the rings
+    /// count from before the launch, and a small ring, its records lent to a writer that
+    /// was waiting there, overflowed (-m 8: 10,000 samples lost per CPU). Returns what `f`
+    /// returned, and the first error of the writing (after `f` ended).
+    pub fn poll_while<T: Send>(
+        &mut self,
+        w: &mut PerfDataWriter,
+        f: impl FnOnce() -> T + Send,
+    ) -> (T, Result<()>) {
+        if self.threads.is_none() {
+            return (f(), Ok(()));
+        }
+        std::thread::scope(|s| {
+            let h = s.spawn(f);
+            let mut result = Ok(());
+            while !h.is_finished() {
+                match self.poll(w, Duration::from_millis(5)) {
+                    Ok(Poll::Continue) => {}
+                    // The stop stays seen: the caller's next poll sees it too.
+                    Ok(Poll::Stopped) => break,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            match h.join() {
+                Ok(t) => (t, result),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
     }
 
     /// [`poll`](Self::poll) for a live consumer (`top`): each record, parsed, goes to `f`

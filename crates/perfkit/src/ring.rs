@@ -182,8 +182,8 @@ fn check_data(data: &[u8]) -> bool {
 
 /// Records of a ring lent out in place by [`RingBuffer::lease`]: at most two runs of bytes
 /// (two where they wrap around the end of the data area), which the kernel does not write
-/// until the lease is given back with [`RingBuffer::release`]. `Send`: a writer thread can
-/// `write` them straight from the ring.
+/// until the lease is given back with [`RingBuffer::release`] or its space is freed with
+/// [`free`](Self::free). `Send`: a writer thread can `write` them straight from the ring.
 #[derive(Debug)]
 pub struct RingLease {
     map: std::sync::Arc<Mapping>,
@@ -191,12 +191,37 @@ pub struct RingLease {
     data_size: usize,
     start: u64,
     end: u64,
+    /// [`free`](Self::free) published the tail past the bytes: nothing is lent any more.
+    freed: bool,
 }
 
 impl RingLease {
-    /// The lent bytes, in order: the second part is empty unless they wrap.
+    /// Let the kernel reuse the lent bytes now, from the thread that holds the lease (a
+    /// writer that has just written them), instead of when the lease goes back to its ring:
+    /// publishes `data_tail` at the lease's end, as perf does right after its `write`. The
+    /// ring keeps its order (it lends nothing more until [`RingBuffer::release`] gets the
+    /// lease back, and publishes no tail before then), so a ring whose reader is asleep
+    /// until its next wakeup still has all its space for the kernel meanwhile. Afterwards
+    /// the lease is empty.
+    pub fn free(&mut self) {
+        if self.freed {
+            return;
+        }
+        // SAFETY: a lease's mapping is a consume-mode ring's (only those lend), mapped
+        // readable and writable with its user page first, and alive while `self.map` is.
+        let ctl = unsafe { RingControl::new(self.map.ptr.cast()) };
+        // The full fence in set_tail orders every read of the lent bytes before it.
+        ctl.set_tail(self.end);
+        self.freed = true;
+    }
+
+    /// The lent bytes, in order: the second part is empty unless they wrap (both are
+    /// empty once [`free`](Self::free)d).
     pub fn parts(&self) -> [&[u8]; 2] {
         let data = data_area(&self.map, self.data_offset, self.data_size);
+        if self.freed {
+            return [&data[..0], &data[..0]];
+        }
         let off = (self.start & (self.data_size as u64 - 1)) as usize;
         let len = self.len();
         if off + len <= data.len() {
@@ -229,8 +254,11 @@ impl RingLease {
         b.get(at..at + size)
     }
 
-    /// Bytes lent.
+    /// Bytes lent (0 once [`free`](Self::free)d).
     pub fn len(&self) -> usize {
+        if self.freed {
+            return 0;
+        }
         self.end.wrapping_sub(self.start) as usize
     }
 
@@ -1177,8 +1205,8 @@ impl RingBuffer {
     /// Lend out every pending record in place, without copying: `f` gets each record's
     /// offset in the lent bytes and the record (split where it wraps the end of the data
     /// area). The kernel writes nothing over the lent bytes until they are given back with
-    /// [`release`](Self::release), which publishes the tail; meanwhile later walks go on
-    /// after them but publish nothing. The lease may go to another thread (a writer that
+    /// [`release`](Self::release), which publishes the tail, or freed by their holder
+    /// ([`RingLease::free`]); meanwhile later walks go on after them but publish nothing. The lease may go to another thread (a writer that
     /// `write`s the bytes straight from the ring, as perf does) and keeps the mapping alive.
     ///
     /// `Ok(None)` where nothing can be lent: a ring not read in place (overwrite or
@@ -1211,6 +1239,7 @@ impl RingBuffer {
             data_size: self.data_size,
             start,
             end: head,
+            freed: false,
         }))
     }
 

@@ -1110,3 +1110,70 @@ fn a_lease_lends_the_kernels_records_in_place_until_given_back() {
         "no lease wrapped the end of the {data_size}-byte ring"
     );
 }
+
+#[test]
+fn a_freed_lease_gives_its_space_to_the_kernel_before_the_ring_gets_it_back() {
+    require_root!();
+    // A writer that has written a lease's bytes frees them (RingLease::free) on its own
+    // thread: the tail moves to the lease's end at once, not when the ring gets the lease
+    // back, and not past records the ring handed out after the lease.
+    let attr = fault_attr();
+    let mut s = Sampler::open(&attr, &Target::this_thread(), RingSize::Pages(16)).expect("open");
+    s.enable().unwrap();
+    for round in 0..6 {
+        touch_fresh_pages(100);
+        let tail = s.ring_ref().control().tail();
+        let mut lease = s
+            .ring()
+            .lease(|_, _| {})
+            .expect("lease")
+            .expect("a consume-mode ring lends");
+        let end = tail + lease.len() as u64;
+        assert!(
+            lease.len() >= 100 * 16,
+            "round {round}: {} bytes",
+            lease.len()
+        );
+        // Records that come after the lease are handed out by a walk, and stay the ring's.
+        touch_fresh_pages(20);
+        let later = s.ring().records().count();
+        assert!(
+            later >= 20,
+            "round {round}: {later} records after the lease"
+        );
+        assert_eq!(s.ring_ref().control().tail(), tail, "round {round}: lent");
+        let lease_len = lease.len();
+        let lease = std::thread::scope(|t| {
+            t.spawn(move || {
+                lease.free();
+                lease
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(
+            s.ring_ref().control().tail(),
+            end,
+            "round {round}: the {lease_len} freed bytes are the kernel's, the later records not"
+        );
+        assert!(
+            lease.is_empty(),
+            "round {round}: a freed lease lends nothing"
+        );
+        assert_eq!(lease.parts().map(<[u8]>::len), [0, 0]);
+        assert!(lease.record(0, &mut Vec::new()).is_none());
+        // The ring lends nothing more until it has the lease back, then publishes the
+        // tail past the later walk too.
+        assert!(s.ring().lease(|_, _| {}).unwrap().is_none());
+        s.ring().release(lease);
+        assert!(
+            s.ring_ref().control().tail() > end,
+            "round {round}: the walk after the lease is consumed on release"
+        );
+        touch_fresh_pages(10);
+        let next = s.ring().lease(|_, _| {}).unwrap().expect("lends again");
+        assert!(next.len() >= 10 * 16, "round {round}: {}", next.len());
+        s.ring().release(next);
+    }
+    s.disable().unwrap();
+}
