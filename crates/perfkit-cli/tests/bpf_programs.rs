@@ -336,9 +336,9 @@ fn record_describes_the_programs_loaded_before_it() {
     assert_eq!(prog_info("perfkit", &ours), written);
     // The spinner's line (id, name, address, size) is the one in perf's recording.
     assert_eq!(spin_line(&written), perfs_line);
-    // Every program both recordings list (one may have come or gone between them) at the
-    // same addresses and sizes. Only perf's file has their BTF (HEADER_BPF_BTF), which
-    // may name a program's functions otherwise: names are left out here.
+    // Every program both recordings list (one may have come or gone between them) with
+    // the same names (from the BTF both files carry, where a program has one), addresses
+    // and sizes.
     let places = |lines: &[String]| -> std::collections::BTreeMap<String, Vec<String>> {
         let mut by_prog = std::collections::BTreeMap::<String, Vec<String>>::new();
         let mut prog = String::new();
@@ -346,7 +346,8 @@ fn record_describes_the_programs_loaded_before_it() {
             if let Some(rest) = l.strip_prefix("# bpf_prog_info ") {
                 prog = rest.split(':').next().unwrap().to_string();
             }
-            if let Some(at) = l.find(" addr ") {
+            if l.contains(" addr ") {
+                let at = l.find("bpf_prog_").unwrap_or(0);
                 by_prog
                     .entry(prog.clone())
                     .or_default()
