@@ -2,7 +2,9 @@
 //! (`perf_event__synthesize_bpf_events`): each program's id, tag, name and the address and
 //! length of each of its JIT-compiled functions, which a recording describes with
 //! `PERF_RECORD_KSYMBOL` and `PERF_RECORD_BPF_EVENT` records so that samples in programs
-//! loaded before it started can be named.
+//! loaded before it started can be named; and, as perf keeps them for its
+//! `HEADER_BPF_PROG_INFO` section, the program's info with the arrays perf asks for (its
+//! JIT code, BTF function info and line info: [`bpf_program`]) and its BTF ([`bpf_btf`]).
 //!
 //! Read through the `bpf(2)` system call: `BPF_PROG_GET_NEXT_ID` walks the ids,
 //! `BPF_PROG_GET_FD_BY_ID` opens each, and `BPF_OBJ_GET_INFO_BY_FD` fills the kernel's
