@@ -678,3 +678,47 @@ fn pipe_mode_writes_perfs_empty_bpf_sections() {
     assert_eq!(theirs, [(25, vec![0; 4]), (26, vec![0; 4])]);
     assert_eq!(ours, theirs);
 }
+
+/// Without the programs' info (`--no-bpf-event`: the section lists none, as perf's does)
+/// `annotate` of a BPF symbol fails and says why, naming the section and the option.
+#[test]
+fn annotate_says_why_without_the_programs_code() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = bpf_spin(dir.path()) else {
+        return;
+    };
+    let file = dir.path().join("perfkit.data");
+    run_ok(
+        perfkit()
+            .args(["record", "-q", "-e", "cpu-clock", "--no-bpf-event", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&bin)
+            .arg("20000"),
+    );
+    let report = stdout_ok(
+        perfkit()
+            .args(["report", "--stdio", "--no-children", "--sort", "sym", "-i"])
+            .arg(&file),
+    );
+    let sym = report
+        .split_whitespace()
+        .find(|w| w.starts_with("bpf_prog_") && w.ends_with("_perfkit_spin"))
+        .unwrap_or_else(|| panic!("no sample named after the program:\n{report}"))
+        .to_string();
+    let out = perfkit()
+        .args(["annotate", "--stdio", "-i"])
+        .arg(&file)
+        .arg(&sym)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(&format!("cannot annotate {sym}"))
+            && err.contains("HEADER_BPF_PROG_INFO section has no BPF function at 0xffffffff")
+            && err.contains("--no-bpf-event"),
+        "{out:?}"
+    );
+}

@@ -236,9 +236,11 @@ pub fn annotate(
                     continue;
                 };
                 let size = profile.sym_sizes.get(&fid).copied().unwrap_or(0);
+                // Named by a KSYMBOL record: JIT code that no kernel image file holds, but
+                // the recording's HEADER_BPF_PROG_INFO may (and, while the program is
+                // loaded, the kernel's memory: `top`).
+                let mut bpf_why = None;
                 if func.dso.starts_with("bpf_prog_") {
-                    // Named by a KSYMBOL record: JIT code that no kernel image holds, but
-                    // the recording's HEADER_BPF_PROG_INFO may.
                     match opts.bpf.function_at(start) {
                         Ok(f) => {
                             let insns =
@@ -275,10 +277,10 @@ pub fn annotate(
                                 percent_type: opts.percent_type,
                                 lines,
                             });
+                            continue;
                         }
-                        Err(why) => skipped.push(skip(why)),
+                        Err(why) => bpf_why = Some(why),
                     }
-                    continue;
                 }
                 let kcore = opts
                     .kcore
@@ -292,7 +294,7 @@ pub fn annotate(
                 ) {
                     Ok(c) => c,
                     Err(why) => {
-                        skipped.push(skip(why));
+                        skipped.push(skip(bpf_why.unwrap_or(why)));
                         continue;
                     }
                 };
