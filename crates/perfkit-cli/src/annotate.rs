@@ -141,6 +141,10 @@ pub fn run(args: AnnotateArgs) -> Result<u8> {
         filter,
         vmlinux: args.vmlinux.clone(),
         kcore: args.kcore.clone(),
+        // A pipe's BPF sections are empty (perf writes them before any program is read).
+        bpf: perfkit_data::PerfData::open(&input)
+            .map(|f| perfkit_report::bpf_code::BpfCode::from_file(&f))
+            .unwrap_or_default(),
     };
     let mut sym = Symbolizer::new(Options {
         buildid_dir: Some(perfkit_symbols::buildid_cache::default_dir()),

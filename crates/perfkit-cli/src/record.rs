@@ -314,6 +314,19 @@ fn record(args: RecordArgs) -> Result<u8> {
     } else {
         attached.clone()
     };
+    // perf's BPF side-band thread: the programs loaded from now on are read as they load,
+    // for the file's BPF sections (without the rights to watch every CPU, perf goes on
+    // without it too).
+    let bpf_watch = (!args.no_bpf_event && !to_pipe)
+        .then(perfkit_engine::bpf_watch::BpfWatcher::start)
+        .and_then(|r| r.ok());
+    let add_bpf_seen = |w: &mut PerfDataWriter| {
+        if let Some(watch) = &bpf_watch {
+            let seen = watch.seen();
+            w.add_bpf_programs(seen.programs);
+            w.add_bpf_btfs(seen.btfs);
+        }
+    };
     let mut made = rec.make_preamble(&pids);
     // The command's namespaces (`--namespaces`), which perf synthesizes for it too.
     if let Some(c) = child.as_ref().filter(|_| command_is_target) {
@@ -489,8 +502,9 @@ fn record(args: RecordArgs) -> Result<u8> {
                 .map(Workload::pid)
                 .collect();
             let next = start_file_at(&rec, &pending_path(&args.output), &extra)?;
-            std::mem::replace(&mut w, next)
-                .finish(&cmdline)
+            let mut done = std::mem::replace(&mut w, next);
+            add_bpf_seen(&mut done);
+            done.finish(&cmdline)
                 .with_context(|| format!("writing {}", args.output.display()))?;
             let name = rotated_name(&args.output);
             std::fs::rename(&args.output, &name)
@@ -508,6 +522,11 @@ fn record(args: RecordArgs) -> Result<u8> {
         }
     }
     let stats = rec.finish(&mut w).map_err(stop_workload)?;
+    // The side-band thread reads what its rings still hold before it gives its programs.
+    if let Some(seen) = bpf_watch.map(perfkit_engine::bpf_watch::BpfWatcher::stop) {
+        w.add_bpf_programs(seen.programs);
+        w.add_bpf_btfs(seen.btfs);
+    }
     sig_handle.close();
     let original = w.uncompressed_size();
     let compressed = w.is_compressed();

@@ -48,12 +48,38 @@ fn bpf_spin(dir: &Path) -> Option<PathBuf> {
     Some(bin)
 }
 
+/// A running workload, killed when dropped (also when a test fails: a spinner left
+/// running would be in the next test's recordings).
+struct Spinner(std::process::Child);
+
+impl Spinner {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn kill(&mut self) -> std::io::Result<()> {
+        self.0.kill()
+    }
+
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Start `bin` running its program until killed (the kernel's test loop stops at a
 /// signal), once it is loaded: the process and the program's id.
-fn spin_until_killed(bin: &Path) -> (std::process::Child, String) {
+fn spin_until_killed(bin: &Path) -> (Spinner, String) {
     let mut spin = Command::new(bin)
         .arg("4000000000")
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .expect("spawn bpf_spin");
     let mut line = String::new();
@@ -65,7 +91,7 @@ fn spin_until_killed(bin: &Path) -> (std::process::Child, String) {
         .strip_prefix("loaded ")
         .unwrap_or_else(|| panic!("bpf_spin printed {line:?}, not `loaded ID`"))
         .to_string();
-    (spin, id)
+    (Spinner(spin), id)
 }
 
 /// `tool ARGS -i FILE`'s output without report's closing tip line (perf picks one at
@@ -171,22 +197,59 @@ fn samples_in_a_bpf_program_are_named_from_its_ksymbol_record() {
             "{tool}'s file:\n{events}"
         );
         same_as_perf(&data);
-        // Its code is not in the file: annotate says so and fails, naming the program.
+        // Its JIT code is in the file (HEADER_BPF_PROG_INFO): annotate disassembles it.
         let sym = format!("bpf_prog_{tag}_perfkit_spin");
-        let out = perfkit()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&data)
-            .arg(&sym)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success()
-                && err.contains(&format!("cannot annotate {sym}"))
-                && err.contains("BPF program's JIT code"),
-            "{out:?}"
-        );
+        annotated_loop(&data, &sym);
     }
+}
+
+/// `perfkit annotate --stdio` of the BPF function `sym` in `file`: its JIT code, read from
+/// the file, disassembled at the program's address, with nearly all samples in the loop
+/// of 20000 (`cmp $0x4e20`) the workload's program runs. (perf 6.1 here cannot annotate
+/// BPF code: it is built without libbfd, and says "Please link with binutils's libopcode
+/// to enable BPF annotation".)
+fn annotated_loop(file: &Path, sym: &str) -> String {
+    let text = stdout_ok(
+        perfkit()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(file)
+            .arg(sym),
+    );
+    let addr = perf_ok(&["script", "--show-bpf-events"], file)
+        .lines()
+        .find(|l| l.contains("PERF_RECORD_KSYMBOL") && l.ends_with(sym))
+        .and_then(|l| {
+            let at = l.find(" addr ")? + 6;
+            l[at..].split_whitespace().next().map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no KSYMBOL record of {sym}"));
+    assert!(
+        text.contains(&format!(": 5    {addr:0>16} <{sym}>:")),
+        "{addr}:\n{text}"
+    );
+    let insns: Vec<(f64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (pct, rest) = l.split_once(" : ")?;
+            Some((pct.trim().parse().ok()?, rest))
+        })
+        .collect();
+    let in_loop: f64 = insns
+        .iter()
+        .filter(|(_, t)| {
+            t.contains("add    $0x1,") || t.contains("cmp    $0x4e20,") || t.contains("jb ")
+        })
+        .map(|(p, _)| p)
+        .sum();
+    if !cfg!(target_arch = "x86_64") {
+        return text;
+    }
+    assert!(
+        insns.iter().any(|(_, t)| t.contains("cmp    $0x4e20,")),
+        "{text}"
+    );
+    assert!(in_loop > 90.0, "{in_loop}% in the loop:\n{text}");
+    text
 }
 
 /// A program loaded before the recording starts is described by the records `record`
@@ -273,9 +336,9 @@ fn record_describes_the_programs_loaded_before_it() {
     assert_eq!(prog_info("perfkit", &ours), written);
     // The spinner's line (id, name, address, size) is the one in perf's recording.
     assert_eq!(spin_line(&written), perfs_line);
-    // Every program both recordings list (one may have come or gone between them) at the
-    // same addresses and sizes. Only perf's file has their BTF (HEADER_BPF_BTF), which
-    // may name a program's functions otherwise: names are left out here.
+    // Every program both recordings list (one may have come or gone between them) with
+    // the same names (from the BTF both files carry, where a program has one), addresses
+    // and sizes.
     let places = |lines: &[String]| -> std::collections::BTreeMap<String, Vec<String>> {
         let mut by_prog = std::collections::BTreeMap::<String, Vec<String>>::new();
         let mut prog = String::new();
@@ -283,7 +346,8 @@ fn record_describes_the_programs_loaded_before_it() {
             if let Some(rest) = l.strip_prefix("# bpf_prog_info ") {
                 prog = rest.split(':').next().unwrap().to_string();
             }
-            if let Some(at) = l.find(" addr ") {
+            if l.contains(" addr ") {
+                let at = l.find("bpf_prog_").unwrap_or(0);
                 by_prog
                     .entry(prog.clone())
                     .or_default()
@@ -414,4 +478,247 @@ fn programs_of_one_name_are_one_row() {
         }
         assert_eq!(rows("perfkit"), theirs, "--sort {sort}");
     }
+}
+
+/// Record `bin ARGS` with `tool` (a command target: the program loads during the
+/// recording).
+fn record_command(tool: &str, out: &Path, command: &[&str]) {
+    let mut cmd = if tool == "perf" {
+        Command::new("perf")
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_perfkit"))
+    };
+    let o = cmd
+        .args(["record", "-q", "-e", "cpu-clock", "-o"])
+        .arg(out)
+        .arg("--")
+        .args(command)
+        .stdout(Stdio::null())
+        .output()
+        .expect("record");
+    assert!(o.status.success(), "{tool} record: {o:?}");
+}
+
+/// The BPF lines of `report --header-only` (`bpf_prog_info`, `sub_prog`, `btf info`).
+fn bpf_header(tool: &str, file: &Path) -> Vec<String> {
+    shown(tool, &["report", "--header-only"], file)
+        .lines()
+        .filter(|l| {
+            l.starts_with("# bpf_prog_info ")
+                || l.starts_with("# \tsub_prog ")
+                || l.starts_with("# btf info of id ")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// A program loaded while the recording runs (a command target that loads it) is in the
+/// file's HEADER_BPF_PROG_INFO, read by the record side-band thread as perf 6.1's does;
+/// with its BTF in HEADER_BPF_BTF, which names its two functions (`perfkit_main`,
+/// `perfkit_sub`) in both tools' `report --header-only`; and its code and line info,
+/// which `annotate` shows.
+#[test]
+fn programs_loaded_during_the_recording_are_in_its_header() {
+    let _one = one_at_a_time();
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = bpf_spin(dir.path()) else {
+        return;
+    };
+    let bin = bin.to_str().unwrap();
+    let mut tags = Vec::new();
+    for tool in ["perf", "perfkit"] {
+        // Without BTF: one line, perf's name for a program of one function.
+        let plain = dir.path().join(format!("{tool}-plain.data"));
+        record_command(tool, &plain, &[bin, "20000"]);
+        let lines = bpf_header("perf", &plain);
+        assert_eq!(bpf_header("perfkit", &plain), lines, "{tool}'s file");
+        let spin: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains("_perfkit_spin addr 0xffffffff"))
+            .collect();
+        assert_eq!(spin.len(), 1, "{tool}'s file: {lines:?}");
+        assert!(
+            lines.iter().all(|l| !l.starts_with("# btf info")),
+            "{lines:?}"
+        );
+        // With BTF, function and line info.
+        let file = dir.path().join(format!("{tool}.data"));
+        record_command(tool, &file, &[bin, "20000", "btf"]);
+        let lines = bpf_header("perf", &file);
+        assert_eq!(bpf_header("perfkit", &file), lines, "{tool}'s file");
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("# bpf_prog_info ") && l.ends_with(':'))
+            .unwrap_or_else(|| panic!("{tool}'s file: no program of two functions: {lines:?}"));
+        let main = &lines[at + 1];
+        let sub = &lines[at + 2];
+        assert!(
+            main.starts_with("# \tsub_prog 0: bpf_prog_")
+                && main.contains("_perfkit_main addr 0xffffffff"),
+            "{lines:?}"
+        );
+        assert!(
+            sub.starts_with("# \tsub_prog 1: bpf_prog_")
+                && sub.contains("_perfkit_sub addr 0xffffffff"),
+            "{lines:?}"
+        );
+        // Its BTF: one, the program's (no other program with BTF loads meanwhile here).
+        assert!(
+            lines.iter().any(|l| l.starts_with("# btf info of id ")),
+            "{lines:?}"
+        );
+        let name = sub.split_whitespace().nth(3).unwrap().to_string();
+        // The samples are in the subprogram's loop; annotate shows it with the line info
+        // the program was loaded with (lines 20 and 21, text `r1 += 1`).
+        let text = annotated_loop(&file, &name);
+        assert!(text.contains("         : 21   r1 += 1\n"), "{text}");
+        tags.push(
+            lines[at + 1..at + 3]
+                .iter()
+                .map(|l| l.split(" addr ").next().unwrap().to_string())
+                .collect::<Vec<_>>(),
+        );
+    }
+    // The same names (tags are hashes of the code) in both tools' files.
+    assert_eq!(tags[0], tags[1]);
+}
+
+/// The `PERF_RECORD_HEADER_FEATURE` records of a pipe-mode stream: (feature bit, payload).
+fn pipe_features(stream: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    let u32_at = |o: usize| u32::from_ne_bytes(stream[o..o + 4].try_into().unwrap());
+    let mut out = Vec::new();
+    let mut at = 16;
+    while at + 8 <= stream.len() {
+        let (type_, size) = (
+            u32_at(at),
+            usize::from(u16::from_ne_bytes(
+                stream[at + 6..at + 8].try_into().unwrap(),
+            )),
+        );
+        assert!(size >= 8, "record at {at} of size {size}");
+        if type_ == 80 {
+            let feat = u64::from_ne_bytes(stream[at + 8..at + 16].try_into().unwrap());
+            out.push((feat, stream[at + 16..at + size].to_vec()));
+        }
+        // HEADER_TRACING_DATA: its blob follows the record.
+        if type_ == 66 {
+            at += u32_at(at + 8) as usize;
+        }
+        at += size;
+    }
+    out
+}
+
+/// Pipe mode (`record -o -`): perf 6.1 writes its BPF sections as HEADER_FEATURE records
+/// before it lists any program, so both are empty (a count of 0), whatever is loaded;
+/// perfkit writes the same two records.
+#[test]
+fn pipe_mode_writes_perfs_empty_bpf_sections() {
+    let _one = one_at_a_time();
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = bpf_spin(dir.path()) else {
+        return;
+    };
+    // A program loaded before and during the recordings.
+    let (mut spin, _) = spin_until_killed(&bin);
+    let bpf = |tool: &str| -> Vec<(u64, Vec<u8>)> {
+        let mut cmd = if tool == "perf" {
+            Command::new("perf")
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_perfkit"))
+        };
+        let o = cmd
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "cpu-clock",
+                "-o",
+                "-",
+                "--",
+                "sh",
+                "-c",
+            ])
+            // The workload's own output would go into the stream.
+            .arg(format!("{} 3000 >/dev/null", bin.display()))
+            .stderr(Stdio::null())
+            .output()
+            .expect("record");
+        assert!(o.status.success(), "{tool} record -o -: {o:?}");
+        // The stream reads back: both tools report its samples.
+        let stream = dir.path().join(format!("{tool}.pipe"));
+        std::fs::write(&stream, &o.stdout).unwrap();
+        for reader in ["perf", "perfkit"] {
+            let text = shown(
+                reader,
+                &["report", "--stdio", "--no-children", "--sort", "dso"],
+                &stream,
+            );
+            assert!(
+                text.lines()
+                    .any(|l| l.contains("% ") && !l.starts_with('#')),
+                "{reader} report of {tool}'s stream:\n{text}"
+            );
+        }
+        pipe_features(&o.stdout)
+            .into_iter()
+            .filter(|(f, _)| *f == 25 || *f == 26)
+            .collect()
+    };
+    let theirs = bpf("perf");
+    let ours = bpf("perfkit");
+    spin.kill().unwrap();
+    spin.wait().unwrap();
+    assert_eq!(theirs, [(25, vec![0; 4]), (26, vec![0; 4])]);
+    assert_eq!(ours, theirs);
+}
+
+/// Without the programs' info (`--no-bpf-event`: the section lists none, as perf's does)
+/// `annotate` of a BPF symbol fails and says why, naming the section and the option.
+#[test]
+fn annotate_says_why_without_the_programs_code() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = bpf_spin(dir.path()) else {
+        return;
+    };
+    let file = dir.path().join("perfkit.data");
+    run_ok(
+        perfkit()
+            .args(["record", "-q", "-e", "cpu-clock", "--no-bpf-event", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&bin)
+            .arg("20000"),
+    );
+    let report = stdout_ok(
+        perfkit()
+            .args(["report", "--stdio", "--no-children", "--sort", "sym", "-i"])
+            .arg(&file),
+    );
+    let sym = report
+        .split_whitespace()
+        .find(|w| w.starts_with("bpf_prog_") && w.ends_with("_perfkit_spin"))
+        .unwrap_or_else(|| panic!("no sample named after the program:\n{report}"))
+        .to_string();
+    let out = perfkit()
+        .args(["annotate", "--stdio", "-i"])
+        .arg(&file)
+        .arg(&sym)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(&format!("cannot annotate {sym}"))
+            && err.contains("HEADER_BPF_PROG_INFO section has no BPF function at 0xffffffff")
+            && err.contains("--no-bpf-event"),
+        "{out:?}"
+    );
 }

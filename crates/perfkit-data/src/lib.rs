@@ -21,6 +21,7 @@
 //! library's bindings) decompresses; `object` reads ELF build-id notes.
 #![forbid(unsafe_code)]
 
+pub mod bpf_btf;
 pub mod bpf_prog_info;
 mod error;
 mod features;

@@ -62,6 +62,8 @@ pub struct PerfDataWriter {
     tracing: Option<Vec<u8>>,
     /// HEADER_BPF_PROG_INFO: the BPF programs the file describes (None: no section).
     bpf_programs: Option<Vec<crate::bpf_prog_info::BpfProgInfo>>,
+    /// HEADER_BPF_BTF: the BTF of those programs (written with them).
+    bpf_btfs: Vec<crate::bpf_btf::BpfBtf>,
     /// Decoders of the events' records (MMAP/MMAP2 file names for BUILD_ID).
     parsers: Parsers,
     /// When the header was last rewritten by [`finish_round`](Self::finish_round).
@@ -318,11 +320,22 @@ impl PerfDataWriter {
             let r = record(sys::PERF_RECORD_EVENT_UPDATE, 0, &body, &[]);
             w.raw_write(&r)?;
         }
-        for (bit, payload) in w.static_features() {
-            let mut body = Vec::new();
-            w64(&mut body, bit as u64);
-            body.extend_from_slice(&payload);
-            let r = record(sys::PERF_RECORD_HEADER_FEATURE, 0, &body, &[]);
+        // perf writes its BPF program sections in pipe mode before it lists any program
+        // (the feature records come first): both empty.
+        let mut features = w.static_features();
+        features.push((f::BPF_PROG_INFO, crate::bpf_prog_info::write(&[])));
+        features.push((f::BPF_BTF, crate::bpf_btf::write(&[])));
+        // As perf writes them (`perf_event__synthesize_features`): the section as it is,
+        // not padded to 8 bytes (perf's BPF sections make 20-byte records).
+        for (bit, payload) in features {
+            let mut r = header_bytes(&RecordHeader {
+                type_: sys::PERF_RECORD_HEADER_FEATURE,
+                misc: 0,
+                size: (16 + payload.len()) as u16,
+            })
+            .to_vec();
+            w64(&mut r, bit as u64);
+            r.extend_from_slice(&payload);
             w.raw_write(&r)?;
         }
         // Tracepoint formats: a 16-byte record whose size field gives the 8-byte aligned
@@ -368,6 +381,7 @@ impl PerfDataWriter {
             zstd,
             tracing,
             bpf_programs: None,
+            bpf_btfs: Vec::new(),
             parsers,
             last_sync: None,
         })
@@ -588,8 +602,9 @@ impl PerfDataWriter {
 
     /// Describe `progs` in the file's `HEADER_BPF_PROG_INFO` section (perf's list of the
     /// BPF programs its records name): a program already described (by id) is kept once.
-    /// Without a call the file has no section; an empty list gives one of no programs.
-    /// Pipe mode writes none.
+    /// Without a call the file has no section; an empty list gives one of no programs
+    /// (and an empty `HEADER_BPF_BTF`, which perf writes beside it). Pipe mode writes both
+    /// sections empty at its start, as perf does, and these programs nowhere.
     pub fn add_bpf_programs(
         &mut self,
         progs: impl IntoIterator<Item = crate::bpf_prog_info::BpfProgInfo>,
@@ -598,6 +613,17 @@ impl PerfDataWriter {
         for p in progs {
             if !all.iter().any(|q| q.id == p.id) {
                 all.push(p);
+            }
+        }
+    }
+
+    /// Add `btfs` to the file's `HEADER_BPF_BTF` section (the BTF of the programs given to
+    /// [`add_bpf_programs`](Self::add_bpf_programs), by id; one already there is kept
+    /// once). Written only with a `HEADER_BPF_PROG_INFO` section.
+    pub fn add_bpf_btfs(&mut self, btfs: impl IntoIterator<Item = crate::bpf_btf::BpfBtf>) {
+        for b in btfs {
+            if !self.bpf_btfs.iter().any(|c| c.id == b.id) {
+                self.bpf_btfs.push(b);
             }
         }
     }
@@ -899,6 +925,7 @@ impl PerfDataWriter {
         }
         if let Some(progs) = &self.bpf_programs {
             feats.push((f::BPF_PROG_INFO, crate::bpf_prog_info::write(progs)));
+            feats.push((f::BPF_BTF, crate::bpf_btf::write(&self.bpf_btfs)));
         }
         feats.sort_by_key(|x| x.0);
         let index_at = self.data_start + self.data_len;

@@ -34,6 +34,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod bpf_watch;
 pub mod control;
 pub mod daemon;
 mod drain_budget;

@@ -3,6 +3,7 @@
 //! FINISHED_INIT.
 
 use perfkit::sys;
+use perfkit_data::bpf_btf::BpfBtf;
 use perfkit_data::bpf_prog_info::BpfProgInfo;
 use perfkit_data::{PerfDataWriter, synth};
 
@@ -69,9 +70,10 @@ impl KernelMaps {
     /// meanwhile before ending the preamble.
     pub fn preamble_start(&self, attr: &sys::perf_event_attr, id: u64, pids: &[i32]) -> Preamble {
         let mut records = self.records.clone();
-        let mut bpf_programs = Vec::new();
+        let (mut bpf_programs, mut bpf_btfs) = (Vec::new(), Vec::new());
         if attr.has(sys::attr_flags::BPF_EVENT) {
             bpf_programs = loaded_bpf_programs();
+            bpf_btfs = program_btfs(&bpf_programs, true);
             records.extend(bpf_program_records(attr, id, &bpf_programs));
         }
         if attr.has(sys::attr_flags::CGROUP) {
@@ -81,6 +83,7 @@ impl KernelMaps {
         Preamble {
             records,
             bpf_programs,
+            bpf_btfs,
         }
     }
 
@@ -107,6 +110,8 @@ pub struct Preamble {
     /// The BPF programs loaded when it was made; none when not asked for
     /// (`--no-bpf-event`) or not allowed, where perf's section lists none too.
     pub bpf_programs: Vec<BpfProgInfo>,
+    /// Their BTF, for the file's `HEADER_BPF_BTF` section.
+    pub bpf_btfs: Vec<BpfBtf>,
 }
 
 impl Preamble {
@@ -116,6 +121,7 @@ impl Preamble {
             w.write_record(&[r])?;
         }
         w.add_bpf_programs(self.bpf_programs.iter().cloned());
+        w.add_bpf_btfs(self.bpf_btfs.iter().cloned());
         Ok(())
     }
 }
@@ -131,16 +137,43 @@ fn loaded_bpf_programs() -> Vec<BpfProgInfo> {
     let Ok(progs) = perfkit::bpf_programs() else {
         return Vec::new();
     };
-    progs
-        .into_iter()
-        .map(|p| BpfProgInfo {
-            id: p.id,
-            tag: p.tag,
-            name: p.name,
-            btf_id: p.btf_id,
-            functions: p.functions,
-        })
-        .collect()
+    progs.into_iter().map(program_info).collect()
+}
+
+/// A program read from the kernel, as a perf.data section keeps it.
+pub(crate) fn program_info(p: perfkit::BpfProgram) -> BpfProgInfo {
+    BpfProgInfo {
+        id: p.id,
+        tag: p.tag,
+        name: p.name,
+        btf_id: p.btf_id,
+        functions: p.functions,
+        info: p.info,
+        arrays: p.arrays,
+        data: p.data,
+        endian: perfkit_records::Endian::NATIVE,
+    }
+}
+
+/// The BTF of `progs` that perf keeps, each once: of every program with a BTF id
+/// (`perf_env__add_bpf_info`, for programs loaded while it records), or with
+/// `with_func_info_only` only of those whose function info names their functions
+/// (`perf_event__synthesize_one_bpf_prog`, for those loaded before). A BTF that is gone
+/// is left out.
+pub(crate) fn program_btfs(progs: &[BpfProgInfo], with_func_info_only: bool) -> Vec<BpfBtf> {
+    let mut out: Vec<BpfBtf> = Vec::new();
+    for p in progs {
+        if p.btf_id == 0
+            || out.iter().any(|b| b.id == p.btf_id)
+            || (with_func_info_only && p.func_type_ids().is_empty())
+        {
+            continue;
+        }
+        if let Ok(Some(data)) = perfkit::bpf_btf(p.btf_id) {
+            out.push(BpfBtf { id: p.btf_id, data });
+        }
+    }
+    out
 }
 
 /// The `PERF_RECORD_KSYMBOL` and `PERF_RECORD_BPF_EVENT` records of the BPF programs

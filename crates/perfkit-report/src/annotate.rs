@@ -79,6 +79,8 @@ pub struct Options {
     pub vmlinux: Option<std::path::PathBuf>,
     /// The kernel memory image (default `/proc/kcore`).
     pub kcore: Option<std::path::PathBuf>,
+    /// The recording's BPF programs, whose JIT code annotates their `bpf_prog_*` symbols.
+    pub bpf: crate::bpf_code::BpfCode,
 }
 
 /// One line of an annotation.
@@ -234,6 +236,52 @@ pub fn annotate(
                     continue;
                 };
                 let size = profile.sym_sizes.get(&fid).copied().unwrap_or(0);
+                // Named by a KSYMBOL record: JIT code that no kernel image file holds, but
+                // the recording's HEADER_BPF_PROG_INFO may (and, while the program is
+                // loaded, the kernel's memory: `top`).
+                let mut bpf_why = None;
+                if func.dso.starts_with("bpf_prog_") {
+                    match opts.bpf.function_at(start) {
+                        Ok(f) => {
+                            let insns =
+                                perfkit_disasm::disassemble(f.arch, opts.syntax, f.code, start);
+                            let lines = insn_lines(
+                                &insns,
+                                start,
+                                &acc,
+                                opts.percent_type,
+                                (den_hits, den_period),
+                                |a| {
+                                    let (_, file, line, text) =
+                                        f.lines.iter().rev().find(|l| l.0 <= a)?;
+                                    Some(Line::Source {
+                                        file: file.clone(),
+                                        line: *line,
+                                        text: text.clone(),
+                                    })
+                                },
+                                |t| {
+                                    let f = symbolizer.symbolize_kernel(t);
+                                    f.symbol.as_ref().map(|s| (s.name.to_string(), s.offset))
+                                },
+                            );
+                            out.push(Annotation {
+                                symbol: func.name.clone(),
+                                dso: func.dso.clone(),
+                                file: format!("[bpf_prog_info {}]", f.prog_id),
+                                event,
+                                start,
+                                size: f.code.len() as u64,
+                                hits: acc.hits,
+                                period: acc.period,
+                                percent_type: opts.percent_type,
+                                lines,
+                            });
+                            continue;
+                        }
+                        Err(why) => bpf_why = Some(why),
+                    }
+                }
                 let kcore = opts
                     .kcore
                     .clone()
@@ -245,19 +293,8 @@ pub fn annotate(
                     &kcore,
                 ) {
                     Ok(c) => c,
-                    Err(_) if func.dso.starts_with("bpf_prog_") => {
-                        // Named by a KSYMBOL record: JIT code that no kernel image holds.
-                        skipped.push(skip(
-                            "a BPF program's JIT code is in no kernel image, and the \
-                             recording does not keep it (perf reads it from the \
-                             HEADER_BPF_PROG_INFO section, where perfkit keeps only the \
-                             programs' names, addresses and sizes)"
-                                .into(),
-                        ));
-                        continue;
-                    }
                     Err(why) => {
-                        skipped.push(skip(why));
+                        skipped.push(skip(bpf_why.unwrap_or(why)));
                         continue;
                     }
                 };

@@ -277,13 +277,29 @@ pub fn render_info(
             Some(format!("# clockid frequency: {} MHz", res * 1000)),
         );
     }
+    let btfs = f
+        .raw
+        .iter()
+        .find(|(b, _)| *b == ft::BPF_BTF)
+        .and_then(|(_, raw)| perfkit_data::bpf_btf::parse(raw, file.endian))
+        .unwrap_or_default();
     if let Some((_, raw)) = f.raw.iter().find(|(b, _)| *b == ft::BPF_PROG_INFO)
         && let Some(progs) = perfkit_data::bpf_prog_info::parse(raw, file.endian)
     {
-        let text: Vec<String> = progs.iter().filter_map(bpf_prog_lines).collect();
+        let text: Vec<String> = progs
+            .iter()
+            .filter_map(|p| bpf_prog_lines(p, &btfs))
+            .collect();
         if !text.is_empty() {
             line(ft::BPF_PROG_INFO, Some(text.join("\n")));
         }
+    }
+    if !btfs.is_empty() {
+        let text: Vec<String> = btfs
+            .iter()
+            .map(|b| format!("# btf info of id {}", b.id))
+            .collect();
+        line(ft::BPF_BTF, Some(text.join("\n")));
     }
     if let Some(c) = &f.compressed {
         let kind = if c.kind == 1 { "Zstd" } else { "Unknown" };
@@ -311,16 +327,22 @@ pub fn render_info(
 
 /// perf's lines for one program of `HEADER_BPF_PROG_INFO`
 /// (`bpf_event__print_bpf_prog_info`): one line for a program of one function, else a line
-/// per function; nothing when the counts of its arrays disagree. (perf names a program's
-/// functions from its BTF where the file's `HEADER_BPF_BTF` holds it; perfkit reads no BTF
-/// and names them as perf does without.)
-fn bpf_prog_lines(p: &perfkit_data::bpf_prog_info::BpfProgInfo) -> Option<String> {
+/// per function; nothing when the counts of its arrays disagree. A function is named from
+/// the program's BTF where `btfs` (the file's `HEADER_BPF_BTF`) holds it.
+fn bpf_prog_lines(
+    p: &perfkit_data::bpf_prog_info::BpfProgInfo,
+    btfs: &[perfkit_data::bpf_btf::BpfBtf],
+) -> Option<String> {
+    let btf = (p.btf_id != 0)
+        .then(|| btfs.iter().find(|b| b.id == p.btf_id))
+        .flatten()
+        .map(|b| b.data.as_slice());
     match p.functions.as_slice() {
         [] => None,
         [(addr, len, _)] => Some(format!(
             "# bpf_prog_info {}: {} addr {addr:#x} size {len}",
             p.id,
-            p.function_name(0)
+            p.function_name_with(0, btf)
         )),
         fs => {
             let mut s = format!("# bpf_prog_info {}:", p.id);
@@ -328,7 +350,7 @@ fn bpf_prog_lines(p: &perfkit_data::bpf_prog_info::BpfProgInfo) -> Option<String
                 let _ = write!(
                     s,
                     "\n# \tsub_prog {i}: {} addr {addr:#x} size {len}",
-                    p.function_name(i)
+                    p.function_name_with(i, btf)
                 );
             }
             Some(s)

@@ -44,6 +44,7 @@
 
 pub mod annotate;
 mod batch;
+pub mod bpf_code;
 pub mod build;
 mod callgraph;
 mod chain_memo;

@@ -53,7 +53,7 @@ pub use perfkit_records::{ParsedRecord, RawData, RawRecord, Record, Sample};
 pub use perfkit_sys as sys;
 
 pub use attr::Attr;
-pub use bpf_progs::{BpfProgram, bpf_programs};
+pub use bpf_progs::{BpfProgram, bpf_btf, bpf_program, bpf_programs};
 pub use counter::{
     Count, Counter, Scaled, disable_all_for_this_process, enable_all_for_this_process, scale,
 };
