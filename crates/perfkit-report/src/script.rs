@@ -636,20 +636,35 @@ impl<'p> ScriptWriter<'p> {
             let chain = self.callchains && has_chain(p, s);
             sample_head(p, s, fields, chain, self.event_width, time, out);
             if fields.contains(&Field::Trace) {
-                out.push(' ');
                 ev.text_into(raw, &p.trace_kernel, out);
             }
-            if chain && wants_frames(fields) {
-                for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
-                    out.push_str("\n\t");
-                    out.push_str(&frame_text(p, f, fields, true, self.full_source_path));
+            // (perf's default tracepoint fields have the ip only where the samples have
+            // callchains; fields the user gives print the ip of a sample without one.)
+            let own_ip = self.trace_fields.is_none();
+            if wants_frames(fields) && (chain || own_ip) {
+                if chain {
+                    for f in p.stack_frames(s.stack).take(self.chain_len(s)) {
+                        out.push_str("\n\t");
+                        out.push_str(&frame_text(p, f, fields, true, self.full_source_path));
+                    }
+                    out.push('\n');
+                } else if let Some(f) = p
+                    .sample_frame(s.stack)
+                    .or_else(|| p.stack_frames(s.stack).next())
+                {
+                    out.push(' ');
+                    out.push_str(&frame_text(p, f, fields, false, self.full_source_path));
                 }
-                out.push('\n');
             }
             out.push('\n');
             return;
         }
         let fields = &self.fields;
+        // perf drops `trace` from the fields of other events (`'trace' not valid for
+        // software events. Ignoring.`) and prints nothing of an event left with none.
+        if fields.iter().all(|f| *f == Field::Trace) {
+            return;
+        }
         if !self.callchains || !has_chain(p, s) {
             return sample_line(p, s, fields, time, false, self.full_source_path, out);
         }
@@ -658,7 +673,6 @@ impl<'p> ScriptWriter<'p> {
             out.push('\n');
             return;
         }
-        out.push(' ');
         let n = self.chain_len(s);
         for f in p.stack_frames(s.stack).take(n) {
             out.push_str("\n\t");
@@ -1145,9 +1159,9 @@ fn has_chain(p: &Profile, s: &Sample) -> bool {
 }
 
 fn wants_frames(fields: &[Field]) -> bool {
-    fields
-        .iter()
-        .any(|f| matches!(f, Field::Ip | Field::Sym | Field::Dso | Field::Srcline))
+    // perf 6.1 prints sym, dso, symoff and srcline as parts of the ip: without `ip` none
+    // of them shows.
+    fields.contains(&Field::Ip)
 }
 
 /// A timestamp as printed, and the layout of the columns before it.
@@ -1174,13 +1188,12 @@ fn sample_head(
 ) {
     let start = out.len();
     sample_fields(p, s, fields, chain, event_width, time, out);
-    // perf ends each field with a space where perfkit starts the next with one: the
-    // first field has no space before it.
-    if !fields.contains(&Field::Comm) && out[start..].starts_with(' ') {
-        out.remove(start);
-    }
-    // ... and the last one keeps its space when no frame follows.
-    if !wants_frames(fields) && out.ends_with(':') {
+    // perf ends each field with a space where sample_fields starts each with one: the
+    // first field loses its space and the last one gains one (`perf 1234 `, `EVENT: `).
+    if out.len() > start {
+        if !fields.contains(&Field::Comm) && out[start..].starts_with(' ') {
+            out.remove(start);
+        }
         out.push(' ');
     }
 }
@@ -1274,13 +1287,9 @@ fn sample_line(
     out: &mut String,
 ) {
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
-    let head_start = out.len();
     sample_head(p, s, fields, chain, event_width(p), time, out);
-    // perf puts one space before the ip; the fields before it end with another.
-    let gap = if out.len() == head_start { " " } else { "  " };
     if wants_frames(fields) {
         if chain {
-            out.push(' ');
             // (perf discards a broken chain: no frames.)
             for &f in frames
                 .iter()
@@ -1291,7 +1300,8 @@ fn sample_line(
             }
             out.push('\n');
         } else if let Some(f) = p.sample_frame(s.stack).or(frames.first().copied()) {
-            let _ = write!(out, "{gap}{}", frame_text(p, f, fields, false, full));
+            // perf puts one space before the ip (the fields before it end with another).
+            let _ = write!(out, " {}", frame_text(p, f, fields, false, full));
         }
     }
     out.push('\n');
@@ -1400,7 +1410,19 @@ mod tests {
             &[Field::Comm, Field::Tid, Field::Sym],
             &mut out,
         );
-        assert!(out.contains("app    10 \n\t hot_loop"), "{out:?}");
+        // (perf 6.1 prints sym only as a part of ip.)
+        assert_eq!(out, "             app    10 \n");
+        let mut out = String::new();
+        sample_text(
+            &p,
+            &p.samples[0],
+            &[Field::Comm, Field::Tid, Field::Ip, Field::Sym],
+            &mut out,
+        );
+        assert!(
+            out.starts_with("app    10 \n\t            3004 hot_loop\n"),
+            "{out:?}"
+        );
     }
 
     #[test]
