@@ -796,6 +796,15 @@ pub fn run_report(args: ReportArgs) -> Result<u8> {
             input.display()
         );
     }
+    if !cpus.is_empty() && !pipe_format {
+        if let Err(e) = open_rewindable(&input).and_then(|f| every_event_has_cpus(&f)) {
+            // perf prints its first lines, then refuses (and exits 0; perfkit fails).
+            print!(
+                "# To display the perf.data header info, please use --header/--header-only options.\n#\n"
+            );
+            return Err(e);
+        }
+    }
     let filter = Filter {
         comms: args.only.comm.clone(),
         pids: args.only.pid.clone(),
@@ -1017,6 +1026,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         require_input(&args.input)?;
         open(&args.input)?
     };
+    if args.only.cpu.is_some() {
+        every_event_has_cpus(&file)?;
+    }
     let formats = script_events::formats(&file);
     let names: Vec<&str> = file.attrs.iter().map(|a| a.name.as_str()).collect();
     let clock = file.features.clock_data;
@@ -1146,13 +1158,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
             sw.side_event(&profile, e, &mut text);
         }
         print!("{text}");
-        for (path, bytes, n) in written {
-            println!(
-                "[ perfkit script: Wrote {:.3} MB {} ({n} samples) ]",
-                bytes as f64 / 1024.0 / 1024.0,
-                path.display()
-            );
-        }
+        print_dump_sizes(&written);
         return exit_code(&args.input, diag);
     }
     write_out(&None, |w| {
@@ -1524,17 +1530,40 @@ fn stream_event_dump(
     for d in &diag.warnings {
         eprintln!("perfkit: {d}");
     }
-    for (path, bytes, n) in written {
-        println!(
-            "[ perfkit script: Wrote {:.3} MB {} ({n} samples) ]",
-            bytes as f64 / 1024.0 / 1024.0,
-            path.display()
-        );
-    }
+    print_dump_sizes(&written);
     exit_code(&args.input, diag)
 }
 
+/// `--per-event-dump`'s closing lines, as perf 6.1 prints them: its size is the file's
+/// `fstat` before its stdio buffer (one block, `st_blksize`) is flushed, so the bytes of
+/// whole blocks only.
+fn print_dump_sizes(written: &[(PathBuf, u64, u64)]) {
+    use std::os::unix::fs::MetadataExt;
+    for (path, bytes, n) in written {
+        let block = std::fs::metadata(path).map_or(4096, |m| m.blksize().max(1));
+        println!(
+            "[ perfkit script: Wrote {:.3} MB {} ({n} samples) ]",
+            (bytes / block * block) as f64 / 1024.0 / 1024.0,
+            path.display()
+        );
+    }
+}
+
 /// A `--cpu` filter list (`0,2-3`): any CPU numbers, the file may come from a bigger machine.
+/// `-C` needs every event's samples to carry their CPU: perf 6.1 refuses a file with an
+/// event whose samples do not (`perf_session__cpu_bitmap`), rather than filter some
+/// events' samples and keep every sample of the others.
+fn every_event_has_cpus(file: &perfkit_data::PerfData) -> Result<()> {
+    if file
+        .attrs
+        .iter()
+        .any(|a| a.attr.sample_type & perfkit::sys::PERF_SAMPLE_CPU == 0)
+    {
+        bail!("File does not contain CPU events. Remove -C option to proceed.");
+    }
+    Ok(())
+}
+
 pub(crate) fn cpu_list(list: &str) -> Result<Vec<u32>> {
     let any: Vec<u32> = (0..=u32::from(u16::MAX)).collect();
     Ok(perfkit::cpus::parse_list(list, &any)?)

@@ -864,4 +864,32 @@ fn tracepoint_and_other_fields_lay_out_as_perfs() {
     }
     // Each recording switched at least once per sleep.
     assert!(switches >= 20, "{switches} switch lines");
+    // The side-band records of cpu-clock (no CPU in its samples) print without one.
+    same(&mixed, &["--show-task-events"]);
+    // -C on a file with an event whose samples lack their CPU: perf's refusal.
+    for tool in ["perf", "perfkit"] {
+        let o = script(tool, &mixed, &["-C", "0"]);
+        assert!(!o.status.success(), "{tool} script -C 0: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("File does not contain CPU events. Remove -C option to proceed."),
+            "{tool}: {err}"
+        );
+    }
+    same(&tp, &["-C", "0"]);
+    // --per-event-dump's closing lines: perf's sizes (its files' blocks written so far).
+    for file in [&mixed, &tp] {
+        let lines = |tool: &str| {
+            let o = script(tool, file, &["--per-event-dump", "--show-task-events"]);
+            assert!(o.status.success(), "{tool}: {o:?}");
+            text(&o)
+                .lines()
+                .filter(|l| l.contains(" script: Wrote "))
+                .map(|l| l.replacen("perfkit script", "perf script", 1))
+                .collect::<Vec<_>>()
+        };
+        let (theirs, ours) = (lines("perf"), lines("perfkit"));
+        assert_eq!(theirs.len(), 2, "{theirs:?}");
+        assert_eq!(theirs, ours);
+    }
 }

@@ -735,12 +735,16 @@ impl ScriptWriter<'_> {
         } else if has_tid {
             let _ = write!(out, "{tid:>5} ");
         }
-        if fields.contains(&Field::Cpu) {
+        // (perf leaves the cpu out of the default fields of an event whose samples lack
+        // it, and so of the side-band records that event carries.)
+        if fields.contains(&Field::Cpu)
+            && let Some(cpu) = cpu
+        {
             if latency {
-                let _ = write!(out, "{:>3} ", cpu.unwrap_or(0));
+                let _ = write!(out, "{cpu:>3} ");
             } else {
                 out.push('[');
-                push_num(out, u64::from(cpu.unwrap_or(0)), 3, '0');
+                push_num(out, u64::from(cpu), 3, '0');
                 out.push_str("] ");
             }
         }
