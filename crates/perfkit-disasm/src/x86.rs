@@ -64,6 +64,10 @@ pub(crate) fn disassemble(code: &[u8], start: u64, syntax: Syntax) -> Vec<Insn> 
             (format!("{t:x}"), Some(t))
         } else {
             let mut ops = String::new();
+            // objdump prints the scale of an index register (`(%rax,%rax,1)`), and no
+            // scale without one (`(%rax)`, where iced would print `(%rax,)`).
+            fmt.options_mut()
+                .set_always_show_scale(insn.memory_index() != iced_x86::Register::None);
             fmt.format_all_operands(&insn, &mut ops);
             (ops, None)
         };
@@ -116,6 +120,19 @@ mod tests {
             0,
         );
         assert_eq!(nop[0].text(), "nopw   0x0(%rax,%rax,1)");
+        // ... but no scale without an index register.
+        for (bytes, text) in [
+            (&[0x0f, 0x1f, 0x00][..], "nopl   (%rax)"),
+            (&[0x0f, 0x1f, 0x40, 0x00][..], "nopl   0x0(%rax)"),
+            (&[0x48, 0x8b, 0x04, 0x24][..], "mov    (%rsp),%rax"),
+            (
+                &[0x48, 0x8b, 0x04, 0xc5, 0x10, 0, 0, 0][..],
+                "mov    0x10(,%rax,8),%rax",
+            ),
+        ] {
+            let v = disassemble(Arch::X86_64, Syntax::Att, bytes, 0);
+            assert_eq!(v[0].text(), text, "{bytes:02x?}");
+        }
         let intel = disassemble(Arch::X86_64, Syntax::Intel, &code, 0x11d0);
         assert_eq!(intel[0].text(), "mov    rcx,rdx");
     }
