@@ -139,6 +139,30 @@ pub(crate) struct Dso {
     a2l_names: crate::a2l_names::A2lNames,
 }
 
+impl Dso {
+    /// The symbol of perf's whole table (functions, objects and labels of every section,
+    /// [`DataSymbols`]) covering `vaddr`, the table built on first use.
+    fn whole_table_symbol(&mut self, vaddr: u64, demangle: crate::Demangling) -> Option<Symbol> {
+        let table = self.data_symbols.get_or_insert_with(|| {
+            let (from_debug, dynamic) = self.symbols_from;
+            let file = if from_debug {
+                self.debug.as_ref()
+            } else {
+                Some(&self.binary)
+            };
+            file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
+        });
+        let (name, start, size, object) = table.as_ref()?.find(vaddr)?;
+        Some(Symbol {
+            name,
+            start,
+            size,
+            offset: vaddr - start,
+            object,
+        })
+    }
+}
+
 type BuildIdSlot = (Option<Vec<u8>>, usize);
 
 struct Slot {
@@ -343,24 +367,8 @@ impl Symbolizer {
         let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
             return f;
         };
-        let dso = &mut **dso;
-        let table = dso.data_symbols.get_or_insert_with(|| {
-            let (from_debug, dynamic) = dso.symbols_from;
-            let file = if from_debug {
-                dso.debug.as_ref()
-            } else {
-                Some(&dso.binary)
-            };
-            file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
-        });
-        if let Some((name, start, size, object)) = table.as_ref().and_then(|t| t.find(vaddr)) {
-            f.symbol = Some(Symbol {
-                name,
-                start,
-                size,
-                offset: vaddr - start,
-                object,
-            });
+        if let Some(s) = dso.whole_table_symbol(vaddr, demangle) {
+            f.symbol = Some(s);
             f.unknown_reason = None;
         }
         f
@@ -702,14 +710,25 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                         start,
                         size,
                         offset: vaddr - start,
-                        // The code table holds functions only.
-                        object: false,
+                        object: t.is_object(i),
                     }),
                     None,
                 )
             }
             None => (None, Some(UnknownReason::NoSymbolAtAddress)),
         },
+    };
+    // Outside every function of an executable section, perf's whole table still names
+    // the address: code run from a data object (`.data` made executable), a function of
+    // a data section, a zero-sized symbol stretched past its section.
+    let (symbol, reason) = match (symbol, reason) {
+        (None, Some(r @ (UnknownReason::NoSymbolAtAddress | UnknownReason::NoSymbols))) => {
+            match dso.whole_table_symbol(vaddr, opts.demangling()) {
+                Some(s) => (Some(s), None),
+                None => (None, Some(r)),
+            }
+        }
+        other => other,
     };
     let mut srcline = None;
     let mut inlined = Vec::new();
