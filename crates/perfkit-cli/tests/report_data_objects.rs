@@ -136,3 +136,53 @@ fn code_run_from_data_objects_is_named_by_the_object() {
     let perf = same_as_perf(&["script", "-F", "comm,ip,sym,dso", "-G"], &data);
     assert!(perf.lines().any(|l| l.contains(" data_code ")), "{perf}");
 }
+
+/// Source lines where DWARF has none, as perf's `addr2line` child gives them: `spin_obj`
+/// lies in the compilation unit's range but no line covers it, so binutils names it
+/// after the symbol table (the function before it, `frame_dummy`, and the file symbol
+/// before that: `crtstuff.c:0`); `data_code`, outside the code, gets no answer and prints
+/// as `data_code+3`.
+#[test]
+fn lines_without_dwarf_rows_are_named_as_addr2line_names_them() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data_objects.c");
+    let bin = dir.path().join("data_objects");
+    let built = Command::new("cc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        return skip("no C compiler");
+    }
+    let data = dir.path().join("lines.data");
+    let rec = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-c", "100000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(rec.status.success());
+    for args in [
+        &["report", "--stdio", "--no-children", "--sort", "srcline"][..],
+        &[
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "dso,srcline",
+        ],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--dso", "data_objects"]);
+        let perf = same_as_perf(&args, &data);
+        let rows: Vec<&str> = perf.lines().filter(|l| l.contains("% ")).collect();
+        assert!(rows.iter().any(|l| l.ends_with(".c:0")), "{perf}");
+        assert!(rows.iter().any(|l| l.ends_with("data_code+3")), "{perf}");
+    }
+}

@@ -535,16 +535,13 @@ fn sort_keys_trace_srcfile_cgroup_overhead_and_branch_keys() {
 }
 
 /// Rows and frames whose source lines perf and perfkit name apart, for reasons outside
-/// srcline's text: glibc's loader and C library (perf names some inlined header lines by
-/// their compilation unit's file, `dl-get-cpu-features.c:321` where DWARF says
-/// `dl-cacheinfo.h:321`), and `ls`, which has no line information (perf's addr2line
-/// child names its first address `ls[9058]` and the rest `??:0`; perfkit names each
-/// `ls[ADDRESS]`).
+/// srcline's text: glibc's loader and C library (binutils 2.40's `addr2line` names some
+/// lines of a header by their compilation unit's file, `dl-get-cpu-features.c:321` where
+/// DWARF's line table says `dl-cacheinfo.h:321`; not copied). `ls`, which has no line
+/// information, is compared: `addr2line`'s symbol-table answer (`??:0` after its first
+/// `.dynsym` function, `ls[ADDRESS]` before it).
 fn same_srcline(l: &str) -> bool {
-    !l.contains("ld-linux")
-        && !l.contains("libc")
-        && !l.contains("/usr/bin/ls")
-        && !l.split_whitespace().any(|w| w == "ls")
+    !l.contains("ld-linux") && !l.contains("libc")
 }
 
 /// `--sort srcline` and `script -F srcline` name source lines as perf 6.1 does: the file

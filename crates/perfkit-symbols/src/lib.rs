@@ -96,6 +96,7 @@
 //! ELF/DWARF stack for unwinding anyway. `object` + `addr2line` + `framehop` share one.
 
 mod a2l_names;
+mod a2l_symtab;
 pub mod buildid_cache;
 mod code;
 mod data_symbols;

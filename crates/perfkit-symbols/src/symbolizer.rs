@@ -131,6 +131,8 @@ pub(crate) struct Dso {
     symbols_from: (bool, bool),
     /// The data objects, built on the first data address ([`Symbolizer::symbolize_data`]).
     data_symbols: Option<Option<DataSymbols>>,
+    /// The symbols `addr2line` names a line-less address by, built on first use.
+    a2l_symtab: Option<Option<crate::a2l_symtab::A2lSymtab>>,
     pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
     /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
@@ -339,6 +341,7 @@ impl Symbolizer {
             symbols,
             symbols_from,
             data_symbols: None,
+            a2l_symtab: None,
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
@@ -793,6 +796,22 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                 }
             } else if let Ok(Some(loc)) = ctx.find_location(vaddr) {
                 srcline = srcline_of(&loc);
+            }
+        }
+        // Where DWARF gives no line, perf's `addr2line` child still names a file (line 0)
+        // from the symbol table of the file it reads (the debug file, if any).
+        let named = dso
+            .binary
+            .path
+            .to_str()
+            .is_some_and(|p| !p.starts_with('['));
+        if opts.srcline && srcline.is_none() && named {
+            let table = dso.a2l_symtab.get_or_insert_with(|| {
+                let file = dso.debug.as_ref().unwrap_or(&dso.binary);
+                crate::a2l_symtab::A2lSymtab::build(file.bytes.bytes())
+            });
+            if let Some(file) = table.as_ref().and_then(|t| t.file_of(vaddr)) {
+                srcline = Some(SrcLine { file, line: 0 });
             }
         }
     }
