@@ -133,6 +133,8 @@ pub(crate) struct Dso {
     data_symbols: Option<Option<DataSymbols>>,
     /// The symbols `addr2line` names a line-less address by, built on first use.
     a2l_symtab: Option<Option<crate::a2l_symtab::A2lSymtab>>,
+    /// binutils' misnamed line rows, by unit (`.debug_info` offset).
+    file_zero: FxMap<usize, Option<crate::a2l_file_zero::FileZero>>,
     pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
     /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
@@ -342,6 +344,7 @@ impl Symbolizer {
             symbols_from,
             data_symbols: None,
             a2l_symtab: None,
+            file_zero: FxMap::default(),
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
@@ -796,6 +799,25 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                 }
             } else if let Ok(Some(loc)) = ctx.find_location(vaddr) {
                 srcline = srcline_of(&loc);
+            }
+        }
+        // The line table's file as binutils 2.40 reads it (`a2l_file_zero`).
+        if let (Some(line), DwarfState::Loaded(ctx)) = (&mut srcline, &dso.dwarf)
+            && let Some(unit) = ctx.find_dwarf_and_unit(vaddr).skip_all_loads()
+            && let Some(key) = unit.header.offset().as_debug_info_offset()
+        {
+            let fz = dso
+                .file_zero
+                .entry(key.0)
+                .or_insert_with(|| crate::a2l_file_zero::FileZero::of(unit));
+            if let Some(file) = fz.as_ref().and_then(|f| f.rename(vaddr, &line.file)) {
+                if let Some(first) = inlined.first_mut().and_then(|f| f.srcline.as_mut())
+                    && first.file == line.file
+                    && first.line == line.line
+                {
+                    first.file = file.clone();
+                }
+                line.file = file;
             }
         }
         // Where DWARF gives no line, perf's `addr2line` child still names a file (line 0)
