@@ -145,8 +145,14 @@ pub(crate) struct Dso {
 
 impl Dso {
     /// The symbol of perf's whole table (functions, objects and labels of every section,
-    /// [`DataSymbols`]) covering `vaddr`, the table built on first use.
-    fn whole_table_symbol(&mut self, vaddr: u64, demangle: crate::Demangling) -> Option<Symbol> {
+    /// [`DataSymbols`]) covering `vaddr`, the table built on first use; with `sized_only`,
+    /// only one whose own size covers it.
+    fn whole_table_symbol(
+        &mut self,
+        vaddr: u64,
+        demangle: crate::Demangling,
+        sized_only: bool,
+    ) -> Option<Symbol> {
         let table = self.data_symbols.get_or_insert_with(|| {
             let (from_debug, dynamic) = self.symbols_from;
             let file = if from_debug {
@@ -156,7 +162,7 @@ impl Dso {
             };
             file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
         });
-        let (name, start, size, object) = table.as_ref()?.find(vaddr)?;
+        let (name, start, size, object) = table.as_ref()?.find(vaddr, sized_only)?;
         Some(Symbol {
             name,
             start,
@@ -373,7 +379,7 @@ impl Symbolizer {
         let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
             return f;
         };
-        if let Some(s) = dso.whole_table_symbol(vaddr, demangle) {
+        if let Some(s) = dso.whole_table_symbol(vaddr, demangle, false) {
             f.symbol = Some(s);
             f.unknown_reason = None;
         }
@@ -726,10 +732,11 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
     };
     // Outside every function of an executable section, perf's whole table still names
     // the address: code run from a data object (`.data` made executable), a function of
-    // a data section, a zero-sized symbol stretched past its section.
+    // a data section. (Not a zero-sized symbol stretched past its section: perf 6.1 left
+    // an address past a program's `_fini` unnamed on the corpus's `sys-g` recording.)
     let (symbol, reason) = match (symbol, reason) {
         (None, Some(r @ (UnknownReason::NoSymbolAtAddress | UnknownReason::NoSymbols))) => {
-            match dso.whole_table_symbol(vaddr, opts.demangling()) {
+            match dso.whole_table_symbol(vaddr, opts.demangling(), true) {
                 Some(s) => (Some(s), None),
                 None => (None, Some(r)),
             }
