@@ -133,6 +133,8 @@ pub(crate) struct Dso {
     data_symbols: Option<Option<DataSymbols>>,
     /// The symbols `addr2line` names a line-less address by, built on first use.
     a2l_symtab: Option<Option<crate::a2l_symtab::A2lSymtab>>,
+    /// The executable sections' address ranges, read on first use.
+    exec_sections: Option<Vec<(u64, u64)>>,
     /// binutils' misnamed line rows, by unit (`.debug_info` offset).
     file_zero: FxMap<usize, Option<crate::a2l_file_zero::FileZero>>,
     pub(crate) dwarf: DwarfState,
@@ -144,6 +146,29 @@ pub(crate) struct Dso {
 }
 
 impl Dso {
+    /// Is `vaddr` inside an executable section (where the code table holds every sized
+    /// symbol perf's table has)?
+    fn in_exec_section(&mut self, vaddr: u64) -> bool {
+        let ranges = self.exec_sections.get_or_insert_with(|| {
+            use object::{Object, ObjectSection};
+            let Ok(obj) = object::File::parse(self.binary.bytes.bytes()) else {
+                return Vec::new();
+            };
+            obj.sections()
+                .filter(|s| match s.flags() {
+                    object::SectionFlags::Elf { sh_flags } => {
+                        sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
+                    }
+                    _ => false,
+                })
+                .map(|s| (s.address(), s.address() + s.size()))
+                .collect()
+        });
+        ranges
+            .iter()
+            .any(|&(start, end)| start <= vaddr && vaddr < end)
+    }
+
     /// The symbol of perf's whole table (functions, objects and labels of every section,
     /// [`DataSymbols`]) covering `vaddr`, the table built on first use; with `sized_only`,
     /// only one whose own size covers it.
@@ -351,6 +376,7 @@ impl Symbolizer {
             data_symbols: None,
             a2l_symtab: None,
             file_zero: FxMap::default(),
+            exec_sections: None,
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
@@ -735,7 +761,11 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
     // a data section. (Not a zero-sized symbol stretched past its section: perf 6.1 left
     // an address past a program's `_fini` unnamed on the corpus's `sys-g` recording.)
     let (symbol, reason) = match (symbol, reason) {
-        (None, Some(r @ (UnknownReason::NoSymbolAtAddress | UnknownReason::NoSymbols))) => {
+        // (In an executable section the code table already holds every sized symbol:
+        // only addresses outside them need the whole table, built on their first miss.)
+        (None, Some(r @ (UnknownReason::NoSymbolAtAddress | UnknownReason::NoSymbols)))
+            if !dso.in_exec_section(vaddr) =>
+        {
             match dso.whole_table_symbol(vaddr, opts.demangling(), true) {
                 Some(s) => (Some(s), None),
                 None => (None, Some(r)),
