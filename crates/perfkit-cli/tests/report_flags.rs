@@ -534,17 +534,15 @@ fn sort_keys_trace_srcfile_cgroup_overhead_and_branch_keys() {
     same_as_perf(&t, &["--sort", "trace", "--hierarchy"]);
 }
 
-/// Rows and frames whose source lines perf and perfkit name apart, for reasons outside
-/// srcline's text: glibc's loader and C library (perf names some inlined header lines by
-/// their compilation unit's file, `dl-get-cpu-features.c:321` where DWARF says
-/// `dl-cacheinfo.h:321`), and `ls`, which has no line information (perf's addr2line
-/// child names its first address `ls[9058]` and the rest `??:0`; perfkit names each
-/// `ls[ADDRESS]`).
-fn same_srcline(l: &str) -> bool {
-    !l.contains("ld-linux")
-        && !l.contains("libc")
-        && !l.contains("/usr/bin/ls")
-        && !l.split_whitespace().any(|w| w == "ls")
+/// With `--full-source-path`, rows and frames whose paths perf and perfkit print apart:
+/// glibc's loader and C library, whose DWARF 5 units name relative directories, which
+/// binutils' `addr2line` joins to the unit's directory once more
+/// (`./malloc/./malloc/malloc.c`; not copied). Without it every row is compared: glibc's
+/// header lines named as binutils 2.40 names them (`dl-get-cpu-features.c:321`), and
+/// `ls`, which has no line information, by `addr2line`'s symbol-table answer (`??:0`
+/// after its first `.dynsym` function, `ls[ADDRESS]` before it).
+fn same_full_path(l: &str) -> bool {
+    !l.contains("ld-linux") && !l.contains("libc")
 }
 
 /// `--sort srcline` and `script -F srcline` name source lines as perf 6.1 does: the file
@@ -562,7 +560,7 @@ fn srcline_is_perfs() {
         if full {
             args.push("--full-source-path");
         }
-        let l = same_as_perf_where(&f.mixed, &args, same_srcline);
+        let l = same_as_perf_where(&f.mixed, &args, |l| !full || same_full_path(l));
         let rows = rows(&l);
         let workload = if full {
             format!(
@@ -620,8 +618,8 @@ fn srcline_is_perfs() {
             "{bin} script: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // One block per sample: its line and its source line's; the blocks of objects
-        // `same_srcline` leaves out are dropped.
+        // One block per sample: its line and its source line's; with full paths, the
+        // blocks of objects `same_full_path` leaves out are dropped.
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let mut blocks: Vec<String> = Vec::new();
         for line in text.lines() {
@@ -634,7 +632,7 @@ fn srcline_is_perfs() {
                 _ => blocks.push(line.to_string()),
             }
         }
-        blocks.retain(|b| same_srcline(b.lines().next().unwrap_or("")));
+        blocks.retain(|b| !full || same_full_path(b.lines().next().unwrap_or("")));
         blocks
     };
     for full in [false, true] {

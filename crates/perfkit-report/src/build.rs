@@ -1206,6 +1206,9 @@ impl Builder {
         let mut shared = None;
         if let Some(s) = &sym.symbol {
             self.profile.sym_sizes.insert(func, s.size);
+            if s.object {
+                self.profile.data_objects.insert(func);
+            }
             if self.sym_ranges.is_some()
                 && sym.inlined.is_empty()
                 && sym.srcline.is_none()

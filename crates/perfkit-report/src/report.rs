@@ -2009,6 +2009,16 @@ pub fn render(p: &Profile, sections: &[Section], opts: &ReportOptions) -> String
                 };
                 let len = |r: &Row| match k {
                     SortKey::Comm => p.threads[r.thread as usize].name().chars().count(),
+                    // perf sizes a data object's row by its name (`namelen`) and prints
+                    // the `+0x...` offset past the column.
+                    SortKey::Sym
+                        if r.frame.is_some_and(|f| {
+                            p.data_objects.contains(&p.frames[f as usize].func)
+                        }) =>
+                    {
+                        let key = &r.keys[i];
+                        width(key.rfind("+0x").map_or(key, |at| &key[..at]))
+                    }
                     SortKey::Trace if prefixes.get(&r.keys[..i]).is_none_or(|&n| n < 2) => 0,
                     _ => width(&r.keys[i]),
                 };

@@ -25,7 +25,13 @@ struct Entry {
     name: Box<str>,
     /// `STT_OBJECT` (not a function, nor a label).
     object: bool,
+    /// The file gives it a size (its extent is not perf's stretch to the next symbol).
+    sized: bool,
 }
+
+/// What a symbol keeps through perf's passes: its name, whether it is data, an object,
+/// and sized in the file.
+type Kept = (Box<str>, bool, bool, bool);
 
 /// perf's table of one ELF symbol table (functions, objects, labels), sorted by address.
 pub(crate) struct DataSymbols {
@@ -44,7 +50,7 @@ impl DataSymbols {
             Box::new(obj.symbols())
         };
         // perf's single table in symbol-table order: functions and objects.
-        let mut raw: Vec<RawSymbol<(Box<str>, bool, bool)>> = Vec::new();
+        let mut raw: Vec<RawSymbol<Kept>> = Vec::new();
         for s in syms {
             let SymbolSection::Section(idx) = s.section() else {
                 continue;
@@ -70,7 +76,12 @@ impl DataSymbols {
             }
             let rank = rank(name, s.is_weak(), s.is_global());
             let object = s.kind() == SymbolKind::Data;
-            raw.push((s.address(), s.size(), rank, (name.into(), data, object)));
+            raw.push((
+                s.address(),
+                s.size(),
+                rank,
+                (name.into(), data, object, s.size() != 0),
+            ));
         }
         if !raw.iter().any(|e| e.3.1) {
             return None;
@@ -85,20 +96,22 @@ impl DataSymbols {
                 size: raw[k].1,
                 name: std::mem::take(&mut raw[k].3.0),
                 object: raw[k].3.2,
+                sized: raw[k].3.3,
             })
             .collect();
         Some(DataSymbols { entries, demangle })
     }
 
     /// The object covering `vaddr`: its name (demangled unless turned off), start, size and
-    /// whether it is an `STT_OBJECT`.
-    pub fn find(&self, vaddr: u64) -> Option<(Arc<str>, u64, u64, bool)> {
+    /// whether it is an `STT_OBJECT`. With `sized_only`, only a symbol whose own size
+    /// covers `vaddr` (not one stretched to the next).
+    pub fn find(&self, vaddr: u64, sized_only: bool) -> Option<(Arc<str>, u64, u64, bool)> {
         let i = self
             .entries
             .partition_point(|e| e.start <= vaddr)
             .checked_sub(1)?;
         let e = &self.entries[i];
-        if vaddr - e.start >= e.size {
+        if vaddr - e.start >= e.size || (sized_only && !e.sized) {
             return None;
         }
         let name: Arc<str> = self.demangle.apply(&e.name).into();

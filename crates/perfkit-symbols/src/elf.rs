@@ -142,6 +142,9 @@ struct SymEntry {
     /// Where the name is ([`name_bytes`]).
     name_off: u64,
     name_len: u32,
+    /// An `STT_OBJECT` (code in an executable section that its file calls data: a
+    /// hand-written table or routine), which perf's report row names with an offset.
+    object: bool,
 }
 
 /// A [`SymEntry::name_off`] with this bit is an offset into [`SymbolTable::own_names`];
@@ -161,7 +164,10 @@ fn name_bytes<'a>(file: &'a [u8], own: &'a [u8], off: u64, len: u32) -> &'a [u8]
         .unwrap_or_default()
 }
 
-/// A function symbol table sorted by address, demangled on first use. The names stay in
+/// A function symbol table sorted by address, demangled on first use. It also holds the
+/// data objects (`STT_OBJECT`) of executable sections: perf's table keeps objects beside
+/// functions, so an address there is the object's, and a zero-sized function before it
+/// runs only up to it. The names stay in
 /// the mapped file: a huge library's string table is read where its names are looked up,
 /// not copied (only the `name@plt` stubs' names, made here, are kept in `own_names`).
 pub(crate) struct SymbolTable {
@@ -182,8 +188,8 @@ pub(crate) struct SymbolTable {
 type Rank = (bool, bool, bool, bool, u8, std::cmp::Reverse<usize>);
 
 /// A symbol read from a table: (start, size, rank, name offset ([`name_bytes`]), name
-/// length, end of its section, its position in the table).
-type RawSym = (u64, u64, Rank, u64, u32, u64, u32);
+/// length, end of its section, its position in the table, whether it is an object).
+type RawSym = (u64, u64, Rank, u64, u32, u64, u32, bool);
 
 /// PLT stubs rank after every symbol at their address.
 const PLT_RANK: Rank = (true, true, true, true, u8::MAX, std::cmp::Reverse(0));
@@ -237,7 +243,10 @@ impl SymbolTable {
             if kind == SymbolKind::Data && s.name_bytes().is_ok_and(|n| !n.is_empty()) {
                 objects += 1;
             }
-            if !matches!(kind, SymbolKind::Text | SymbolKind::Unknown) {
+            if !matches!(
+                kind,
+                SymbolKind::Text | SymbolKind::Unknown | SymbolKind::Data
+            ) {
                 continue;
             }
             let Some((_, sec_end)) = section_exec(idx) else {
@@ -250,10 +259,11 @@ impl SymbolTable {
             }
             // Among aliases at one address perf keeps (choose_best_symbol): a sized one,
             // a non-weak one, a global one, the one with fewer leading underscores, the
-            // longest name. Functions come before untyped labels.
+            // longest name. Functions (and objects, which perf does not tell apart from
+            // them) come before untyped labels.
             let leading = name.iter().take_while(|&&c| c == b'_').count().min(255) as u8;
             let rank = (
-                kind != SymbolKind::Text,
+                kind == SymbolKind::Unknown,
                 s.size() == 0,
                 s.is_weak(),
                 !s.is_global() || s.is_weak(),
@@ -280,6 +290,7 @@ impl SymbolTable {
                 len,
                 sec_end,
                 raw.len() as u32,
+                kind == SymbolKind::Data,
             ));
         }
         // perf's `name@plt` symbols for the PLT stubs, which no symbol table covers: only
@@ -306,6 +317,7 @@ impl SymbolTable {
                 len,
                 start + size,
                 raw.len() as u32,
+                false,
             ));
         }
         if raw.is_empty() {
@@ -321,7 +333,7 @@ impl SymbolTable {
         raw.dedup_by_key(|e| e.0);
         let mut entries: Vec<SymEntry> = Vec::with_capacity(raw.len());
         for i in 0..raw.len() {
-            let (start, mut size, _, name_off, name_len, sec_end, _) = raw[i];
+            let (start, mut size, _, name_off, name_len, sec_end, _, object) = raw[i];
             if size == 0 {
                 // perf's symbols__fixup_end: a zero-sized symbol runs to the next one (or to
                 // the end of its section).
@@ -333,6 +345,7 @@ impl SymbolTable {
                 size,
                 name_off,
                 name_len,
+                object,
             });
         }
         names.shrink_to_fit();
@@ -360,6 +373,11 @@ impl SymbolTable {
     pub fn range(&self, i: usize) -> (u64, u64) {
         let e = &self.entries[i];
         (e.start, e.size)
+    }
+
+    /// Is symbol `i` a data object (`STT_OBJECT`) rather than a function or label?
+    pub fn is_object(&self, i: usize) -> bool {
+        self.entries[i].object
     }
 
     /// The addresses for which [`find`](Self::find) answers `i`: from its start to its
@@ -628,6 +646,7 @@ mod tests {
                 n.len() as u32,
                 0x300,
                 i as u32,
+                false,
             ));
             arena.extend_from_slice(n);
         }

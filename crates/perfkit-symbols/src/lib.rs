@@ -95,7 +95,9 @@
 //! perf's build-id cache layout and a typed reason per failure) and it would need a second
 //! ELF/DWARF stack for unwinding anyway. `object` + `addr2line` + `framehop` share one.
 
+mod a2l_file_zero;
 mod a2l_names;
+mod a2l_symtab;
 pub mod buildid_cache;
 mod code;
 mod data_symbols;

@@ -131,12 +131,71 @@ pub(crate) struct Dso {
     symbols_from: (bool, bool),
     /// The data objects, built on the first data address ([`Symbolizer::symbolize_data`]).
     data_symbols: Option<Option<DataSymbols>>,
+    /// The symbols `addr2line` names a line-less address by, built on first use.
+    a2l_symtab: Option<Option<crate::a2l_symtab::A2lSymtab>>,
+    /// The executable sections' address ranges, read on first use.
+    exec_sections: Option<Vec<(u64, u64)>>,
+    /// binutils' misnamed line rows, by unit (`.debug_info` offset).
+    file_zero: FxMap<usize, Option<crate::a2l_file_zero::FileZero>>,
     pub(crate) dwarf: DwarfState,
     memo: FxMap<u64, Resolved>,
     /// Answers with the whole DWARF function chain ([`Symbolizer::symbolize_chain`]).
     chain_memo: FxMap<u64, Resolved>,
     /// binutils' naming state for those chains, as perf's `addr2line` child keeps it.
     a2l_names: crate::a2l_names::A2lNames,
+}
+
+impl Dso {
+    /// Is `vaddr` inside an executable section (where the code table holds every sized
+    /// symbol perf's table has)?
+    fn in_exec_section(&mut self, vaddr: u64) -> bool {
+        let ranges = self.exec_sections.get_or_insert_with(|| {
+            use object::{Object, ObjectSection};
+            let Ok(obj) = object::File::parse(self.binary.bytes.bytes()) else {
+                return Vec::new();
+            };
+            obj.sections()
+                .filter(|s| match s.flags() {
+                    object::SectionFlags::Elf { sh_flags } => {
+                        sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
+                    }
+                    _ => false,
+                })
+                .map(|s| (s.address(), s.address() + s.size()))
+                .collect()
+        });
+        ranges
+            .iter()
+            .any(|&(start, end)| start <= vaddr && vaddr < end)
+    }
+
+    /// The symbol of perf's whole table (functions, objects and labels of every section,
+    /// [`DataSymbols`]) covering `vaddr`, the table built on first use; with `sized_only`,
+    /// only one whose own size covers it.
+    fn whole_table_symbol(
+        &mut self,
+        vaddr: u64,
+        demangle: crate::Demangling,
+        sized_only: bool,
+    ) -> Option<Symbol> {
+        let table = self.data_symbols.get_or_insert_with(|| {
+            let (from_debug, dynamic) = self.symbols_from;
+            let file = if from_debug {
+                self.debug.as_ref()
+            } else {
+                Some(&self.binary)
+            };
+            file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
+        });
+        let (name, start, size, object) = table.as_ref()?.find(vaddr, sized_only)?;
+        Some(Symbol {
+            name,
+            start,
+            size,
+            offset: vaddr - start,
+            object,
+        })
+    }
 }
 
 type BuildIdSlot = (Option<Vec<u8>>, usize);
@@ -315,6 +374,9 @@ impl Symbolizer {
             symbols,
             symbols_from,
             data_symbols: None,
+            a2l_symtab: None,
+            file_zero: FxMap::default(),
+            exec_sections: None,
             dwarf: DwarfState::NotLoaded,
             memo: FxMap::default(),
             chain_memo: FxMap::default(),
@@ -343,24 +405,8 @@ impl Symbolizer {
         let Some(vaddr) = dso.binary.offset_to_vaddr(m.file_offset(addr)) else {
             return f;
         };
-        let dso = &mut **dso;
-        let table = dso.data_symbols.get_or_insert_with(|| {
-            let (from_debug, dynamic) = dso.symbols_from;
-            let file = if from_debug {
-                dso.debug.as_ref()
-            } else {
-                Some(&dso.binary)
-            };
-            file.and_then(|file| DataSymbols::build(file, dynamic, demangle))
-        });
-        if let Some((name, start, size, object)) = table.as_ref().and_then(|t| t.find(vaddr)) {
-            f.symbol = Some(Symbol {
-                name,
-                start,
-                size,
-                offset: vaddr - start,
-                object,
-            });
+        if let Some(s) = dso.whole_table_symbol(vaddr, demangle, false) {
+            f.symbol = Some(s);
             f.unknown_reason = None;
         }
         f
@@ -702,14 +748,30 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                         start,
                         size,
                         offset: vaddr - start,
-                        // The code table holds functions only.
-                        object: false,
+                        object: t.is_object(i),
                     }),
                     None,
                 )
             }
             None => (None, Some(UnknownReason::NoSymbolAtAddress)),
         },
+    };
+    // Outside every function of an executable section, perf's whole table still names
+    // the address: code run from a data object (`.data` made executable), a function of
+    // a data section. (Not a zero-sized symbol stretched past its section: perf 6.1 left
+    // an address past a program's `_fini` unnamed on the corpus's `sys-g` recording.)
+    let (symbol, reason) = match (symbol, reason) {
+        // (In an executable section the code table already holds every sized symbol:
+        // only addresses outside them need the whole table, built on their first miss.)
+        (None, Some(r @ (UnknownReason::NoSymbolAtAddress | UnknownReason::NoSymbols)))
+            if !dso.in_exec_section(vaddr) =>
+        {
+            match dso.whole_table_symbol(vaddr, opts.demangling(), true) {
+                Some(s) => (Some(s), None),
+                None => (None, Some(r)),
+            }
+        }
+        other => other,
     };
     let mut srcline = None;
     let mut inlined = Vec::new();
@@ -774,6 +836,41 @@ fn resolve(dso: &mut Dso, vaddr: u64, opts: &Options, whole_chain: bool) -> Reso
                 }
             } else if let Ok(Some(loc)) = ctx.find_location(vaddr) {
                 srcline = srcline_of(&loc);
+            }
+        }
+        // The line table's file as binutils 2.40 reads it (`a2l_file_zero`).
+        if let (Some(line), DwarfState::Loaded(ctx)) = (&mut srcline, &dso.dwarf)
+            && let Some(unit) = ctx.find_dwarf_and_unit(vaddr).skip_all_loads()
+            && let Some(key) = unit.header.offset().as_debug_info_offset()
+        {
+            let fz = dso
+                .file_zero
+                .entry(key.0)
+                .or_insert_with(|| crate::a2l_file_zero::FileZero::of(unit));
+            if let Some(file) = fz.as_ref().and_then(|f| f.rename(vaddr, &line.file)) {
+                if let Some(first) = inlined.first_mut().and_then(|f| f.srcline.as_mut())
+                    && first.file == line.file
+                    && first.line == line.line
+                {
+                    first.file = file.clone();
+                }
+                line.file = file;
+            }
+        }
+        // Where DWARF gives no line, perf's `addr2line` child still names a file (line 0)
+        // from the symbol table of the file it reads (the debug file, if any).
+        let named = dso
+            .binary
+            .path
+            .to_str()
+            .is_some_and(|p| !p.starts_with('['));
+        if opts.srcline && srcline.is_none() && named {
+            let table = dso.a2l_symtab.get_or_insert_with(|| {
+                let file = dso.debug.as_ref().unwrap_or(&dso.binary);
+                crate::a2l_symtab::A2lSymtab::build(file.bytes.bytes())
+            });
+            if let Some(file) = table.as_ref().and_then(|t| t.file_of(vaddr)) {
+                srcline = Some(SrcLine { file, line: 0 });
             }
         }
     }
