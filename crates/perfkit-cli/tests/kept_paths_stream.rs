@@ -112,10 +112,15 @@ fn same_as_kept(args: &[&str], file: &Path, keep: &str) -> usize {
 fn same_as_perfs(args: &[&str], file: &Path) {
     let theirs = perfs(args, file).unwrap_or_else(|| panic!("perf {args:?} failed"));
     let mine = ours(args, file, &[]);
+    let mine_text = without_tip(&mine.1);
     assert!(
-        without_tip(&mine.1) == theirs.0,
-        "perfkit {args:?} -i {} differs from perf's",
-        file.display()
+        mine_text == theirs.0,
+        "perfkit {args:?} -i {} differs from perf's: first at {:?}",
+        file.display(),
+        mine_text
+            .lines()
+            .zip(theirs.0.lines())
+            .find(|(a, b)| a != b)
     );
     assert!(
         mine.2 == theirs.1,
@@ -205,11 +210,21 @@ fn trace_rows_fold_as_keeping_every_sample_shows() {
         for args in runs {
             lines += same_as_kept(args, file, "PERFKIT_REPORT_KEEP");
         }
-        // (Of the mixed file only the trace rows: its other rows are perf's symbol names of
-        // `sh`, not what this test is about.)
-        let with_perf = if file == &tp { &runs[..4] } else { &runs[1..4] };
-        for args in with_perf {
-            same_as_perfs(args, file);
+        if file == &tp {
+            for args in &runs[..4] {
+                same_as_perfs(args, file);
+            }
+        } else {
+            // Of the mixed file only the trace rows, without graphs: its other rows are
+            // perf's symbol names of `sh`, and dash's callchains (no frame pointers) are
+            // garbage addresses whose merging is not what this test is about (issue 16).
+            for args in &runs[1..4] {
+                let mut args = args.to_vec();
+                if !args.contains(&"-g") {
+                    args.extend(["-g", "none"]);
+                }
+                same_as_perfs(&args, file);
+            }
         }
     }
     // The ping-pong prints few rows; the kept path's are the same.

@@ -1474,6 +1474,18 @@ pub(crate) fn perf_key_order(
             }
             // No map: after every DSO, as perf's cmp_null puts it.
             SortKey::Dso => (x == "[unknown]", x).cmp(&(y == "[unknown]", y)),
+            // The thread by its tid, signed (perf's `sort__thread_cmp`: `-1::-1` before
+            // `0:swapper`), then the text.
+            SortKey::Pid | SortKey::Tid => {
+                let tid = |s: &str| -> i64 {
+                    s.trim_start()
+                        .split(':')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0)
+                };
+                tid(x).cmp(&tid(y)).then_with(|| x.cmp(y))
+            }
             _ => x.cmp(y),
         };
         if o != std::cmp::Ordering::Equal {
@@ -2151,6 +2163,17 @@ fn human(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_of_equal_weight_follow_their_signed_tid() {
+        let key = |tid: i32, comm: &str| vec![format!("{tid:>7}:{comm}")];
+        let cg = HashMap::default();
+        let order = |a: Vec<String>, b: Vec<String>| perf_key_order(&[SortKey::Pid], &a, &b, &cg);
+        assert!(order(key(-1, ":-1"), key(0, "swapper")).is_lt());
+        assert!(order(key(0, "swapper"), key(36, "kcompactd0")).is_lt());
+        assert!(order(key(36, "b"), key(14428, "a")).is_lt());
+        assert!(order(key(7, "a"), key(7, "b")).is_lt());
+    }
     use crate::model::testing::sample_profile;
 
     fn pct_of(s: &Section, sym: &str) -> (f64, f64) {
