@@ -454,6 +454,17 @@ impl MemTopology {
     }
 }
 
+/// `HEADER_CPU_PMU_CAPS` (`write_cpu_pmu_caps`): u32 count, then (name, value) strings.
+pub(crate) fn write_cpu_pmu_caps(caps: &[(String, String)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    w32(&mut v, caps.len() as u32);
+    for (name, value) in caps {
+        wstr(&mut v, name);
+        wstr(&mut v, value);
+    }
+    v
+}
+
 /// `HEADER_PMU_CAPS` (`write_pmu_caps`): u32 count of PMUs, then per PMU its u32 count of
 /// capabilities, (name, value) strings, and its name.
 pub(crate) fn write_pmu_caps(pmus: &[(String, Vec<(String, String)>)]) -> Vec<u8> {
@@ -559,6 +570,12 @@ mod tests {
         assert_eq!(c.string().as_deref(), Some("branches"));
         assert_eq!(c.string().as_deref(), Some("32"));
         assert_eq!(c.string().as_deref(), Some("cpu_core"));
+        assert_eq!(c.remaining(), 0);
+        let b = write_cpu_pmu_caps(&[("max_precise".to_string(), "3".to_string())]);
+        let mut c = Cursor::new(&b, Endian::Little);
+        assert_eq!(c.u32(), Some(1));
+        assert_eq!(c.string().as_deref(), Some("max_precise"));
+        assert_eq!(c.string().as_deref(), Some("3"));
         assert_eq!(c.remaining(), 0);
     }
 }

@@ -58,8 +58,22 @@ pub(crate) fn pmu_mappings() -> Option<Vec<(u32, String)>> {
     Some(pmus)
 }
 
+/// The (capability, value) pairs of a PMU's `caps` directory, in directory order (empty
+/// without one).
+fn caps_of(pmu: &Path) -> Vec<(String, String)> {
+    let Ok(caps) = fs::read_dir(pmu.join("caps")) else {
+        return Vec::new();
+    };
+    caps.flatten()
+        .filter_map(|c| {
+            let v = read(c.path())?;
+            Some((c.file_name().to_string_lossy().into_owned(), v))
+        })
+        .collect()
+}
+
 /// `HEADER_PMU_CAPS`: (PMU, its (capability, value) pairs) of each PMU other than `cpu`
-/// with a `caps` directory that lists any.
+/// with capabilities.
 pub(crate) fn pmu_caps() -> Vec<(String, Vec<(String, String)>)> {
     let mut out = Vec::new();
     let Ok(dir) = fs::read_dir(PMUS) else {
@@ -70,21 +84,20 @@ pub(crate) fn pmu_caps() -> Vec<(String, Vec<(String, String)>)> {
         if name == "cpu" || read(e.path().join("type")).is_none() {
             continue;
         }
-        let Ok(caps) = fs::read_dir(e.path().join("caps")) else {
-            continue;
-        };
-        let caps: Vec<(String, String)> = caps
-            .flatten()
-            .filter_map(|c| {
-                let v = read(c.path())?;
-                Some((c.file_name().to_string_lossy().into_owned(), v))
-            })
-            .collect();
+        let caps = caps_of(&e.path());
         if !caps.is_empty() {
             out.push((name, caps));
         }
     }
     out
+}
+
+/// `HEADER_CPU_PMU_CAPS`: the `cpu` PMU's capabilities; None without a `cpu` PMU (perf
+/// then writes no section).
+pub(crate) fn cpu_pmu_caps() -> Option<Vec<(String, String)>> {
+    let cpu = Path::new(PMUS).join("cpu");
+    read(cpu.join("type"))?;
+    Some(caps_of(&cpu))
 }
 
 /// One `cpuN/cache/indexM` directory; `Some(None)` where it does not exist.

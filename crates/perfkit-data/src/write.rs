@@ -853,6 +853,9 @@ impl PerfDataWriter {
         if let Some(mem) = sysinfo::mem_topology() {
             feats.push((f::MEM_TOPOLOGY, mem.to_bytes()));
         }
+        if let Some(caps) = sysinfo::cpu_pmu_caps() {
+            feats.push((f::CPU_PMU_CAPS, fs::write_cpu_pmu_caps(&caps)));
+        }
         feats.push((f::PMU_CAPS, fs::write_pmu_caps(&sysinfo::pmu_caps())));
         feats
     }
