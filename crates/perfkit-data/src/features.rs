@@ -485,9 +485,16 @@ pub(crate) fn write_pmu_caps(pmus: &[(String, Vec<(String, String)>)]) -> Vec<u8
 mod tests {
     use super::*;
 
+    /// The writers write this machine's byte order.
+    const NATIVE: Endian = if cfg!(target_endian = "big") {
+        Endian::Big
+    } else {
+        Endian::Little
+    };
+
     fn read_back(bit: usize, b: &[u8]) -> Features {
         let mut f = Features::default();
-        f.add(bit, b, Endian::Little);
+        f.add(bit, b, NATIVE);
         assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
         f
     }
@@ -535,7 +542,8 @@ mod tests {
             },
         ];
         let b = write_caches(&caches);
-        assert_eq!(&b[..8], &[1, 0, 0, 0, 2, 0, 0, 0]);
+        let mut c = Cursor::new(&b, NATIVE);
+        assert_eq!((c.u32(), c.u32()), (Some(1), Some(2)));
         assert_eq!(b.len(), 8 + 2 * (16 + 3 * 68));
         assert_eq!(read_back(f::CACHE, &b).caches, caches);
     }
@@ -564,7 +572,7 @@ mod tests {
             "cpu_core".to_string(),
             vec![("branches".to_string(), "32".to_string())],
         )]);
-        let mut c = Cursor::new(&b, Endian::Little);
+        let mut c = Cursor::new(&b, NATIVE);
         assert_eq!(c.u32(), Some(1));
         assert_eq!(c.u32(), Some(1));
         assert_eq!(c.string().as_deref(), Some("branches"));
@@ -572,7 +580,7 @@ mod tests {
         assert_eq!(c.string().as_deref(), Some("cpu_core"));
         assert_eq!(c.remaining(), 0);
         let b = write_cpu_pmu_caps(&[("max_precise".to_string(), "3".to_string())]);
-        let mut c = Cursor::new(&b, Endian::Little);
+        let mut c = Cursor::new(&b, NATIVE);
         assert_eq!(c.u32(), Some(1));
         assert_eq!(c.string().as_deref(), Some("max_precise"));
         assert_eq!(c.string().as_deref(), Some("3"));
