@@ -2,6 +2,7 @@
 //! parsed into [`Features`], the others kept as raw bytes.
 
 use crate::feature as f;
+use crate::write::{w32, w64, wstr};
 use perfkit_records::Endian;
 
 /// A bounds-checked reader over a feature section.
@@ -384,5 +385,205 @@ impl Features {
             off += size;
         }
         Some(())
+    }
+}
+
+// The writers of the sections above, in perf 6.1's layout (header.c `write_*`): each
+// reads back through `Features::add`.
+
+/// `HEADER_NUMA_TOPOLOGY` (`write_numa_topology`): u32 count, then per node its number
+/// (u32), total and free kB (u64) and cpu list (string).
+pub(crate) fn write_numa(nodes: &[(u32, u64, u64, String)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    w32(&mut v, nodes.len() as u32);
+    for (node, total, free, cpus) in nodes {
+        w32(&mut v, *node);
+        w64(&mut v, *total);
+        w64(&mut v, *free);
+        wstr(&mut v, cpus);
+    }
+    v
+}
+
+/// `HEADER_PMU_MAPPINGS` (`write_pmu_mappings`): u32 count, then (u32 type, name) pairs.
+pub(crate) fn write_pmu_mappings(pmus: &[(u32, String)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    w32(&mut v, pmus.len() as u32);
+    for (ty, name) in pmus {
+        w32(&mut v, *ty);
+        wstr(&mut v, name);
+    }
+    v
+}
+
+/// `HEADER_CACHE` (`write_cache`): u32 version 1, u32 count, then per cache four u32
+/// (level, line size, sets, ways) and three strings (type, size, shared cpu list).
+pub(crate) fn write_caches(caches: &[CacheLevel]) -> Vec<u8> {
+    let mut v = Vec::new();
+    w32(&mut v, 1);
+    w32(&mut v, caches.len() as u32);
+    for c in caches {
+        for x in [c.level, c.line_size, c.sets, c.ways] {
+            w32(&mut v, x);
+        }
+        for s in [&c.kind, &c.size, &c.map] {
+            wstr(&mut v, s);
+        }
+    }
+    v
+}
+
+impl MemTopology {
+    /// `HEADER_MEM_TOPOLOGY` (`write_mem_topology`): u64 version 1, block size, node
+    /// count, then per node its number, its size in bits and the bitmap (`do_write_bitmap`:
+    /// the bit count again, then the u64 words).
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        w64(&mut v, 1);
+        w64(&mut v, self.block_size);
+        w64(&mut v, self.nodes.len() as u64);
+        for (node, bits, set) in &self.nodes {
+            w64(&mut v, *node);
+            w64(&mut v, *bits);
+            w64(&mut v, *bits);
+            for word in set {
+                w64(&mut v, *word);
+            }
+        }
+        v
+    }
+}
+
+/// `HEADER_CPU_PMU_CAPS` (`write_cpu_pmu_caps`): u32 count, then (name, value) strings.
+pub(crate) fn write_cpu_pmu_caps(caps: &[(String, String)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    w32(&mut v, caps.len() as u32);
+    for (name, value) in caps {
+        wstr(&mut v, name);
+        wstr(&mut v, value);
+    }
+    v
+}
+
+/// `HEADER_PMU_CAPS` (`write_pmu_caps`): u32 count of PMUs, then per PMU its u32 count of
+/// capabilities, (name, value) strings, and its name.
+pub(crate) fn write_pmu_caps(pmus: &[(String, Vec<(String, String)>)]) -> Vec<u8> {
+    let mut v = Vec::new();
+    w32(&mut v, pmus.len() as u32);
+    for (pmu, caps) in pmus {
+        w32(&mut v, caps.len() as u32);
+        for (name, value) in caps {
+            wstr(&mut v, name);
+            wstr(&mut v, value);
+        }
+        wstr(&mut v, pmu);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writers write this machine's byte order.
+    const NATIVE: Endian = if cfg!(target_endian = "big") {
+        Endian::Big
+    } else {
+        Endian::Little
+    };
+
+    fn read_back(bit: usize, b: &[u8]) -> Features {
+        let mut f = Features::default();
+        f.add(bit, b, NATIVE);
+        assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
+        f
+    }
+
+    #[test]
+    fn numa_reads_back() {
+        let nodes = vec![
+            (0, 24684084, 5154564, "0-1".to_string()),
+            (3, 7, 1, String::new()),
+        ];
+        let b = write_numa(&nodes);
+        // u32 count; per node u32 + 2 u64 + a 64-byte padded string with its u32 length.
+        assert_eq!(b.len(), 4 + 2 * (4 + 16 + 4 + 64));
+        assert_eq!(read_back(f::NUMA_TOPOLOGY, &b).numa, nodes);
+    }
+
+    #[test]
+    fn pmu_mappings_read_back() {
+        let pmus = vec![(1, "software".to_string()), (9, "msr".to_string())];
+        let b = write_pmu_mappings(&pmus);
+        assert_eq!(b.len(), 4 + 2 * (4 + 4 + 64));
+        assert_eq!(read_back(f::PMU_MAPPINGS, &b).pmu_mappings, pmus);
+    }
+
+    #[test]
+    fn caches_read_back() {
+        let caches = vec![
+            CacheLevel {
+                level: 1,
+                line_size: 64,
+                sets: 64,
+                ways: 8,
+                kind: "Data".into(),
+                size: "32K".into(),
+                map: "0".into(),
+            },
+            CacheLevel {
+                level: 3,
+                line_size: 64,
+                sets: 32768,
+                ways: 16,
+                kind: "Unified".into(),
+                size: "32768K".into(),
+                map: "0-1".into(),
+            },
+        ];
+        let b = write_caches(&caches);
+        let mut c = Cursor::new(&b, NATIVE);
+        assert_eq!((c.u32(), c.u32()), (Some(1), Some(2)));
+        assert_eq!(b.len(), 8 + 2 * (16 + 3 * 68));
+        assert_eq!(read_back(f::CACHE, &b).caches, caches);
+    }
+
+    #[test]
+    fn mem_topology_reads_back() {
+        // Blocks 0-23 and 32-199 of 128 MiB (what perf's file of this machine holds).
+        let mut set = vec![0u64; 4];
+        for b in (0..24).chain(32..200) {
+            set[b / 64] |= 1 << (b % 64);
+        }
+        let m = MemTopology {
+            block_size: 0x800_0000,
+            nodes: vec![(0, 200, set), (1, 1, vec![0])],
+        };
+        let b = m.to_bytes();
+        assert_eq!(b.len(), 24 + (24 + 32) + (24 + 8));
+        assert_eq!(read_back(f::MEM_TOPOLOGY, &b).mem_topology, Some(m));
+    }
+
+    #[test]
+    fn pmu_caps_layout() {
+        // No reader keeps them: check perf's layout field by field.
+        assert_eq!(write_pmu_caps(&[]), vec![0; 4]);
+        let b = write_pmu_caps(&[(
+            "cpu_core".to_string(),
+            vec![("branches".to_string(), "32".to_string())],
+        )]);
+        let mut c = Cursor::new(&b, NATIVE);
+        assert_eq!(c.u32(), Some(1));
+        assert_eq!(c.u32(), Some(1));
+        assert_eq!(c.string().as_deref(), Some("branches"));
+        assert_eq!(c.string().as_deref(), Some("32"));
+        assert_eq!(c.string().as_deref(), Some("cpu_core"));
+        assert_eq!(c.remaining(), 0);
+        let b = write_cpu_pmu_caps(&[("max_precise".to_string(), "3".to_string())]);
+        let mut c = Cursor::new(&b, NATIVE);
+        assert_eq!(c.u32(), Some(1));
+        assert_eq!(c.string().as_deref(), Some("max_precise"));
+        assert_eq!(c.string().as_deref(), Some("3"));
+        assert_eq!(c.remaining(), 0);
     }
 }

@@ -31,6 +31,7 @@ pub mod jit_inject;
 pub mod jitdump;
 mod read;
 pub mod synth;
+mod sysinfo;
 pub mod tracing_data;
 mod write;
 

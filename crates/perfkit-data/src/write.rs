@@ -198,14 +198,14 @@ fn tracing_blob(events: &[FileEvent]) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(t.to_bytes()))
 }
 
-fn w32(v: &mut Vec<u8>, x: u32) {
+pub(crate) fn w32(v: &mut Vec<u8>, x: u32) {
     v.extend_from_slice(&x.to_ne_bytes());
 }
-fn w64(v: &mut Vec<u8>, x: u64) {
+pub(crate) fn w64(v: &mut Vec<u8>, x: u64) {
     v.extend_from_slice(&x.to_ne_bytes());
 }
 /// perf's string: u32 length (padded to 64 bytes as perf does), NUL-padded.
-fn wstr(v: &mut Vec<u8>, s: &str) {
+pub(crate) fn wstr(v: &mut Vec<u8>, s: &str) {
     let len = (s.len() + 1).next_multiple_of(64);
     w32(v, len as u32);
     v.extend_from_slice(s.as_bytes());
@@ -322,11 +322,28 @@ impl PerfDataWriter {
         }
         // perf writes its BPF program sections in pipe mode before it lists any program
         // (the feature records come first): both empty.
+        // perf 6.1's pipe stream carries no CACHE section; its CMDLINE is perf's own (the
+        // executable's path, then its arguments) and its SAMPLE_TIME is zeros.
         let mut features = w.static_features();
+        features.retain(|x| x.0 != f::CACHE);
+        let exe = std::env::current_exe().map_or_else(
+            |_| std::env::args().next().unwrap_or_default(),
+            |p| p.to_string_lossy().into_owned(),
+        );
+        let cmdline: Vec<String> = std::iter::once(exe)
+            .chain(std::env::args().skip(1))
+            .collect();
+        features.push((f::CMDLINE, Self::cmdline_section(&cmdline)));
+        features.push((f::EVENT_DESC, w.event_desc_section()));
+        features.push((f::SAMPLE_TIME, vec![0; 16]));
         features.push((f::BPF_PROG_INFO, crate::bpf_prog_info::write(&[])));
         features.push((f::BPF_BTF, crate::bpf_btf::write(&[])));
+        features.sort_by_key(|x| x.0);
         // As perf writes them (`perf_event__synthesize_features`): the section as it is,
         // not padded to 8 bytes (perf's BPF sections make 20-byte records).
+        // Then perf's end marker: a record of bit HEADER_LAST_FEATURE (32) with nothing in
+        // it (where perf prints the header of a pipe stream).
+        features.push((32, Vec::new()));
         for (bit, payload) in features {
             let mut r = header_bytes(&RecordHeader {
                 type_: sys::PERF_RECORD_HEADER_FEATURE,
@@ -821,7 +838,52 @@ impl PerfDataWriter {
             w32(&mut s, id(c, "die_id"));
         }
         feats.push((f::CPU_TOPOLOGY, s));
+        // The machine's NUMA nodes, PMUs, caches and memory blocks, as perf reads sysfs
+        // (each left out where perf's writer fails).
+        use crate::{features as fs, sysinfo};
+        if let Some(nodes) = sysinfo::numa_nodes() {
+            feats.push((f::NUMA_TOPOLOGY, fs::write_numa(&nodes)));
+        }
+        if let Some(pmus) = sysinfo::pmu_mappings() {
+            feats.push((f::PMU_MAPPINGS, fs::write_pmu_mappings(&pmus)));
+        }
+        if let Some(caches) = sysinfo::caches() {
+            feats.push((f::CACHE, fs::write_caches(&caches)));
+        }
+        if let Some(mem) = sysinfo::mem_topology() {
+            feats.push((f::MEM_TOPOLOGY, mem.to_bytes()));
+        }
+        if let Some(caps) = sysinfo::cpu_pmu_caps() {
+            feats.push((f::CPU_PMU_CAPS, fs::write_cpu_pmu_caps(&caps)));
+        }
+        feats.push((f::PMU_CAPS, fs::write_pmu_caps(&sysinfo::pmu_caps())));
         feats
+    }
+
+    /// `HEADER_CMDLINE`: the count, then each argument.
+    fn cmdline_section(cmdline: &[String]) -> Vec<u8> {
+        let mut s = Vec::new();
+        w32(&mut s, cmdline.len() as u32);
+        for a in cmdline {
+            wstr(&mut s, a);
+        }
+        s
+    }
+
+    /// `HEADER_EVENT_DESC`: count, attr size, then per event its attr, id count, name, ids.
+    fn event_desc_section(&self) -> Vec<u8> {
+        let mut s = Vec::new();
+        w32(&mut s, self.events.len() as u32);
+        w32(&mut s, FILE_ATTR_SIZE);
+        for e in &self.events {
+            s.extend_from_slice(&attr_bytes(&e.attr));
+            w32(&mut s, e.ids.len() as u32);
+            wstr(&mut s, &e.name);
+            for id in &e.ids {
+                w64(&mut s, *id);
+            }
+        }
+        s
     }
 
     fn build_id_section(&self) -> Vec<u8> {
@@ -878,24 +940,8 @@ impl PerfDataWriter {
             return Ok(self.data_len);
         }
         let mut feats = self.static_features();
-        let mut s = Vec::new();
-        w32(&mut s, cmdline.len() as u32);
-        for a in cmdline {
-            wstr(&mut s, a);
-        }
-        feats.push((f::CMDLINE, s));
-        let mut s = Vec::new();
-        w32(&mut s, self.events.len() as u32);
-        w32(&mut s, FILE_ATTR_SIZE);
-        for e in &self.events {
-            s.extend_from_slice(&attr_bytes(&e.attr));
-            w32(&mut s, e.ids.len() as u32);
-            wstr(&mut s, &e.name);
-            for id in &e.ids {
-                w64(&mut s, *id);
-            }
-        }
-        feats.push((f::EVENT_DESC, s));
+        feats.push((f::CMDLINE, Self::cmdline_section(cmdline)));
+        feats.push((f::EVENT_DESC, self.event_desc_section()));
         if self.first_time <= self.last_time {
             let mut s = Vec::new();
             w64(&mut s, self.first_time);

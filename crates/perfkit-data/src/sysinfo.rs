@@ -1,0 +1,208 @@
+//! The machine as perf 6.1 reads it from sysfs for its feature sections: NUMA nodes
+//! (`numa_topology__new`), PMU types (`perf_pmu__scan`), CPU caches (`build_caches`),
+//! memory blocks per node (`build_mem_topology`) and PMU capabilities. Each reader returns
+//! None where perf's `write_*` fails, so the section is left out as perf leaves it out.
+
+use crate::features::{CacheLevel, MemTopology};
+use std::fs;
+use std::path::Path;
+
+const NODES: &str = "/sys/devices/system/node";
+const PMUS: &str = "/sys/bus/event_source/devices";
+const CPUS: &str = "/sys/devices/system/cpu";
+
+/// A sysfs file without its surrounding white space.
+fn read(p: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+}
+
+/// The numbers of a list such as `0-3,8` (sysfs's cpulist format).
+fn list(s: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+            v.extend(a..=b);
+        }
+    }
+    v
+}
+
+/// `HEADER_NUMA_TOPOLOGY`: (node, MemTotal kB, MemFree kB, cpu list) of each online node.
+pub(crate) fn numa_nodes() -> Option<Vec<(u32, u64, u64, String)>> {
+    let mut nodes = Vec::new();
+    for n in list(&read(format!("{NODES}/online"))?) {
+        let meminfo = fs::read_to_string(format!("{NODES}/node{n}/meminfo")).ok()?;
+        // `Node 0 MemTotal:       24684084 kB`
+        let field = |name: &str| {
+            meminfo.lines().find_map(|l| {
+                let mut w = l.split_whitespace().skip(2);
+                (w.next()? == name).then(|| w.next()?.parse::<u64>().ok())?
+            })
+        };
+        let (total, free) = (field("MemTotal:")?, field("MemFree:")?);
+        nodes.push((n, total, free, read(format!("{NODES}/node{n}/cpulist"))?));
+    }
+    Some(nodes)
+}
+
+/// `HEADER_PMU_MAPPINGS`: (type, name) of each PMU, in directory order as perf lists them.
+pub(crate) fn pmu_mappings() -> Option<Vec<(u32, String)>> {
+    let mut pmus = Vec::new();
+    for e in fs::read_dir(PMUS).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(ty) = read(e.path().join("type")).and_then(|t| t.parse().ok()) {
+            pmus.push((ty, name));
+        }
+    }
+    Some(pmus)
+}
+
+/// The (capability, value) pairs of a PMU's `caps` directory, in directory order (empty
+/// without one).
+fn caps_of(pmu: &Path) -> Vec<(String, String)> {
+    let Ok(caps) = fs::read_dir(pmu.join("caps")) else {
+        return Vec::new();
+    };
+    caps.flatten()
+        .filter_map(|c| {
+            let v = read(c.path())?;
+            Some((c.file_name().to_string_lossy().into_owned(), v))
+        })
+        .collect()
+}
+
+/// `HEADER_PMU_CAPS`: (PMU, its (capability, value) pairs) of each PMU other than `cpu`
+/// with capabilities.
+pub(crate) fn pmu_caps() -> Vec<(String, Vec<(String, String)>)> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir(PMUS) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "cpu" || read(e.path().join("type")).is_none() {
+            continue;
+        }
+        let caps = caps_of(&e.path());
+        if !caps.is_empty() {
+            out.push((name, caps));
+        }
+    }
+    out
+}
+
+/// `HEADER_CPU_PMU_CAPS`: the `cpu` PMU's capabilities; None without a `cpu` PMU (perf
+/// then writes no section).
+pub(crate) fn cpu_pmu_caps() -> Option<Vec<(String, String)>> {
+    let cpu = Path::new(PMUS).join("cpu");
+    read(cpu.join("type"))?;
+    Some(caps_of(&cpu))
+}
+
+/// One `cpuN/cache/indexM` directory; `Some(None)` where it does not exist.
+fn cache_level(cpu: u32, index: u32) -> Option<Option<CacheLevel>> {
+    let dir = format!("{CPUS}/cpu{cpu}/cache/index{index}");
+    if !Path::new(&dir).exists() {
+        return Some(None);
+    }
+    let int = |f: &str| read(format!("{dir}/{f}"))?.parse::<u32>().ok();
+    Some(Some(CacheLevel {
+        level: int("level")?,
+        line_size: int("coherency_line_size")?,
+        sets: int("number_of_sets")?,
+        ways: int("ways_of_associativity")?,
+        kind: read(format!("{dir}/type"))?,
+        size: read(format!("{dir}/size"))?,
+        map: read(format!("{dir}/shared_cpu_list"))?,
+    }))
+}
+
+/// `HEADER_CACHE`: each distinct cache of the possible CPUs (up to 4 levels each), in
+/// level order (a stable sort, as perf's), or None where a cache's files do not read.
+pub(crate) fn caches() -> Option<Vec<CacheLevel>> {
+    let possible = list(&read(format!("{CPUS}/possible"))?);
+    let max = possible.iter().max().map_or(0, |m| m + 1);
+    let mut caches: Vec<CacheLevel> = Vec::new();
+    for cpu in 0..max {
+        for index in 0..4 {
+            let Some(c) = cache_level(cpu, index)? else {
+                break;
+            };
+            if !caches.contains(&c) {
+                caches.push(c);
+            }
+        }
+    }
+    caches.sort_by_key(|c| c.level);
+    Some(caches)
+}
+
+/// `HEADER_MEM_TOPOLOGY`: the memory block size and each node's blocks (node order), or
+/// None without memory block information.
+pub(crate) fn mem_topology() -> Option<MemTopology> {
+    let block_size =
+        u64::from_str_radix(&read("/sys/devices/system/memory/block_size_bytes")?, 16).ok()?;
+    let mut nodes = Vec::new();
+    for e in fs::read_dir(NODES).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(node) = name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let blocks: Vec<u64> = fs::read_dir(e.path())
+            .ok()?
+            .flatten()
+            .filter_map(|b| {
+                let n = b.file_name().to_string_lossy().into_owned();
+                n.strip_prefix("memory")?.parse::<u64>().ok()
+            })
+            .collect();
+        // perf's bitmap holds one bit past the highest block (one bit with none).
+        let bits = blocks.iter().max().map_or(0, |m| m + 1).max(1);
+        let mut set = vec![0u64; bits.div_ceil(64) as usize];
+        for b in blocks {
+            set[(b / 64) as usize] |= 1 << (b % 64);
+        }
+        nodes.push((node, bits, set));
+    }
+    nodes.sort_by_key(|n| n.0);
+    Some(MemTopology { block_size, nodes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_as_sysfs_writes_them() {
+        assert_eq!(list("0-2,5,7-8"), vec![0, 1, 2, 5, 7, 8]);
+        assert_eq!(list("0"), vec![0]);
+        assert!(list("").is_empty());
+    }
+
+    #[test]
+    fn this_machine_as_sysfs_describes_it() {
+        // Every kernel with perf events has the software PMU, type 1 (PERF_TYPE_SOFTWARE).
+        let pmus = pmu_mappings().expect("/sys/bus/event_source/devices reads");
+        assert!(pmus.contains(&(1, "software".to_string())), "{pmus:?}");
+        // Caches: distinct, in level order.
+        if let Some(c) = caches() {
+            assert!(c.windows(2).all(|w| w[0].level <= w[1].level), "{c:?}");
+            assert!(c.iter().enumerate().all(|(i, x)| !c[..i].contains(x)));
+        }
+        // NUMA: free memory within total, node 0 online on any machine with nodes.
+        if let Some(n) = numa_nodes().filter(|n| !n.is_empty()) {
+            assert!(n.iter().all(|x| x.2 <= x.1), "{n:?}");
+        }
+        // Memory blocks: the bitmaps hold the blocks the node directories list.
+        if let Some(m) = mem_topology() {
+            assert!(m.block_size.is_power_of_two());
+            for (_, bits, set) in &m.nodes {
+                assert_eq!(set.len() as u64, bits.div_ceil(64));
+            }
+        }
+    }
+}
