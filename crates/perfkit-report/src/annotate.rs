@@ -260,10 +260,7 @@ pub fn annotate(
                                         text: text.clone(),
                                     })
                                 },
-                                |t| {
-                                    let f = symbolizer.symbolize_kernel(t);
-                                    f.symbol.as_ref().map(|s| (s.name.to_string(), s.offset))
-                                },
+                                |t| kernel_target(symbolizer, t),
                             );
                             out.push(Annotation {
                                 symbol: func.name.clone(),
@@ -314,10 +311,7 @@ pub fn annotate(
                     opts.percent_type,
                     (den_hits, den_period),
                     |_| None,
-                    |t| {
-                        let f = symbolizer.symbolize_kernel(t);
-                        f.symbol.as_ref().map(|s| (s.name.to_string(), s.offset))
-                    },
+                    |t| kernel_target(symbolizer, t),
                 );
                 out.push(Annotation {
                     symbol: func.name.clone(),
@@ -408,6 +402,12 @@ pub fn annotate(
 /// The annotation's lines: each instruction with its share, after the source line it
 /// starts (`source_at`, when that changes), jump targets named by `name_at`.
 #[allow(clippy::too_many_arguments)]
+/// A jump or call target in kernel code: its symbol and the offset into it.
+fn kernel_target(symbolizer: &mut Symbolizer, addr: u64) -> Option<(String, u64)> {
+    let f = symbolizer.symbolize_kernel(addr);
+    f.symbol.as_ref().map(|s| (s.name.to_string(), s.offset))
+}
+
 fn insn_lines(
     insns: &[perfkit_disasm::Insn],
     start: u64,
