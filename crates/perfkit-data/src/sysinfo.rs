@@ -11,8 +11,8 @@ const NODES: &str = "/sys/devices/system/node";
 const PMUS: &str = "/sys/bus/event_source/devices";
 const CPUS: &str = "/sys/devices/system/cpu";
 
-/// A sysfs file without its surrounding white space.
-fn read(p: impl AsRef<Path>) -> Option<String> {
+/// A sysfs or procfs file without its surrounding white space.
+pub(crate) fn read(p: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }
 

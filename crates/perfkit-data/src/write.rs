@@ -741,11 +741,7 @@ impl PerfDataWriter {
 
     fn static_features(&self) -> Vec<(usize, Vec<u8>)> {
         let mut feats = Vec::new();
-        let read = |p: &str| {
-            std::fs::read_to_string(p)
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default()
-        };
+        let read = |p: &str| crate::sysinfo::read(p).unwrap_or_default();
         for (bit, v) in [
             (f::HOSTNAME, read("/proc/sys/kernel/hostname")),
             (f::OSRELEASE, read("/proc/sys/kernel/osrelease")),
