@@ -1,9 +1,11 @@
 //! The machine as perf 6.1 reads it from sysfs for its feature sections: NUMA nodes
 //! (`numa_topology__new`), PMU types (`perf_pmu__scan`), CPU caches (`build_caches`),
-//! memory blocks per node (`build_mem_topology`) and PMU capabilities. Each reader returns
+//! memory blocks per node (`build_mem_topology`), PMU capabilities, and the older host
+//! sections (`/proc/cpuinfo`, `/proc/meminfo`, CPU topology). Each reader returns
 //! None where perf's `write_*` fails, so the section is left out as perf leaves it out.
 
 use crate::features::{CacheLevel, MemTopology};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
@@ -18,14 +20,72 @@ pub(crate) fn read(p: impl AsRef<Path>) -> Option<String> {
 
 /// The numbers of a list such as `0-3,8` (sysfs's cpulist format).
 fn list(s: &str) -> Vec<u32> {
-    let mut v = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
-            v.extend(a..=b);
-        }
+    perfkit_sys::cpulist::ranges(s)
+        .flatten()
+        .flat_map(|(a, b)| a..=b)
+        .collect()
+}
+
+/// A field of `/proc/cpuinfo`'s first processor (`model name`, `vendor_id`, ...).
+pub(crate) fn cpuinfo_field(key: &str) -> Option<String> {
+    let info = fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.split(':').next().is_some_and(|n| n.trim() == key))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// `HEADER_CPUID` as perf writes it on x86: `vendor,family,model,stepping`.
+pub(crate) fn cpuid() -> Option<String> {
+    let [v, fam, model, step] = ["vendor_id", "cpu family", "model", "stepping"].map(cpuinfo_field);
+    Some(format!("{},{},{},{}", v?, fam?, model?, step?))
+}
+
+/// `HEADER_TOTAL_MEM`: `MemTotal` of `/proc/meminfo`, in kB.
+pub(crate) fn total_mem_kb() -> Option<u64> {
+    fs::read_to_string("/proc/meminfo")
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// `HEADER_CPU_TOPOLOGY`'s sysfs values for CPUs `0..cpus`.
+pub(crate) struct CpuTopology {
+    /// The distinct `core_siblings_list`s, sorted.
+    pub core_siblings: BTreeSet<String>,
+    /// The distinct `thread_siblings_list`s, sorted.
+    pub thread_siblings: BTreeSet<String>,
+    /// The distinct `die_cpus_list`s, sorted.
+    pub die_siblings: BTreeSet<String>,
+    /// Each CPU's (core id, package id, die id); 0 where sysfs has none.
+    pub ids: Vec<(u32, u32, u32)>,
+}
+
+/// The topology of CPUs `0..cpus`, as perf reads it (a file that does not read is an empty
+/// list or id 0, as perf writes it).
+pub(crate) fn cpu_topology(cpus: u32) -> CpuTopology {
+    let file =
+        |c: u32, what: &str| read(format!("{CPUS}/cpu{c}/topology/{what}")).unwrap_or_default();
+    let id = |c: u32, what: &str| file(c, what).parse::<u32>().unwrap_or(0);
+    let set = |what: &str| (0..cpus).map(|c| file(c, what)).collect::<BTreeSet<_>>();
+    CpuTopology {
+        core_siblings: set("core_siblings_list"),
+        thread_siblings: set("thread_siblings_list"),
+        die_siblings: set("die_cpus_list"),
+        ids: (0..cpus)
+            .map(|c| {
+                (
+                    id(c, "core_id"),
+                    id(c, "physical_package_id"),
+                    id(c, "die_id"),
+                )
+            })
+            .collect(),
     }
-    v
 }
 
 /// `HEADER_NUMA_TOPOLOGY`: (node, MemTotal kB, MemFree kB, cpu list) of each online node.

@@ -760,83 +760,47 @@ impl PerfDataWriter {
         w32(&mut s, cpus);
         w32(&mut s, cpus);
         feats.push((f::NRCPUS, s));
-        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let field = |k: &str| {
-            info.lines()
-                .find(|l| l.split(':').next().is_some_and(|n| n.trim() == k))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        };
-        if let Some(desc) = field("model name") {
+        use crate::sysinfo;
+        if let Some(desc) = sysinfo::cpuinfo_field("model name") {
             let mut s = Vec::new();
             wstr(&mut s, &desc);
             feats.push((f::CPUDESC, s));
         }
-        if let (Some(v), Some(fam), Some(model), Some(step)) = (
-            field("vendor_id"),
-            field("cpu family"),
-            field("model"),
-            field("stepping"),
-        ) {
+        if let Some(id) = sysinfo::cpuid() {
             let mut s = Vec::new();
-            wstr(&mut s, &format!("{v},{fam},{model},{step}"));
+            wstr(&mut s, &id);
             feats.push((f::CPUID, s));
         }
-        if let Some(kb) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))?
-                .split_whitespace()
-                .nth(1)?
-                .parse::<u64>()
-                .ok()
-        }) {
+        if let Some(kb) = sysinfo::total_mem_kb() {
             let mut s = Vec::new();
             w64(&mut s, kb);
             feats.push((f::TOTAL_MEM, s));
         }
-        // CPU_TOPOLOGY: the distinct sibling lists.
-        let mut cores = BTreeSet::new();
-        let mut threads = BTreeSet::new();
-        for c in 0..cpus {
-            let t = format!("/sys/devices/system/cpu/cpu{c}/topology");
-            cores.insert(read(&format!("{t}/core_siblings_list")));
-            threads.insert(read(&format!("{t}/thread_siblings_list")));
-        }
-        let mut dies = BTreeSet::new();
-        for c in 0..cpus {
-            dies.insert(read(&format!(
-                "/sys/devices/system/cpu/cpu{c}/topology/die_cpus_list"
-            )));
-        }
-        let id = |c: u32, what: &str| {
-            read(&format!("/sys/devices/system/cpu/cpu{c}/topology/{what}"))
-                .parse::<u32>()
-                .unwrap_or(0)
-        };
-        // The full format perf writes: sibling lists, per-CPU core and socket ids, die
-        // sibling lists, per-CPU die ids (perf's pipe-mode reader expects all of it).
+        // The full CPU_TOPOLOGY format perf writes: sibling lists, per-CPU core and socket
+        // ids, die sibling lists, per-CPU die ids (perf's pipe-mode reader expects all of it).
+        let t = sysinfo::cpu_topology(cpus);
         let mut s = Vec::new();
-        for set in [&cores, &threads] {
+        for set in [&t.core_siblings, &t.thread_siblings] {
             w32(&mut s, set.len() as u32);
             for l in set.iter() {
                 wstr(&mut s, l);
             }
         }
-        for c in 0..cpus {
-            w32(&mut s, id(c, "core_id"));
-            w32(&mut s, id(c, "physical_package_id"));
+        for (core, socket, _) in &t.ids {
+            w32(&mut s, *core);
+            w32(&mut s, *socket);
         }
-        w32(&mut s, dies.len() as u32);
-        for l in &dies {
+        w32(&mut s, t.die_siblings.len() as u32);
+        for l in &t.die_siblings {
             wstr(&mut s, l);
         }
-        for c in 0..cpus {
-            w32(&mut s, id(c, "die_id"));
+        for (_, _, die) in &t.ids {
+            w32(&mut s, *die);
         }
         feats.push((f::CPU_TOPOLOGY, s));
         // The machine's NUMA nodes, PMUs, caches and memory blocks, as perf reads sysfs
         // (each left out where perf's writer fails).
-        use crate::{features as fs, sysinfo};
+        use crate::features as fs;
         if let Some(nodes) = sysinfo::numa_nodes() {
             feats.push((f::NUMA_TOPOLOGY, fs::write_numa(&nodes)));
         }

@@ -168,19 +168,12 @@ impl DrainLayout {
 /// A CPU list of a mask (`0,2-4`): numbers and inclusive ranges; None when it is not one.
 fn cpu_list(s: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
-    for part in s.split(',') {
-        let part = part.trim();
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
-            None => {
-                let a = part.parse::<u32>().ok()?;
-                (a, a)
-            }
-        };
-        if a > b || b - a > 1 << 16 {
-            return None;
-        }
+    for range in perfkit::sys::cpulist::ranges(s) {
+        let (a, b) = range.filter(|(a, b)| b - a <= 1 << 16)?;
         out.extend(a..=b);
+    }
+    if out.is_empty() {
+        return None;
     }
     out.sort_unstable();
     out.dedup();

@@ -292,18 +292,12 @@ pub(crate) fn list_dir(dir: &Path) -> Vec<(String, PathBuf)> {
 /// Parse a kernel CPU list (`0-3,8,10-11`).
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
-    if s.is_empty() {
-        return Ok(out);
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        let a: u32 = a.parse().map_err(|_| format!("bad CPU list `{s}`"))?;
-        let b: u32 = b.parse().map_err(|_| format!("bad CPU list `{s}`"))?;
-        if a > b || b - a > 65536 {
-            return Err(format!("bad CPU range `{part}`"));
+    for range in perfkit_sys::cpulist::ranges(s) {
+        match range {
+            Some((a, b)) if b - a <= 65536 => out.extend(a..=b),
+            Some((a, b)) => return Err(format!("bad CPU range `{a}-{b}`")),
+            None => return Err(format!("bad CPU list `{s}`")),
         }
-        out.extend(a..=b);
     }
     Ok(out)
 }

@@ -30,6 +30,7 @@
 mod attr;
 pub mod bpf_prog_info;
 mod consts;
+pub mod cpulist;
 mod mmap;
 pub mod syscall;
 

@@ -37,14 +37,10 @@ const CPU: &str = "/sys/devices/system/cpu";
 
 /// CPUs in a list like `0-3,8`.
 fn cpu_list(s: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
-            out.extend(a..=b);
-        }
-    }
-    out
+    perfkit_sys::cpulist::ranges(s)
+        .flatten()
+        .flat_map(|(a, b)| a..=b)
+        .collect()
 }
 
 fn distinct(cpus: &[u32], files: &[&str]) -> f64 {
