@@ -257,7 +257,7 @@ fn record(args: RecordArgs) -> Result<u8> {
     // Compressing takes the writer long enough that the rings are better drained into
     // memory meanwhile; uncompressed, the writer writes straight from the rings.
     rec.set_lend_records(args.compress.is_none());
-    rec.start_threads(&layout)?;
+    rec.start_draining(&layout)?;
     let stopper = rec.stopper();
 
     // Signals: Ctrl-C at any point ends the recording cleanly (and goes to the command

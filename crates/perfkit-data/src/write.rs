@@ -605,6 +605,20 @@ impl PerfDataWriter {
         Ok(())
     }
 
+    /// Write out the file's buffer once it holds half its capacity or more. A recorder
+    /// calls this after giving its rings their space back: the small passes it wrote are
+    /// copied into the buffer, and without this the buffer went to the file when a pass no
+    /// longer fit, while that pass still held its rings (with small rings at a high rate,
+    /// 1-5% of the samples were lost during those writes).
+    pub fn settle(&mut self) -> io::Result<()> {
+        if let Out::File { w, .. } = &mut self.out
+            && w.buffer().len() >= w.capacity() / 2
+        {
+            w.flush()?;
+        }
+        Ok(())
+    }
+
     /// Book-keeping after a record of type `type_` was appended to the round at `start`.
     fn appended(&mut self, type_: u32, start: usize) -> io::Result<()> {
         if matches!(type_, sys::PERF_RECORD_MMAP | sys::PERF_RECORD_MMAP2) {

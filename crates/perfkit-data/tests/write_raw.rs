@@ -168,3 +168,58 @@ fn a_body_too_large_for_a_record_is_an_error() {
         .unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+/// `settle` writes the buffered records out once the buffer is half full (a recorder
+/// calls it after giving its rings their space back), and leaves a smaller buffer alone:
+/// the file's length on disk says exactly which.
+#[test]
+fn settle_writes_the_buffer_out_once_it_is_half_full() {
+    let path = std::env::temp_dir().join(format!("perfkit-settle-{}.data", std::process::id()));
+    let mut w = PerfDataWriter::create(&path, vec![event()], WriteOptions::default()).unwrap();
+    let rec = perfkit_data::record(sys::PERF_RECORD_SAMPLE, 0, &sample(0x40_1000), &[]);
+    let on_disk = || std::fs::metadata(&path).unwrap().len();
+    // Blocks of 32 KiB (a small ring's pass), under the size written without the buffer.
+    let block: Vec<u8> = rec
+        .iter()
+        .copied()
+        .cycle()
+        .take((32 << 10) / rec.len() * rec.len())
+        .collect();
+    w.write_checked_records(&block, &[]).unwrap();
+    w.settle().unwrap();
+    assert_eq!(
+        on_disk(),
+        0,
+        "the header and one small block stay in the buffer"
+    );
+    // Up to half the 1 MiB buffer: written out by settle, and only then.
+    let mut given = block.len() as u64;
+    while given < 512 << 10 {
+        w.write_checked_records(&block, &[]).unwrap();
+        given += block.len() as u64;
+    }
+    assert_eq!(on_disk(), 0, "nothing written before settle");
+    w.settle().unwrap();
+    let settled = on_disk();
+    w.finish(&[]).unwrap();
+    let data = std::fs::read(&path).unwrap();
+    let data_offset = u64::from_ne_bytes(data[40..48].try_into().unwrap());
+    assert_eq!(
+        settled,
+        data_offset + given,
+        "settle wrote the whole buffer"
+    );
+    let pd = PerfData::open(&path).unwrap();
+    let mut samples = 0u64;
+    pd.for_each(
+        |item| {
+            if let perfkit_data::Item::Event { .. } = item {
+                samples += 1;
+            }
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(samples, given / rec.len() as u64);
+    let _ = std::fs::remove_file(&path);
+}

@@ -317,6 +317,7 @@ impl Threads {
         timeout: Duration,
         mut write: impl FnMut(&Pass) -> Result<()>,
         mut round: impl FnMut() -> Result<()>,
+        mut settle: impl FnMut() -> Result<()>,
     ) -> Result<bool> {
         if self.stop_seen.load(Ordering::Acquire) {
             return Ok(true);
@@ -334,6 +335,7 @@ impl Threads {
         for _ in 0..budget {
             let Some(m) = next.take() else { break };
             stopped |= self.handle(m, &mut write)?;
+            settle()?;
             self.maybe_round(&mut round)?;
             next = self.rx.try_recv().ok();
         }

@@ -3,8 +3,10 @@
 //! One ring buffer per CPU (a per-task `inherit` event cannot be mmap'ed with cpu=-1): the
 //! first counter of each CPU owns it and every other counter of that CPU is redirected
 //! into it with `PERF_EVENT_IOC_SET_OUTPUT`. One thread drains every ring when epoll says
-//! one is readable (or every 100 ms), and writes a FINISHED_ROUND after each pass, as perf
-//! does. With a [`DrainLayout`] of several threads ([`start_threads`](Recorder::start_threads)),
+//! one is readable (or every 100 ms), writes each ring's pending bytes straight from the
+//! ring and gives their space back (or copies them, see
+//! [`set_lend_records`](Recorder::set_lend_records)), and writes a FINISHED_ROUND after
+//! each pass, as perf does. With a [`DrainLayout`] of several threads ([`start_threads`](Recorder::start_threads)),
 //! the rings are drained by threads of their own and this thread only writes (the engine's
 //! `drain_threads` module says how their records stay ordered for perf).
 //! At the end the kernel's own lost count of every counter (`PERF_FORMAT_LOST`) is
@@ -12,7 +14,7 @@
 //! when recording stopped are counted too.
 
 use crate::drain_budget::Budget;
-use crate::drain_threads::{Counts, Group, Pass, Threads, drain_ring};
+use crate::drain_threads::{Counts, Group, Pass, Threads, drain_ring, lease_ring};
 use crate::offcpu::OffCpu;
 use crate::open::Opened;
 use crate::threads::DrainLayout;
@@ -467,6 +469,22 @@ impl Recorder {
         Ok(n)
     }
 
+    /// Drain the rings as `layout` shares them out: on threads of their own
+    /// ([`start_threads`](Self::start_threads)), except where one thread drains every ring
+    /// and lends its records ([`set_lend_records`](Self::set_lend_records), the default):
+    /// then the rings are drained on the thread that writes, in [`poll`](Self::poll), as
+    /// perf's single thread drains them. A draining thread of its own would hand each pass
+    /// to the writer and wait for it back, two wakeups and two context switches a pass
+    /// (with `-m 8` at `-F max`, half the recorder's CPU), and gain nothing: lent records
+    /// hold their ring until the writer has written them anyway. Returns the number of
+    /// draining threads started.
+    pub fn start_draining(&mut self, layout: &DrainLayout) -> Result<usize> {
+        if layout.is_single() && self.lend {
+            return Ok(0);
+        }
+        self.start_threads(layout)
+    }
+
     /// Hold the records the draining threads copied and the writer has not written yet to
     /// `bytes` (default 64 MiB), plus one pass per thread: when the writer falls behind,
     /// records stay in the rings and the kernel counts what does not fit as lost, instead
@@ -519,6 +537,7 @@ impl Recorder {
                     timeout,
                     |p| write_pass(&mut w3.borrow_mut(), p, stats, lost_records, last_time),
                     || w3.borrow_mut().finish_round().map_err(Error::Write),
+                    || w3.borrow_mut().settle().map_err(Error::Write),
                 )?
             };
             if let Some(o) = &mut self.off_cpu {
@@ -535,8 +554,8 @@ impl Recorder {
         Ok(outcome)
     }
 
-    /// Run `f` on another thread while this one goes on writing what the draining threads
-    /// send, so that the rings keep draining while `f` blocks. Launching a command waits
+    /// Run `f` on another thread while this one goes on draining the rings (or writing what
+    /// the draining threads send), so that the rings keep draining while `f` blocks. Launching a command waits
     /// for its `exec`, which on a loaded machine took 100 ms and more; with `-a` the rings
     /// count from before the launch, and a small ring, its records lent to a writer that
     /// was waiting there, overflowed (-m 8: 10,000 samples lost per CPU). Returns what `f`
@@ -546,7 +565,7 @@ impl Recorder {
         w: &mut PerfDataWriter,
         f: impl FnOnce() -> T + Send,
     ) -> (T, Result<()>) {
-        if self.threads.is_none() {
+        if self.threads.is_none() && self.rings.is_empty() {
             return (f(), Ok(()));
         }
         std::thread::scope(|s| {
@@ -707,27 +726,49 @@ impl Recorder {
             last_time,
             block,
             mappings,
+            scratch,
+            lend,
             ..
         } = self;
         block.clear();
         mappings.clear();
         let mut counts = Counts::empty();
-        for r in rings.iter_mut() {
-            drain_ring(r, block, &mut counts, mappings, parser)?;
+        let mut leases = Vec::new();
+        if *lend {
+            // As perf: each ring's pending bytes are written straight from the ring, and
+            // its space goes back to the kernel as soon as they are written.
+            let mut base = 0usize;
+            for (i, r) in rings.iter_mut().enumerate() {
+                if let Some(l) = lease_ring(r, &mut counts, mappings, base, parser, scratch)? {
+                    base += l.len();
+                    leases.push((i, l));
+                }
+            }
+        } else {
+            for r in rings.iter_mut() {
+                drain_ring(r, block, &mut counts, mappings, parser)?;
+            }
         }
         let n = counts.records;
-        let pass = Pass {
+        let mut pass = Pass {
             drainer: 0,
             generation: 0,
             block: std::mem::take(block),
             mappings: std::mem::take(mappings),
-            leases: Vec::new(),
+            leases,
             counts,
         };
         let written = write_pass(w, &pass, stats, lost_records, last_time);
+        for (i, mut lease) in pass.leases.drain(..) {
+            lease.free();
+            rings[i].release(lease);
+        }
         *block = pass.block;
         *mappings = pass.mappings;
         written?;
+        // The rings have their space back: the writer's buffer may go to the file now
+        // without keeping the kernel from writing meanwhile.
+        w.settle().map_err(Error::Write)?;
         if n > 0 {
             w.finish_round().map_err(Error::Write)?;
         }

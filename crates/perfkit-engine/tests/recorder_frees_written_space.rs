@@ -59,8 +59,25 @@ fn sample_size(sample_type: u64) -> usize {
     8 + 8 * (sample_type & fixed).count_ones() as usize
 }
 
+/// With a draining thread, and with one drainer that lends its records on the writing
+/// thread (no thread of its own, as perf's single thread): a pass that was written gives
+/// its space back before the next wakeup (or poll). One test for both: the counters count
+/// the whole process, so two recordings must not run at once.
 #[test]
 fn a_written_pass_gives_its_ring_space_back_before_the_next_wakeup() {
+    written_space_goes_back(Drain::Thread);
+    written_space_goes_back(Drain::Inline);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Drain {
+    /// A draining thread of its own (`start_threads`).
+    Thread,
+    /// `start_draining` with one drainer: the rings are drained in `poll`.
+    Inline,
+}
+
+fn written_space_goes_back(how: Drain) {
     // Everything on one CPU: its ring gets every sample of this thread.
     let cpu = perfkit::cpus::online().expect("online CPUs")[0];
     perfkit::cpus::pin_current_thread(&[cpu]).expect("pin this thread");
@@ -98,7 +115,14 @@ fn a_written_pass_gives_its_ring_space_back_before_the_next_wakeup() {
     let mut w = perfkit_data::PerfDataWriter::create(&path, rec.file_events(), Default::default())
         .expect("writer");
     let layout = DrainLayout::new(&ThreadSpec::Cpu, &[cpu], &[cpu]).expect("layout");
-    assert_eq!(rec.start_threads(&layout).expect("draining thread"), 1);
+    match how {
+        Drain::Thread => assert_eq!(rec.start_threads(&layout).expect("draining thread"), 1),
+        Drain::Inline => assert_eq!(
+            rec.start_draining(&layout).expect("draining"),
+            0,
+            "one drainer lending its records needs no thread"
+        ),
+    }
     rec.enable().expect("enable");
 
     // 1. Just over half the ring: the kernel wakes the drainer, which lends the samples to
@@ -127,7 +151,9 @@ fn a_written_pass_gives_its_ring_space_back_before_the_next_wakeup() {
     let stats = rec.finish(&mut w).expect("finish");
     w.finish(&[]).expect("file");
     let _ = std::fs::remove_file(&path);
-    println!("{size}-byte samples, {ring}-byte ring, {first} + {second} faults: {stats:?}");
+    println!(
+        "{how:?}: {size}-byte samples, {ring}-byte ring, {first} + {second} faults: {stats:?}"
+    );
     assert_eq!(stats.lost, 0, "samples lost: {stats:?}");
     assert!(
         stats.samples >= (first + second) as u64,

@@ -1,9 +1,10 @@
 //! The draining threads lend their records to the writer in place (written straight from
-//! the rings) or copy them into blocks: both give the same kind of file, with every
-//! sample counted and the FINISHED_ROUNDs perf sorts by.
+//! the rings) or copy them into blocks, or one drainer lends them on the writing thread
+//! itself: all give the same kind of file, with every sample counted and the
+//! FINISHED_ROUNDs perf sorts by.
 
 use perfkit_engine::sampling::{CallGraph, Sampling, SamplingOptions, sampling_attrs};
-use perfkit_engine::threads::{DrainLayout, ThreadSpec};
+use perfkit_engine::threads::{DrainLayout, Drainer, ThreadSpec};
 use perfkit_engine::{OpenOptions, Place, Poll, Recorder, open, parse};
 use std::time::Duration;
 
@@ -42,7 +43,18 @@ fn scan(path: &std::path::Path) -> (u64, u64, u64) {
     (samples, rounds, size as u64)
 }
 
-fn record(lend: bool, path: &std::path::Path) -> (perfkit_engine::RecordStats, usize) {
+/// How the rings are drained.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum How {
+    /// A thread per CPU lends its records to the writer.
+    Lend,
+    /// A thread per CPU copies its records into blocks.
+    Copy,
+    /// One drainer lending its records: on the writing thread (`start_draining`).
+    Inline,
+}
+
+fn record(how: How, path: &std::path::Path) -> (perfkit_engine::RecordStats, usize) {
     let mut specs = parse(&["cpu-clock".to_string()]).expect("cpu-clock");
     sampling_attrs(
         &mut specs,
@@ -66,12 +78,22 @@ fn record(lend: bool, path: &std::path::Path) -> (perfkit_engine::RecordStats, u
         .require_all()
         .expect("cpu-clock opens (a software event: every kernel has it)");
     let mut rec = Recorder::new(opened, RING_PAGES).expect("rings");
-    rec.set_lend_records(lend);
+    rec.set_lend_records(how != How::Copy);
     let mut w = perfkit_data::PerfDataWriter::create(path, rec.file_events(), Default::default())
         .expect("writer");
     rec.write_preamble(&mut w, &[]).expect("preamble");
-    let layout = DrainLayout::new(&ThreadSpec::Cpu, &cpus, &cpus).expect("layout");
-    assert!(rec.start_threads(&layout).expect("draining threads") >= 1);
+    if how == How::Inline {
+        let one = DrainLayout {
+            drainers: vec![Drainer {
+                cpus: cpus.clone(),
+                affinity: Vec::new(),
+            }],
+        };
+        assert_eq!(rec.start_draining(&one).expect("draining"), 0);
+    } else {
+        let layout = DrainLayout::new(&ThreadSpec::Cpu, &cpus, &cpus).expect("layout");
+        assert!(rec.start_threads(&layout).expect("draining threads") >= 1);
+    }
     rec.enable().expect("enable");
     let stopper = rec.stopper();
     let n = cpus.len();
@@ -104,24 +126,21 @@ fn record(lend: bool, path: &std::path::Path) -> (perfkit_engine::RecordStats, u
 
 #[test]
 fn lent_and_copied_records_make_files_with_every_sample_and_rounds() {
-    for lend in [true, false] {
+    for lend in [How::Lend, How::Copy, How::Inline] {
         let path = std::env::temp_dir().join(format!(
-            "perfkit-recorder-lend-{}-{lend}.data",
+            "perfkit-recorder-lend-{}-{lend:?}.data",
             std::process::id()
         ));
         let (stats, ring_bytes) = record(lend, &path);
         let (samples, rounds, bytes) = scan(&path);
-        println!("lend {lend}: {stats:?}; file: {samples} samples, {rounds} rounds, {bytes} bytes");
-        assert_eq!(samples, stats.samples, "lend {lend}: samples in the file");
-        assert!(samples > 0, "lend {lend}: no samples");
-        assert!(rounds >= 1, "lend {lend}: no FINISHED_ROUND");
+        println!("{lend:?}: {stats:?}; file: {samples} samples, {rounds} rounds, {bytes} bytes");
+        assert_eq!(samples, stats.samples, "{lend:?}: samples in the file");
+        assert!(samples > 0, "{lend:?}: no samples");
+        assert!(rounds >= 1, "{lend:?}: no FINISHED_ROUND");
         // More than all the rings hold went through them: at least two passes with
         // records, and the writer ends a round after the first one already.
         if bytes > ring_bytes as u64 {
-            assert!(
-                rounds >= 2,
-                "lend {lend}: {rounds} rounds for {bytes} bytes"
-            );
+            assert!(rounds >= 2, "{lend:?}: {rounds} rounds for {bytes} bytes");
         }
         let pd = perfkit_data::PerfData::open(&path).expect("perfkit reads it");
         let mut read = 0u64;
@@ -136,10 +155,7 @@ fn lent_and_copied_records_make_files_with_every_sample_and_rounds() {
             |_| {},
         )
         .expect("in order");
-        assert_eq!(
-            read, samples,
-            "lend {lend}: samples read back in time order"
-        );
+        assert_eq!(read, samples, "{lend:?}: samples read back in time order");
         let _ = std::fs::remove_file(&path);
     }
 }

@@ -135,7 +135,16 @@ impl std::error::Error for RingError {}
 
 /// Read the 8-byte header at masked offset `off` of `data` (which may wrap, though the
 /// kernel keeps records 8-byte aligned so it never does in practice).
+#[inline]
 fn header_at(data: &[u8], off: usize) -> (u32, u16, u16) {
+    // A whole header at `off` (always, in a ring the kernel wrote): one 8-byte read
+    // instead of eight masked ones (a tenth of a draining thread's CPU at -F max).
+    if let Some(h) = data.get(off..off + HEADER_SIZE) {
+        let type_ = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+        let misc = u16::from_ne_bytes([h[4], h[5]]);
+        let size = u16::from_ne_bytes([h[6], h[7]]);
+        return (type_, misc, size);
+    }
     let mut h = [0u8; HEADER_SIZE];
     let n = data.len();
     for (i, b) in h.iter_mut().enumerate() {
@@ -148,6 +157,7 @@ fn header_at(data: &[u8], off: usize) -> (u32, u16, u16) {
 }
 
 /// The body of a record of `size` bytes whose header is at masked offset `off`.
+#[inline]
 fn body_at(data: &[u8], off: usize, size: usize) -> RawData<'_> {
     let n = data.len();
     let start = (off + HEADER_SIZE) & (n - 1);
@@ -338,6 +348,7 @@ impl<'a> RingRecords<'a> {
 impl<'a> Iterator for RingRecords<'a> {
     type Item = Result<RawRecord<'a>, RingError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.pending.take() {
             self.failed = true;
