@@ -52,18 +52,18 @@ pub(crate) fn feed(
 ) -> Result<(), ReadError> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
-    let fold = b.folding();
+    let fold = b.merging();
     let batch_len = if fold.is_some() {
         crate::batch::MERGED_BATCH
     } else {
         BATCH
     };
     for _ in 0..IN_FLIGHT + 1 {
-        let _ = empty_tx.send(Batch::new(fold));
+        let _ = empty_tx.send(Batch::new(fold.clone()));
     }
     std::thread::scope(|s| {
         let reader = s.spawn(move || {
-            let mut batch = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold));
+            let mut batch = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold.clone()));
             let done = std::cell::Cell::new(0);
             let result = file.for_each(
                 |item| {
@@ -76,7 +76,7 @@ pub(crate) fn feed(
                     }
                     if batch.len() >= batch_len {
                         batch.done = done.get();
-                        let next = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold));
+                        let next = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold.clone()));
                         // The builder hung up: it is gone, nothing more to do.
                         let _ = full_tx.send(std::mem::replace(&mut batch, next));
                     }
