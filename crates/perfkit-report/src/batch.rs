@@ -23,7 +23,7 @@
 //! merge later than on one thread: no file comes near.)
 
 use crate::build::{Builder, Input, SampleInput, SampleSink, UserStack};
-use crate::classes::{ClassKey, Classes};
+use crate::classes::{ChainKey, Classes, chain_hash};
 use crate::fold::Aggregation;
 use crate::load::Fed;
 use rustc_hash::FxHashMap as HashMap;
@@ -88,6 +88,8 @@ pub(crate) struct Batch {
     fold: Option<Aggregation>,
     /// The builder's sample classes, to give each merged sample's ([`crate::classes`]).
     classes: Option<Arc<Classes>>,
+    /// Give no classes (the builder, waiting for this thread, does their work faster).
+    no_classes: bool,
     /// Heads by the hash of what they are merged by (stale ones, of earlier runs, are
     /// told by their index).
     index: HashMap<u64, u32>,
@@ -103,26 +105,18 @@ pub(crate) struct Batch {
     unmerged: usize,
 }
 
-/// What merged samples must share besides their callchain (see the [module](self)): the
-/// ip only where there is no callchain; `cpu`: the report keeps CPUs apart.
-fn class_key(s: &SampleInput<'_>, cpu: bool) -> ClassKey {
+/// What merged samples must share besides their callchain (see the [module](self)), in
+/// two parts: what the chain's stack depends on ([`crate::classes`]), and event, thread,
+/// cgroup and CPU (`cpu`: the report keeps CPUs apart).
+fn class_key(s: &SampleInput<'_>, cpu: bool) -> (ChainKey, (u32, i32, u64, Option<u32>)) {
     (
-        s.event,
-        s.pid,
-        s.tid,
-        s.kernel,
-        s.cgroup,
-        if cpu { s.cpu } else { None },
-        if s.callchain.is_empty() { s.ip } else { 0 },
+        (
+            s.pid,
+            s.kernel,
+            if s.callchain.is_empty() { s.ip } else { 0 },
+        ),
+        (s.event, s.tid, s.cgroup, if cpu { s.cpu } else { None }),
     )
-}
-
-/// The hash samples are merged by, and their class looked up by ([`crate::classes`]).
-pub(crate) fn class_hash(key: &ClassKey, chain: &[u64]) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    key.hash(&mut h);
-    chain.hash(&mut h);
-    h.finish()
 }
 
 impl Batch {
@@ -147,6 +141,13 @@ impl Batch {
         self.index.clear();
         self.run = (0, 0);
         self.taken = 0;
+    }
+
+    /// Whether to give the samples pushed from now on their class ids (with classes,
+    /// [`new`](Self::new)): it takes this thread some of the builder's work, worth it
+    /// only while the builder is the slower of the two.
+    pub(crate) fn give_classes(&mut self, on: bool) {
+        self.no_classes = !on;
     }
 
     /// Inputs and marks taken (a sample merged into another counts).
@@ -200,12 +201,15 @@ impl Batch {
         let merge = match self.fold {
             Some(how) if s.user.is_none() && s.raw.is_none() => {
                 let key = class_key(&s, how.cpu);
-                Some((key, class_hash(&key, s.callchain)))
+                let chain = chain_hash(&key.0, s.callchain);
+                let mut h = rustc_hash::FxHasher::default();
+                (chain, key.1).hash(&mut h);
+                Some((key, h.finish(), chain))
             }
             _ => None,
         };
         let cpu_apart = self.fold.is_some_and(|f| f.cpu);
-        if let Some((key, hash)) = merge
+        if let Some((key, hash, _)) = merge
             && let Some(&i) = self.index.get(&hash)
             && i as usize >= self.run.1
         {
@@ -227,10 +231,11 @@ impl Batch {
                 return;
             }
         }
-        let class = merge.and_then(|(key, hash)| {
+        let class = merge.and_then(|(key, _, chain)| {
             self.classes
                 .as_ref()
-                .and_then(|c| c.id(hash, key, s.callchain))
+                .filter(|_| !self.no_classes)
+                .and_then(|c| c.id(chain, key.0, s.callchain, key.1))
         });
         let i = self.heads.len() as u32;
         let head = Head {
@@ -251,7 +256,7 @@ impl Batch {
             class,
         };
         self.heads.push(head);
-        if let Some((_, hash)) = merge {
+        if let Some((_, hash, _)) = merge {
             self.index.insert(hash, i);
         }
         self.seq.push(Seen {
