@@ -199,6 +199,52 @@ fn generated_files_report_the_same_bytes_on_one_thread_and_two() {
     assert!(lines > 1_000, "only {lines} lines compared");
 }
 
+/// Reports of a file whose few samples classes (thread, event, callchain) come back in
+/// batch after batch, while processes are replaced (their maps and names change): the
+/// builder makes each class's samples from what it made of the class before (perfkit_report's
+/// classes, given on the reading and decoding threads), and the reports on every thread
+/// count must be the single-threaded ones, sums, sort orders and call graphs included.
+#[test]
+fn classes_met_again_report_the_same_bytes_on_every_thread_count() {
+    let Some((_dir, file)) = generated("classes.data", 60_000, |a| {
+        a.processes = 3;
+        a.threads = 3;
+        a.paths = 12;
+        a.cpus = 4;
+        a.seed = 9;
+    }) else {
+        return;
+    };
+    let commands: &[&[&str]] = &[
+        &["report", "--stdio", "--no-children"],
+        &["report", "--stdio", "--children", "-n"],
+        &["report", "--stdio", "-n", "--sort", "pid,cpu", "-g", "none"],
+        &[
+            "report",
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "comm,dso,sym",
+            "-g",
+            "caller",
+        ],
+        &["report", "--format", "folded"],
+    ];
+    let lines = same_bytes_of(commands, &file, true);
+    assert!(lines > 5_000, "only {lines} lines compared");
+    // Every sample is counted once: the rows' sample counts add up to the file's.
+    let args = ["report", "--stdio", "-n", "--sort", "pid", "-g", "none"];
+    for threads in ["1", "3"] {
+        let out = output(&args, &file, threads);
+        let samples: u64 = String::from_utf8_lossy(&out.1)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_whitespace().find_map(|w| w.parse::<u64>().ok()))
+            .sum();
+        assert_eq!(samples, 60_000, "samples in the rows on {threads} threads");
+    }
+}
+
 /// Every name, symbol offset and object of every frame on several threads is the
 /// single-threaded path's, on a file with many shared objects, each mapped at another
 /// address in each process, and processes replaced while their samples are on their way

@@ -23,11 +23,13 @@
 //! merge later than on one thread: no file comes near.)
 
 use crate::build::{Builder, Input, SampleInput, SampleSink, UserStack};
+use crate::classes::{ChainKey, Classes, chain_hash};
 use crate::fold::Aggregation;
 use crate::load::Fed;
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// Inputs per batch when like samples are merged: the more a batch holds, the more of its
 /// samples merge (gen-perf-data's 1.5M samples: 1.5 samples a head in batches of 4096,
@@ -49,6 +51,8 @@ struct Head {
     times: (u64, u64),
     /// Where it is in [`Batch::seq`].
     first: usize,
+    /// Its class ([`crate::classes`]), if it has an id.
+    class: Option<u32>,
 }
 
 /// One sample as read: its head (itself, or the sample it is merged into), its own time
@@ -82,6 +86,10 @@ pub(crate) struct Batch {
     pub(crate) done: usize,
     /// Merge like samples (the builder folds them so).
     fold: Option<Aggregation>,
+    /// The builder's sample classes, to give each merged sample's ([`crate::classes`]).
+    classes: Option<Arc<Classes>>,
+    /// Give no classes (the builder, waiting for this thread, does their work faster).
+    no_classes: bool,
     /// Heads by the hash of what they are merged by (stale ones, of earlier runs, are
     /// told by their index).
     index: HashMap<u64, u32>,
@@ -97,35 +105,28 @@ pub(crate) struct Batch {
     unmerged: usize,
 }
 
-/// What merged samples must share (see the [module](self)) but their callchain (and ip,
-/// where there is none); `cpu`: the report keeps CPUs apart.
-fn merge_key(s: &SampleInput<'_>, cpu: bool) -> (u32, i32, i32, bool, u64, Option<u32>) {
+/// What merged samples must share besides their callchain (see the [module](self)), in
+/// two parts: what the chain's stack depends on ([`crate::classes`]), and event, thread,
+/// cgroup and CPU (`cpu`: the report keeps CPUs apart).
+fn class_key(s: &SampleInput<'_>, cpu: bool) -> (ChainKey, (u32, i32, u64, Option<u32>)) {
     (
-        s.event,
-        s.pid,
-        s.tid,
-        s.kernel,
-        s.cgroup,
-        if cpu { s.cpu } else { None },
+        (
+            s.pid,
+            s.kernel,
+            if s.callchain.is_empty() { s.ip } else { 0 },
+        ),
+        (s.event, s.tid, s.cgroup, if cpu { s.cpu } else { None }),
     )
 }
 
-/// The hash of what merged samples must share.
-fn merge_hash(s: &SampleInput<'_>, cpu: bool) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    merge_key(s, cpu).hash(&mut h);
-    if s.callchain.is_empty() {
-        s.ip.hash(&mut h);
-    }
-    s.callchain.hash(&mut h);
-    h.finish()
-}
-
 impl Batch {
-    /// An empty batch; `fold`: how the builder folds samples (None: it keeps each).
-    pub(crate) fn new(fold: Option<Aggregation>) -> Batch {
+    /// An empty batch; `fold`: how the builder folds samples (None: it keeps each), and
+    /// its sample classes ([`Builder::merging`]).
+    pub(crate) fn new(fold: Option<(Aggregation, Arc<Classes>)>) -> Batch {
+        let (fold, classes) = fold.unzip();
         Batch {
             fold,
+            classes,
             ..Batch::default()
         }
     }
@@ -140,6 +141,13 @@ impl Batch {
         self.index.clear();
         self.run = (0, 0);
         self.taken = 0;
+    }
+
+    /// Whether to give the samples pushed from now on their class ids (with classes,
+    /// [`new`](Self::new)): it takes this thread some of the builder's work, worth it
+    /// only while the builder is the slower of the two.
+    pub(crate) fn give_classes(&mut self, on: bool) {
+        self.no_classes = !on;
     }
 
     /// Inputs and marks taken (a sample merged into another counts).
@@ -191,20 +199,27 @@ impl Batch {
 
     fn sample(&mut self, s: SampleInput<'_>) {
         let merge = match self.fold {
-            Some(how) if s.user.is_none() && s.raw.is_none() => Some(merge_hash(&s, how.cpu)),
+            Some(how) if s.user.is_none() && s.raw.is_none() => {
+                let key = class_key(&s, how.cpu);
+                let chain = chain_hash(&key.0, s.callchain);
+                let mut h = rustc_hash::FxHasher::default();
+                (chain, key.1).hash(&mut h);
+                Some((key, h.finish(), chain))
+            }
             _ => None,
         };
         let cpu_apart = self.fold.is_some_and(|f| f.cpu);
-        if let Some(hash) = merge
+        if let Some((key, hash, _)) = merge
             && let Some(&i) = self.index.get(&hash)
             && i as usize >= self.run.1
         {
             let h = &self.heads[i as usize];
-            if merge_key(&h.sample, cpu_apart) == merge_key(&s, cpu_apart)
-                && (!s.callchain.is_empty() || h.sample.ip == s.ip)
-                && self.words[h.callchain.clone()] == *s.callchain
-                && h.count < u32::MAX
-            {
+            let chain = &self.words[h.callchain.clone()];
+            let head = SampleInput {
+                callchain: chain,
+                ..h.sample
+            };
+            if class_key(&head, cpu_apart) == key && *chain == *s.callchain && h.count < u32::MAX {
                 let h = &mut self.heads[i as usize];
                 h.count += 1;
                 h.times = (h.times.0.min(s.time), h.times.1.max(s.time));
@@ -216,6 +231,12 @@ impl Batch {
                 return;
             }
         }
+        let class = merge.and_then(|(key, _, chain)| {
+            self.classes
+                .as_ref()
+                .filter(|_| !self.no_classes)
+                .and_then(|c| c.id(chain, key.0, s.callchain, key.1))
+        });
         let i = self.heads.len() as u32;
         let head = Head {
             callchain: self.words(s.callchain),
@@ -232,9 +253,10 @@ impl Batch {
             count: 1,
             times: (s.time, s.time),
             first: self.seq.len(),
+            class,
         };
         self.heads.push(head);
-        if let Some(hash) = merge {
+        if let Some((_, hash, _)) = merge {
             self.index.insert(hash, i);
         }
         self.seq.push(Seen {
@@ -278,8 +300,10 @@ impl Batch {
                     }
                     if !self.replay_merged(b, seq.clone(), heads) {
                         for s in &self.seq[seq] {
-                            b.push_to(
-                                Input::Sample(self.input(s.head as usize, s.time, s.period)),
+                            let class = self.heads[s.head as usize].class;
+                            b.push_class(
+                                self.input(s.head as usize, s.time, s.period),
+                                class,
                                 sink,
                             );
                         }
@@ -328,7 +352,7 @@ impl Batch {
         for (h, x) in heads.clone().zip(scratch.iter_mut()) {
             if self.heads[h].first < tail {
                 let time = self.heads[h].sample.time;
-                x.0 = b.push_merged(self.input(h, time, x.2), x.1);
+                x.0 = b.push_merged(self.input(h, time, x.2), x.1, self.heads[h].class);
             }
         }
         for s in &self.seq[seq.start..tail] {
@@ -338,7 +362,12 @@ impl Batch {
             }
         }
         for s in &self.seq[tail..seq.end] {
-            b.push(Input::Sample(self.input(s.head as usize, s.time, s.period)));
+            let class = self.heads[s.head as usize].class;
+            b.push_class(
+                self.input(s.head as usize, s.time, s.period),
+                class,
+                &mut |_, _| {},
+            );
         }
         self.scratch = scratch;
         true
@@ -410,6 +439,28 @@ mod tests {
                 }),
                 next(800) == 0,
             ));
+            if i == 1200 || i == 2100 {
+                // The process maps its code anew: the stacks of the classes met
+                // before change (their frames are in another object).
+                let path = if i == 1200 {
+                    "/nonexistent/a.so"
+                } else {
+                    "/nonexistent/b.so"
+                };
+                out.push((
+                    Input::Mmap {
+                        pid: 10,
+                        mapping: perfkit_symbols::Mapping {
+                            start: 0x1000,
+                            end: 0x3000,
+                            pgoff: 0,
+                            path: path.into(),
+                            build_id: None,
+                        },
+                    },
+                    false,
+                ));
+            }
             match i % 500 {
                 // A name at the latest samples' time, given after them.
                 100 => out.push((comm(11, "renamed", time), false)),
@@ -466,7 +517,7 @@ mod tests {
                 one.push(r.clone());
             }
             let mut merged = builder(how);
-            let mut batch = Batch::new(merged.folding());
+            let mut batch = Batch::new(merged.merging());
             let mut sink = |_: &crate::Profile, _: &[crate::Sample]| {};
             let (mut heads, mut samples) = (0, 0);
             for (r, cut) in &records {
@@ -484,6 +535,12 @@ mod tests {
             assert_eq!(samples, 3000);
             if how.is_some() {
                 assert!(heads * 2 < samples, "{heads} heads for {samples} samples");
+                // Most heads found what their class was made into before.
+                assert!(
+                    merged.class_hits * 2 > heads,
+                    "{} of {heads} heads found by their class",
+                    merged.class_hits
+                );
                 // Runs where a name changed within a merged sample's times.
                 assert!(batch.unmerged > 0, "every run merged");
             }

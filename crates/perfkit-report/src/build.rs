@@ -330,6 +330,25 @@ pub struct Builder {
     live: Option<HashMap<LiveKey, u32>>,
     /// Samples are handed out as they come ([`stream`](Self::stream)), not kept.
     stream: bool,
+    /// The ids of the sample classes the decoding threads meet ([`crate::classes`]).
+    class_ids: Arc<crate::classes::Classes>,
+    /// What a sample of each class was last made into (by class id).
+    class_slots: Vec<Option<ClassSlot>>,
+    /// Samples made from their class's slot (for tests).
+    #[cfg(test)]
+    pub(crate) class_hits: usize,
+}
+
+/// What a sample of a class was made into ([`crate::classes`]), and under which maps
+/// (its stack holds while they are the same, as [`crate::chain_memo`]'s).
+#[derive(Clone, Copy)]
+struct ClassSlot {
+    user_generation: u64,
+    kernel_generation: u64,
+    thread: ThreadId,
+    cgroup: u16,
+    stack: Option<StackId>,
+    chain_broken: bool,
 }
 
 /// Samples held at most before [`Builder::push_to`] hands them out.
@@ -380,6 +399,10 @@ impl Builder {
             decay_scratch: Default::default(),
             live: None,
             stream: false,
+            class_ids: Arc::default(),
+            class_slots: Vec::new(),
+            #[cfg(test)]
+            class_hits: 0,
         }
     }
 
@@ -584,6 +607,13 @@ impl Builder {
                 id
             }
         };
+        self.thread_seen(id, pid, tid, time);
+        id
+    }
+
+    /// What a record of thread (pid, tid), whose id is `id`, at `time` does to the
+    /// thread: its first record starts it (and names the idle task), every one may end it.
+    fn thread_seen(&mut self, id: ThreadId, pid: i32, tid: i32, time: u64) {
         let t = &mut self.profile.threads[id as usize];
         if t.names.is_empty() {
             t.start = time;
@@ -593,7 +623,6 @@ impl Builder {
             }
         }
         t.end = t.end.max(time);
-        id
     }
 
     /// How samples are folded as they come, when they are ([`aggregate`](Self::aggregate)):
@@ -603,6 +632,14 @@ impl Builder {
             .as_ref()
             .filter(|_| !self.stream && self.live.is_none())
             .map(crate::fold::Folder::how)
+    }
+
+    /// [`folding`](Self::folding), with the table the decoding threads give sample class
+    /// ids from ([`crate::classes`]) as they merge like samples.
+    pub(crate) fn merging(
+        &self,
+    ) -> Option<(crate::fold::Aggregation, Arc<crate::classes::Classes>)> {
+        self.folding().map(|f| (f, self.class_ids.clone()))
     }
 
     /// Whether thread (pid, tid) has had one name from `from` to `to` (its samples then
@@ -628,15 +665,36 @@ impl Builder {
     /// [`push`](Self::push) a sample that stands for `count` like samples (its period
     /// their sum), folding it at once; its thread. Only for a folding builder whose
     /// waiting samples are folded ([`flush_folder`](Self::flush_folder)).
-    pub(crate) fn push_merged(&mut self, input: SampleInput<'_>, count: u32) -> ThreadId {
-        let mut sample = self.sample(input);
+    /// `class`: its class id ([`crate::classes`]), if it has one.
+    pub(crate) fn push_merged(
+        &mut self,
+        input: SampleInput<'_>,
+        count: u32,
+        class: Option<u32>,
+    ) -> ThreadId {
+        let mut sample = self.sample_of(input, class);
         sample.count = count;
         let thread = sample.thread;
         match &mut self.folder {
-            Some(f) => f.fold(&mut self.profile, sample),
-            None => self.keep(sample),
+            Some(f) => f.fold_class(&mut self.profile, sample, class),
+            None => self.keep(sample, class),
         }
         thread
+    }
+
+    /// [`push_to`](Self::push_to) a sample of class `class` ([`crate::classes`]), if it
+    /// has one: the same profile, found faster.
+    pub(crate) fn push_class(
+        &mut self,
+        input: SampleInput<'_>,
+        class: Option<u32>,
+        sink: &mut SampleSink<'_>,
+    ) {
+        if class.is_none() || self.stream {
+            return self.push_to(Input::Sample(input), sink);
+        }
+        let sample = self.sample_of(input, class);
+        self.keep(sample, class);
     }
 
     /// What a sample of thread `id` at `time` does to the thread's times (as
@@ -785,9 +843,61 @@ impl Builder {
             Input::LostSamples { count } => self.profile.lost += count,
             Input::Sample(s) => {
                 let sample = self.sample(s);
-                self.keep(sample);
+                self.keep(sample, None);
             }
         }
+    }
+
+    /// [`sample`](Self::sample), for a sample of class `class` ([`crate::classes`]): what
+    /// the last sample of the class was made into, while the maps are the same (the
+    /// class's stack then is, as [`crate::chain_memo`] says; its thread and cgroup are
+    /// interned already, and the class fixes the callchain's markers).
+    fn sample_of(&mut self, s: SampleInput<'_>, class: Option<u32>) -> Sample {
+        let Some(c) = class
+            .filter(|_| s.user.is_none() && s.raw.is_none() && self.live.is_none() && !self.stream)
+        else {
+            return self.sample(s);
+        };
+        let c = c as usize;
+        let user_generation = self.maps.get(&s.pid).map_or(0, |m| m.generation());
+        let kernel_generation = self.kernel_generation();
+        if let Some(Some(slot)) = self.class_slots.get(c)
+            && slot.user_generation == user_generation
+            && slot.kernel_generation == kernel_generation
+        {
+            let slot = *slot;
+            #[cfg(test)]
+            {
+                self.class_hits += 1;
+            }
+            self.last_thread = Some((s.pid, s.tid, slot.thread));
+            self.thread_seen(slot.thread, s.pid, s.tid, s.time);
+            return Sample {
+                time: s.time,
+                thread: slot.thread,
+                cpu: s.cpu,
+                event: s.event,
+                period: s.period,
+                stack: slot.stack,
+                raw: None,
+                chain_broken: slot.chain_broken,
+                count: 1,
+                cgroup: slot.cgroup,
+            };
+        }
+        let sample = self.sample(s);
+        if self.class_slots.len() <= c {
+            self.class_slots.resize(c + 1, None);
+        }
+        self.class_slots[c] = Some(ClassSlot {
+            user_generation,
+            kernel_generation,
+            thread: sample.thread,
+            cgroup: sample.cgroup,
+            stack: sample.stack,
+            chain_broken: sample.chain_broken,
+        });
+        sample
     }
 
     /// A sample input as the profile's [`Sample`] (its thread, cgroup and stack interned,
@@ -920,8 +1030,9 @@ impl Builder {
         }
     }
 
-    /// Keep a sample: folded, merged into a live view's entry, or as it is.
-    fn keep(&mut self, sample: Sample) {
+    /// Keep a sample: folded, merged into a live view's entry, or as it is; `class`: its
+    /// class id ([`crate::classes`]), if it has one.
+    fn keep(&mut self, sample: Sample, class: Option<u32>) {
         let Sample {
             thread,
             stack,
@@ -934,7 +1045,7 @@ impl Builder {
         match (&mut self.folder, &mut self.live) {
             (Some(f), _) => {
                 self.profile.last_sample = time;
-                f.push(&mut self.profile, sample)
+                f.push_class(&mut self.profile, sample, class)
             }
             (None, Some(index)) if sample.raw.is_none() => {
                 let p = &mut self.profile;

@@ -75,7 +75,7 @@ pub(crate) fn fan_out(
         return None;
     };
     let decoders = decoders.clamp(1, MAX_DECODERS);
-    let fold = b.folding();
+    let fold = b.merging();
     let batch_len = if fold.is_some() {
         crate::batch::MERGED_BATCH
     } else {
@@ -95,9 +95,10 @@ pub(crate) fn fan_out(
             queues.push(tx);
             let out_tx = out_tx.clone();
             let mut dec = dec.clone();
+            let fold = fold.clone();
             s.spawn(move || {
                 for mut raw in rx {
-                    let mut batch = take(spare_out).unwrap_or_else(|| Batch::new(fold));
+                    let mut batch = take(spare_out).unwrap_or_else(|| Batch::new(fold.clone()));
                     batch.done = raw.done;
                     let mut ok = true;
                     for &(type_, misc, start, end) in &raw.recs {

@@ -56,10 +56,15 @@ type GroupKey = (
 #[derive(Debug, Default)]
 pub(crate) struct Folder {
     how: Aggregation,
-    /// Samples of the latest timestamp, not folded yet.
-    pending: Vec<Sample>,
+    /// Samples of the latest timestamp, not folded yet, with their class ids
+    /// ([`crate::classes`]; `u32::MAX`: none).
+    pending: Vec<(Sample, u32)>,
     /// Each group's sample in [`Profile::samples`].
     groups: HashMap<GroupKey, u32>,
+    /// By class id: the key and group of the class's last sample. A sample of the class
+    /// with the same key joins that group without a lookup in `groups` (forgotten when a
+    /// group is full and a successor takes its key).
+    classes: Vec<Option<(GroupKey, u32)>>,
 }
 
 impl Folder {
@@ -76,11 +81,17 @@ impl Folder {
     }
 
     /// Take a sample (records come in time order).
+    #[cfg(test)]
     pub fn push(&mut self, p: &mut Profile, s: Sample) {
-        if self.pending.first().is_some_and(|f| f.time != s.time) {
+        self.push_class(p, s, None);
+    }
+
+    /// [`push`](Self::push) a sample of class `class` ([`crate::classes`]), if it has one.
+    pub fn push_class(&mut self, p: &mut Profile, s: Sample, class: Option<u32>) {
+        if self.pending.first().is_some_and(|f| f.0.time != s.time) {
             self.flush(p);
         }
-        self.pending.push(s);
+        self.pending.push((s, class.unwrap_or(u32::MAX)));
     }
 
     /// Samples not folded yet.
@@ -92,13 +103,14 @@ impl Folder {
     pub fn clear(&mut self) {
         self.pending.clear();
         self.groups.clear();
+        self.classes.clear();
     }
 
     /// Fold the samples waiting.
     pub fn flush(&mut self, p: &mut Profile) {
         let mut pending = std::mem::take(&mut self.pending);
-        for s in pending.drain(..) {
-            self.fold(p, s);
+        for (s, class) in pending.drain(..) {
+            self.fold_class(p, s, (class != u32::MAX).then_some(class));
         }
         self.pending = pending;
     }
@@ -107,7 +119,8 @@ impl Folder {
     /// decoding threads' merge, adds them all): the name its thread has at its time
     /// picks its group, so the samples waiting go first and any name given at its time
     /// must be known ([`crate::batch`]).
-    pub fn fold(&mut self, p: &mut Profile, mut s: Sample) {
+    /// `class`: its class id ([`crate::classes`]), if it has one.
+    pub fn fold_class(&mut self, p: &mut Profile, mut s: Sample, class: Option<u32>) {
         if !self.how.cpu {
             s.cpu = None;
         }
@@ -134,18 +147,38 @@ impl Folder {
             s.raw,
         );
         let next = p.samples.len() as u32;
-        let i = *self.groups.entry(key).or_insert(next);
-        match p.samples.get_mut(i as usize) {
+        let slot = class.map(|c| c as usize);
+        let known = slot
+            .and_then(|c| self.classes.get(c).copied().flatten())
+            .filter(|(k, _)| *k == key);
+        let i = match known {
+            Some((_, i)) => i,
+            None => *self.groups.entry(key).or_insert(next),
+        };
+        let group = match p.samples.get_mut(i as usize) {
             // (A group of 2^32 samples is full: the next go to a new one.)
             Some(g) if i != next && g.count <= u32::MAX - s.count => {
                 g.period += s.period;
                 g.count += s.count;
+                i
             }
             _ => {
-                // A new group (or a full one's successor).
+                if i != next {
+                    // A full group's successor: classes may remember the full one.
+                    self.classes.clear();
+                }
                 self.groups.insert(key, next);
                 p.samples.push(s);
+                next
             }
+        };
+        if let Some(c) = slot
+            && known.is_none()
+        {
+            if self.classes.len() <= c {
+                self.classes.resize(c + 1, None);
+            }
+            self.classes[c] = Some((key, group));
         }
     }
 }

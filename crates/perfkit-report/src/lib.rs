@@ -48,6 +48,7 @@ pub mod bpf_code;
 pub mod build;
 mod callgraph;
 mod chain_memo;
+mod classes;
 pub mod data_src;
 pub mod diff;
 pub mod dump;

@@ -15,6 +15,7 @@ use crate::batch::Batch;
 use crate::build::{Builder, SampleSink};
 use crate::load::Decoder;
 use perfkit_data::{Item, PerfData, ReadError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 /// Inputs per batch ([`crate::batch::MERGED_BATCH`] when the reader merges samples):
@@ -52,18 +53,21 @@ pub(crate) fn feed(
 ) -> Result<(), ReadError> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
-    let fold = b.folding();
+    let fold = b.merging();
     let batch_len = if fold.is_some() {
         crate::batch::MERGED_BATCH
     } else {
         BATCH
     };
     for _ in 0..IN_FLIGHT + 1 {
-        let _ = empty_tx.send(Batch::new(fold));
+        let _ = empty_tx.send(Batch::new(fold.clone()));
     }
+    // Batches sent and not built yet: the builder is behind while several are.
+    let behind = AtomicUsize::new(0);
+    let behind = &behind;
     std::thread::scope(|s| {
         let reader = s.spawn(move || {
-            let mut batch = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold));
+            let mut batch = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold.clone()));
             let done = std::cell::Cell::new(0);
             let result = file.for_each(
                 |item| {
@@ -76,7 +80,10 @@ pub(crate) fn feed(
                     }
                     if batch.len() >= batch_len {
                         batch.done = done.get();
-                        let next = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold));
+                        let mut next = empty_rx.recv().unwrap_or_else(|_| Batch::new(fold.clone()));
+                        // The sample classes move work from the builder to this thread:
+                        // worth it while the builder is the slower one.
+                        next.give_classes(behind.fetch_add(1, Ordering::Relaxed) >= IN_FLIGHT / 2);
                         // The builder hung up: it is gone, nothing more to do.
                         let _ = full_tx.send(std::mem::replace(&mut batch, next));
                     }
@@ -84,11 +91,13 @@ pub(crate) fn feed(
                 |d| done.set(d),
             );
             batch.done = done.get();
+            behind.fetch_add(1, Ordering::Relaxed);
             let _ = full_tx.send(batch);
             result
         });
         let mut last = 0;
         for mut batch in full_rx {
+            behind.fetch_sub(1, Ordering::Relaxed);
             batch.replay(b, sink);
             if batch.done != last {
                 last = batch.done;
