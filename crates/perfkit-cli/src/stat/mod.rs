@@ -247,26 +247,30 @@ impl StatArgs {
             );
         }
         // perf 6.1's messages: top-down needs -a, then a `cpu` PMU with topdown events;
-        // the transaction events need a `cpu` PMU with TSX.
+        // the transaction events need a `cpu` PMU with TSX. perf exits with -EINVAL
+        // (234) there.
+        let einval = |msg: String| crate::exit_error(234, anyhow::anyhow!(msg));
         if self.topdown {
             if !plan_system_wide(self) {
-                bail!("top down event configuration requires system-wide mode (-a)");
+                return Err(einval(
+                    "top down event configuration requires system-wide mode (-a)".into(),
+                ));
             }
             if !cpu_pmu_has("topdown-") {
-                bail!(
+                return Err(einval(format!(
                     "System does not support topdown (no `cpu` PMU with topdown events; \
                      PMUs here: {})",
                     pmu_names().join(" ")
-                );
+                )));
             }
             bail!("--topdown: perfkit does not compute top-down levels yet");
         }
         if self.transaction && !cpu_pmu_has("tx-start") {
-            bail!(
+            return Err(einval(format!(
                 "Cannot set up transaction events: no `cpu` PMU with TSX events (cycles-t, \
                  tx-start) here; PMUs: {}",
                 pmu_names().join(" ")
-            );
+            )));
         }
         if self.transaction {
             bail!("-T: perfkit does not count transaction events yet");
