@@ -95,8 +95,25 @@ pub fn run_cache(args: BuildIdCacheArgs) -> anyhow::Result<u8> {
     if args.list {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
+        // As perf 6.1's `build_id_cache__valid_id`: only entries whose file still exists
+        // with that build id (the kernel's: the running kernel's), the kernel named
+        // `[kernel.kallsyms]`.
+        let hex = |id: Vec<u8>| id.iter().map(|b| format!("{b:02x}")).collect::<String>();
         for e in cache.list() {
-            writeln!(out, "{} {}", e.build_id, e.path.display())?;
+            let kernel = e.path.as_os_str() == "/[kernel.kallsyms]";
+            let now = if kernel {
+                perfkit_data::synth::kernel_build_id()
+            } else {
+                perfkit_symbols::buildid_cache::build_id_of_file(&e.path)
+            };
+            if now.map(hex).as_deref() != Some(e.build_id.as_str()) {
+                continue;
+            }
+            if kernel {
+                writeln!(out, "{} [kernel.kallsyms]", e.build_id)?;
+            } else {
+                writeln!(out, "{} {}", e.build_id, e.path.display())?;
+            }
         }
         out.flush()?;
     }

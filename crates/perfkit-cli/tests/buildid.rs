@@ -83,6 +83,22 @@ fn perf_and_perfkit_share_one_buildid_cache() {
             .arg(exe),
     );
     assert_eq!(cache_list(&mut perfkit(), cache.path()), line);
+
+    // An entry whose file is gone is not listed, by either.
+    let gone = cache.path().join("gone");
+    std::fs::copy("/usr/bin/false", &gone).unwrap();
+    stdout_ok(
+        perfkit()
+            .arg("--buildid-dir")
+            .arg(cache.path())
+            .args(["buildid-cache", "-a"])
+            .arg(&gone),
+    );
+    let twice = cache_list(&mut perfkit(), cache.path());
+    assert!(twice.contains("/gone\n"), "{twice}");
+    std::fs::remove_file(&gone).unwrap();
+    assert_eq!(cache_list(&mut Command::new("perf"), cache.path()), line);
+    assert_eq!(cache_list(&mut perfkit(), cache.path()), line);
 }
 
 #[test]
