@@ -18,6 +18,10 @@ pub struct BuildIdListArgs {
     /// Print the running kernel's build id only.
     #[arg(short, long)]
     pub kernel: bool,
+    /// The running kernel's map: build id, start and end of its text, `[kernel.kallsyms]`
+    /// (perf's `--kernel-maps`).
+    #[arg(short = 'm', long = "kernel-maps")]
+    pub kernel_maps: bool,
     /// Don't complain about a file owned by another user.
     #[arg(short, long)]
     pub force: bool,
@@ -48,6 +52,19 @@ pub fn run_list(args: BuildIdListArgs) -> anyhow::Result<u8> {
         let id = perfkit_data::synth::kernel_build_id()
             .context("the running kernel's build id (/sys/kernel/notes) is not readable")?;
         writeln!(out, "{}", perfkit_symbols::build_id_hex(&id))?;
+        out.flush()?;
+        return Ok(0);
+    }
+    if args.kernel_maps {
+        // perf lists the modules' maps too; this kernel has none to compare with.
+        let id = perfkit_data::synth::kernel_build_id()
+            .context("the running kernel's build id (/sys/kernel/notes) is not readable")?;
+        let (start, end) = perfkit_data::synth::kernel_text().unwrap_or((0, 0));
+        writeln!(
+            out,
+            "{} {start:x} {end:x} [kernel.kallsyms]",
+            perfkit_symbols::build_id_hex(&id)
+        )?;
         out.flush()?;
         return Ok(0);
     }

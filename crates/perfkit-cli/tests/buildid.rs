@@ -141,3 +141,20 @@ fn version_build_options_use_perfs_layout() {
         assert_eq!(names(&out), names(&perf));
     }
 }
+
+/// `-m`: the running kernel's map line, as perf prints it (build id, `_text`, `_etext`).
+#[test]
+fn kernel_maps_are_perfs() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let theirs = stdout_ok(Command::new("perf").args(["buildid-list", "-m"]));
+    let ours = stdout_ok(perfkit().args(["buildid-list", "-m"]));
+    assert!(ours.ends_with(" [kernel.kallsyms]\n"), "{ours}");
+    if std::path::Path::new("/proc/modules").exists() {
+        // perf adds a line per module; perfkit lists the kernel's alone.
+        assert_eq!(ours.lines().next(), theirs.lines().next());
+    } else {
+        assert_eq!(ours, theirs);
+    }
+}
