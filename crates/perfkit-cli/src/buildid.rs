@@ -22,6 +22,9 @@ pub struct BuildIdListArgs {
     /// (perf's `--kernel-maps`).
     #[arg(short = 'm', long = "kernel-maps")]
     pub kernel_maps: bool,
+    /// Only the objects samples fell in (perf's `--with-hits`).
+    #[arg(short = 'H', long = "with-hits")]
+    pub with_hits: bool,
     /// Don't complain about a file owned by another user.
     #[arg(short, long)]
     pub force: bool,
@@ -70,7 +73,33 @@ pub fn run_list(args: BuildIdListArgs) -> anyhow::Result<u8> {
     }
     let data = perfkit_data::PerfData::open(&args.input)
         .with_context(|| format!("reading {}", args.input.display()))?;
+    // -H: the objects the samples' addresses (and call chains) fell in, the kernel when
+    // any address is the kernel's.
+    let hits = if args.with_hits {
+        let file = perfkit_report::load::open(&args.input)?;
+        let (profile, _) = perfkit_report::load::load(&file, &Default::default())
+            .with_context(|| format!("reading {}", args.input.display()))?;
+        let mut hit: std::collections::HashSet<String> =
+            profile.images.iter().map(|i| i.path.clone()).collect();
+        if profile
+            .frames
+            .iter()
+            .any(|f| f.addr >= 0xffff_8000_0000_0000)
+        {
+            hit.insert("[kernel.kallsyms]".into());
+        }
+        Some(hit)
+    } else {
+        None
+    };
+    let mut shown = std::collections::HashSet::new();
     for e in &data.features.build_ids {
+        if let Some(h) = &hits {
+            // perf lists each object once here (the table may name one per process).
+            if !h.contains(&e.filename) || !shown.insert((&e.build_id, &e.filename)) {
+                continue;
+            }
+        }
         writeln!(
             out,
             "{} {}",

@@ -158,3 +158,42 @@ fn kernel_maps_are_perfs() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// `-H`: only the objects samples fell in, as perf lists them for perf's recordings (one
+/// that ran user code only, one that also ran in the kernel, with call chains).
+#[test]
+fn with_hits_lists_the_objects_sampled() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let work = "cat /proc/self/maps > /dev/null; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done";
+    for (name, extra) in [("user.data", None), ("kernel.data", Some("-g"))] {
+        let file = dir.path().join(name);
+        let ev = if extra.is_some() {
+            "cpu-clock"
+        } else {
+            "cpu-clock:u"
+        };
+        let st = Command::new("perf")
+            .args(["record", "-q", "-e", ev])
+            .args(extra)
+            .arg("-o")
+            .arg(&file)
+            .args(["sh", "-c", work])
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "{st:?}");
+        let theirs = stdout_ok(
+            Command::new("perf")
+                .args(["buildid-list", "-H", "-i"])
+                .arg(&file),
+        );
+        let ours = stdout_ok(perfkit().args(["buildid-list", "-H", "-i"]).arg(&file));
+        assert!(
+            ours.contains("/dash\n") || ours.contains("/sh\n") || ours.contains("libc"),
+            "{ours}"
+        );
+        assert_eq!(ours, theirs, "{name}");
+    }
+}
