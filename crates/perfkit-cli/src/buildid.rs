@@ -76,19 +76,7 @@ pub fn run_list(args: BuildIdListArgs) -> anyhow::Result<u8> {
     // -H: the objects the samples' addresses (and call chains) fell in, the kernel when
     // any address is the kernel's.
     let hits = if args.with_hits {
-        let file = perfkit_report::load::open(&args.input)?;
-        let (profile, _) = perfkit_report::load::load(&file, &Default::default())
-            .with_context(|| format!("reading {}", args.input.display()))?;
-        let mut hit: std::collections::HashSet<String> =
-            profile.images.iter().map(|i| i.path.clone()).collect();
-        if profile
-            .frames
-            .iter()
-            .any(|f| f.addr >= 0xffff_8000_0000_0000)
-        {
-            hit.insert("[kernel.kallsyms]".into());
-        }
-        Some(hit)
+        Some(objects_hit(&args.input)?)
     } else {
         None
     };
@@ -109,6 +97,25 @@ pub fn run_list(args: BuildIdListArgs) -> anyhow::Result<u8> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// The objects a recording's samples (and their call chains) fell in, by the names of its
+/// build-id table: `[kernel.kallsyms]` when any address is the kernel's. perf's
+/// `--with-hits`, which `perf archive` packs.
+pub fn objects_hit(input: &std::path::Path) -> anyhow::Result<std::collections::HashSet<String>> {
+    let file = perfkit_report::load::open(input)?;
+    let (profile, _) = perfkit_report::load::load(&file, &Default::default())
+        .with_context(|| format!("reading {}", input.display()))?;
+    let mut hit: std::collections::HashSet<String> =
+        profile.images.iter().map(|i| i.path.clone()).collect();
+    if profile
+        .frames
+        .iter()
+        .any(|f| f.addr >= 0xffff_8000_0000_0000)
+    {
+        hit.insert("[kernel.kallsyms]".into());
+    }
+    Ok(hit)
 }
 
 /// Run `perfkit buildid-cache`.
