@@ -23,7 +23,22 @@ pub fn run(args: ArchiveArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("reading {}", args.input.display()))?;
     let cache = BuildIdCache::default_location();
     let mut paths = Vec::new();
+    // As perf's archive script: the objects `buildid-list --with-hits` names, and the
+    // kernel's cached kallsyms among them.
+    let hits = crate::buildid::objects_hit(&args.input)?;
     for e in &data.features.build_ids {
+        if !hits.contains(&e.filename) {
+            continue;
+        }
+        if e.filename == "[kernel.kallsyms]" {
+            let hex = perfkit_symbols::build_id_hex(&e.build_id);
+            let link = PathBuf::from(format!(".build-id/{}/{}", &hex[..2], &hex[2..]));
+            let dir = PathBuf::from(format!("[kernel.kallsyms]/{hex}"));
+            if cache.dir().join(&link).exists() && cache.dir().join(&dir).is_dir() {
+                paths.extend([link, dir]);
+            }
+            continue;
+        }
         if !e.filename.starts_with('/') {
             continue;
         }

@@ -51,10 +51,14 @@ fn convert(args: ConvertArgs) -> anyhow::Result<u8> {
         bail!("give an output format: --to-json FILE (--to-ctf is not supported)");
     };
     if out_path.exists() && !args.force {
-        bail!(
-            "{}: the file exists; use -f to overwrite it",
-            out_path.display()
-        );
+        // perf 6.1's words and status (-1).
+        return Err(crate::exit_error(
+            255,
+            anyhow::anyhow!(
+                "Output file exists. Use --force to overwrite it. ({})",
+                out_path.display()
+            ),
+        ));
     }
     let file = open(&args.input)?;
     let (profile, _) = load(&file, &LoadOptions::default())

@@ -26,6 +26,9 @@ pub struct EvlistArgs {
     /// Don't complain about a file owned by another user.
     #[arg(short, long)]
     pub force: bool,
+    /// Each tracepoint's own fields, from the file's tracing data (perf's `--trace-fields`).
+    #[arg(long = "trace-fields")]
+    pub trace_fields: bool,
 }
 
 /// perf's one-line form of an attr: `field: value, field: value` in perf's order.
@@ -41,6 +44,23 @@ fn attr_one_line(attr: &perfkit::sys::perf_event_attr) -> String {
         .join(", ")
 }
 
+/// The fields of the tracepoint with this id, from the `format` files of the file's
+/// tracing data, less the `common_` ones: `prev_comm,prev_pid,...`.
+fn trace_fields(formats: &[String], id: u64) -> Option<String> {
+    let format = formats
+        .iter()
+        .find(|f| f.lines().any(|l| l.trim() == format!("ID: {id}")))?;
+    let names: Vec<&str> = format
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("field:"))
+        .filter_map(|f| f.split(';').next())
+        .filter_map(|decl| decl.split_whitespace().last())
+        .map(|n| n.split('[').next().unwrap_or(n))
+        .filter(|n| !n.starts_with("common_"))
+        .collect();
+    Some(names.join(","))
+}
+
 /// Run `perfkit evlist`.
 pub fn run(args: EvlistArgs) -> anyhow::Result<u8> {
     let data =
@@ -48,6 +68,26 @@ pub fn run(args: EvlistArgs) -> anyhow::Result<u8> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let names: Vec<&str> = data.attrs.iter().map(|a| a.name.as_str()).collect();
+    if args.trace_fields {
+        let formats: Vec<String> = data
+            .features
+            .tracing_data
+            .as_deref()
+            .and_then(|b| perfkit_data::tracing_data::TracingData::parse(b).ok())
+            .map(|t| t.formats().map(|(_, f)| f.into_owned()).collect())
+            .unwrap_or_default();
+        for a in &data.attrs {
+            let fields = (a.attr.type_ == perfkit::sys::PERF_TYPE_TRACEPOINT)
+                .then(|| trace_fields(&formats, a.attr.config))
+                .flatten();
+            match fields {
+                Some(f) => writeln!(out, "{}: trace_fields: {f}", a.name)?,
+                None => writeln!(out, "{}: (not a tracepoint)", a.name)?,
+            }
+        }
+        out.flush()?;
+        return Ok(0);
+    }
     let mut i = 0;
     while i < data.attrs.len() {
         let a = &data.attrs[i];

@@ -71,8 +71,8 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
     }
     let env = perfkit_engine::env();
     let opts = ListOptions {
-        // Completion wants names fast: no probing for --raw-dump.
-        probe: !args.no_probe && !args.raw_dump,
+        // perf's --raw-dump leaves out what does not open here, as its listing does.
+        probe: !args.no_probe,
         libpfm: !args.no_pfm,
     };
     // perf's kinds beside others (`list metric sw`): the metric listing first, as above;
@@ -118,7 +118,7 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
     };
     let mut out = std::io::BufWriter::new(sink);
     if args.raw_dump {
-        list::write_raw_dump(&cat, &mut out)
+        write_raw_dump(&cat, env.tracefs(), &mut out)
     } else if args.json {
         // Metrics in the array too, as perf's, unless only other kinds were asked for.
         let metrics = if args.filters.is_empty()
@@ -140,4 +140,61 @@ pub fn run(args: ListArgs) -> anyhow::Result<u8> {
     .and_then(|()| out.flush())
     .context("writing the list")?;
     Ok(0)
+}
+
+/// perf 6.1's `--raw-dump`: the names its listing prints, each followed by a space.
+/// Hardware, software and cache events that do not open here are left out and the rest
+/// sorted by name; the tool events follow the software events; tracepoints are those
+/// with an `id` (ftrace's own events have none), sorted by their whole name; the syntax
+/// lines (`rNNN`, `mem:`, `uprobe:`) are not names and are left out. Other kinds keep the
+/// catalogue's order.
+fn write_raw_dump(
+    cat: &list::Catalogue,
+    tracefs: Option<&std::path::Path>,
+    w: &mut impl Write,
+) -> std::io::Result<()> {
+    use list::Kind;
+    let sorted = |k: Kind| {
+        matches!(
+            k,
+            Kind::Hardware | Kind::Software | Kind::Cache | Kind::Tracepoint
+        )
+    };
+    let has_id = |name: &str| {
+        let Some((sys, ev)) = name.split_once(':') else {
+            return true;
+        };
+        tracefs.is_none_or(|t| t.join("events").join(sys).join(ev).join("id").exists())
+    };
+    let mut i = 0;
+    while i < cat.entries.len() {
+        let kind = cat.entries[i].kind;
+        let run = cat.entries[i..]
+            .iter()
+            .take_while(|e| e.kind == kind)
+            .count();
+        let mut names: Vec<&str> = cat.entries[i..i + run]
+            .iter()
+            .filter(|e| match kind {
+                Kind::Hardware | Kind::Software | Kind::Cache => {
+                    e.available.as_bool() != Some(false)
+                }
+                Kind::Tracepoint => has_id(&e.name),
+                Kind::Raw | Kind::Breakpoint | Kind::Uprobe => false,
+                _ => true,
+            })
+            .map(|e| e.name.as_str())
+            .collect();
+        if sorted(kind) {
+            names.sort_unstable();
+        }
+        if kind == Kind::Software {
+            names.extend(["duration_time", "user_time", "system_time"]);
+        }
+        for n in names {
+            write!(w, "{n} ")?;
+        }
+        i += run;
+    }
+    Ok(())
 }

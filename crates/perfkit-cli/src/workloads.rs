@@ -56,10 +56,16 @@ pub fn run(args: TestArgs) -> anyhow::Result<u8> {
         "sqrtloop-child" => sqrt_child(Instant::now() + secs()?),
         "brstack" => brstack_bench(),
         "datasym" => datasym(),
-        other => bail!(
-            "no workload named '{other}'; the workloads: {}",
-            WORKLOADS.join(", ")
-        ),
+        // perf's line and status (-1), then which workloads there are.
+        other => {
+            return Err(crate::exit_error(
+                255,
+                anyhow::anyhow!(
+                    "No workload found: {other} (the workloads: {})",
+                    WORKLOADS.join(", ")
+                ),
+            ));
+        }
     }
     Ok(0)
 }

@@ -75,3 +75,41 @@ fn archive_packs_what_perf_archive_packs() {
     );
     assert_eq!(listed.lines().count(), theirs.len(), "{listed}");
 }
+
+/// A recording with kernel samples: perf's cache (`~/.debug`, where `perf record` puts its
+/// entries whatever `PERF_BUILDID_DIR` says) holds the kernel's kallsyms, and both archives
+/// pack it beside the objects the samples fell in (perf's `--with-hits`), entry for entry.
+#[test]
+fn archive_packs_the_kernel_and_only_objects_hit() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("perf.data");
+    run_ok(
+        Command::new("perf")
+            .args(["record", "-q", "-e", "task-clock", "-o"])
+            .arg(&data)
+            .args(["--", "dd", "if=/dev/zero", "of=/dev/null", "count=100000"]),
+    );
+    let tarball = dir.path().join("perf.data.tar.bz2");
+    let listing = || -> BTreeSet<String> {
+        stdout_ok(Command::new("tar").arg("tjf").arg(&tarball))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    run_ok(Command::new("perf").arg("archive").arg(&data));
+    let theirs = listing();
+    std::fs::remove_file(&tarball).unwrap();
+    let kernel = stdout_ok(perfkit().args(["buildid-list", "-k"]));
+    if !theirs.iter().any(|l| l.starts_with("[kernel.kallsyms]/")) {
+        return skip("perf cached no kallsyms (kernel addresses hidden: run as root)");
+    }
+    assert!(
+        theirs.iter().any(|l| l.contains(kernel.trim())),
+        "{theirs:?}"
+    );
+    stdout_ok(perfkit().arg("archive").arg(&data));
+    assert_eq!(listing(), theirs);
+}

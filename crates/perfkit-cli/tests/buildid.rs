@@ -83,6 +83,22 @@ fn perf_and_perfkit_share_one_buildid_cache() {
             .arg(exe),
     );
     assert_eq!(cache_list(&mut perfkit(), cache.path()), line);
+
+    // An entry whose file is gone is not listed, by either.
+    let gone = cache.path().join("gone");
+    std::fs::copy("/usr/bin/false", &gone).unwrap();
+    stdout_ok(
+        perfkit()
+            .arg("--buildid-dir")
+            .arg(cache.path())
+            .args(["buildid-cache", "-a"])
+            .arg(&gone),
+    );
+    let twice = cache_list(&mut perfkit(), cache.path());
+    assert!(twice.contains("/gone\n"), "{twice}");
+    std::fs::remove_file(&gone).unwrap();
+    assert_eq!(cache_list(&mut Command::new("perf"), cache.path()), line);
+    assert_eq!(cache_list(&mut perfkit(), cache.path()), line);
 }
 
 #[test]
@@ -123,5 +139,61 @@ fn version_build_options_use_perfs_layout() {
                 .collect()
         };
         assert_eq!(names(&out), names(&perf));
+    }
+}
+
+/// `-m`: the running kernel's map line, as perf prints it (build id, `_text`, `_etext`).
+#[test]
+fn kernel_maps_are_perfs() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let theirs = stdout_ok(Command::new("perf").args(["buildid-list", "-m"]));
+    let ours = stdout_ok(perfkit().args(["buildid-list", "-m"]));
+    assert!(ours.ends_with(" [kernel.kallsyms]\n"), "{ours}");
+    if std::path::Path::new("/proc/modules").exists() {
+        // perf adds a line per module; perfkit lists the kernel's alone.
+        assert_eq!(ours.lines().next(), theirs.lines().next());
+    } else {
+        assert_eq!(ours, theirs);
+    }
+}
+
+/// `-H`: only the objects samples fell in, as perf lists them for perf's recordings (one
+/// that ran user code only, one that also ran in the kernel, with call chains).
+#[test]
+fn with_hits_lists_the_objects_sampled() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let work = "cat /proc/self/maps > /dev/null; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done";
+    for (name, extra) in [("user.data", None), ("kernel.data", Some("-g"))] {
+        let file = dir.path().join(name);
+        let ev = if extra.is_some() {
+            "cpu-clock"
+        } else {
+            "cpu-clock:u"
+        };
+        let st = Command::new("perf")
+            .args(["record", "-q", "-e", ev])
+            .args(extra)
+            .arg("-o")
+            .arg(&file)
+            .args(["sh", "-c", work])
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "{st:?}");
+        let theirs = stdout_ok(
+            Command::new("perf")
+                .args(["buildid-list", "-H", "-i"])
+                .arg(&file),
+        );
+        let ours = stdout_ok(perfkit().args(["buildid-list", "-H", "-i"]).arg(&file));
+        assert!(
+            ours.contains("/dash\n") || ours.contains("/sh\n") || ours.contains("libc"),
+            "{ours}"
+        );
+        assert_eq!(ours, theirs, "{name}");
     }
 }

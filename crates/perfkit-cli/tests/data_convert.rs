@@ -78,8 +78,23 @@ fn an_existing_output_needs_force() {
         .arg(&data)
         .output()
         .unwrap();
-    assert_eq!(r.status.code(), Some(1));
+    // perf 6.1's words and status.
+    assert_eq!(r.status.code(), Some(255), "{r:?}");
+    let said = "Output file exists. Use --force to overwrite it.";
+    assert!(String::from_utf8_lossy(&r.stderr).contains(said), "{r:?}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
+    if have_perf() {
+        let p = std::process::Command::new("perf")
+            .args(["data", "convert", "--to-json"])
+            .arg(&out)
+            .arg("-i")
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert_eq!(p.status.code(), r.status.code(), "{p:?}");
+        assert!(String::from_utf8_lossy(&p.stderr).contains(said), "{p:?}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
+    }
     run_ok(
         perfkit()
             .args(["data", "convert", "-f", "--to-json"])

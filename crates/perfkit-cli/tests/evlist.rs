@@ -68,3 +68,45 @@ fn a_missing_file_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("none.data"));
 }
+
+/// `--trace-fields`: each tracepoint's own fields from the file's tracing data, and
+/// `(not a tracepoint)` for the others, as perf prints them.
+#[test]
+fn trace_fields_are_perfs() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    if !common::sleeper::tracefs_ready() {
+        return skip("tracefs is not mounted and cannot be mounted (run as root)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let theirs_file = dir.path().join("perf.data");
+    let ours_file = dir.path().join("perfkit.data");
+    let events = "sched:sched_switch,sched:sched_process_exit,task-clock";
+    run_ok(
+        Command::new("perf")
+            .args(["record", "-q", "-e", events, "-o"])
+            .arg(&theirs_file)
+            .arg("true"),
+    );
+    run_ok(
+        perfkit()
+            .args(["record", "-q", "-e", events, "-o"])
+            .arg(&ours_file)
+            .arg("true"),
+    );
+    for file in [&theirs_file, &ours_file] {
+        let want = stdout_ok(
+            Command::new("perf")
+                .args(["evlist", "--trace-fields", "-i"])
+                .arg(file),
+        );
+        assert!(
+            want.contains("sched:sched_switch: trace_fields: prev_comm,prev_pid,"),
+            "{want}"
+        );
+        assert!(want.contains("task-clock: (not a tracepoint)"), "{want}");
+        let got = stdout_ok(perfkit().args(["evlist", "--trace-fields", "-i"]).arg(file));
+        assert_eq!(got, want, "{}", file.display());
+    }
+}

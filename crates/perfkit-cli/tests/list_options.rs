@@ -25,6 +25,20 @@ fn raw_dump_names_perfs_software_events() {
     }
 }
 
+/// Byte for byte perf 6.1's `--raw-dump` of each kind: what does not open left out, names
+/// sorted, the tool events after the software ones, tracepoints with an `id` only.
+#[test]
+fn raw_dump_of_each_kind_is_perfs() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    for kind in ["sw", "hw", "cache", "pmu", "tracepoint"] {
+        let ours = stdout_ok(perfkit().args(["list", "--raw-dump", kind]));
+        let theirs = stdout_ok(Command::new("perf").args(["list", "--raw-dump", kind]));
+        assert_eq!(ours, theirs, "list --raw-dump {kind}");
+    }
+}
+
 #[test]
 fn output_file_details_and_deprecated() {
     let dir = tempfile::tempdir().unwrap();

@@ -126,3 +126,102 @@ fn report_of_a_missing_file_says_to_record_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("perfkit stat record"), "{err}");
 }
+
+/// The records of a stat file or stream as `perf report -D` names them, EVENT_UPDATE with
+/// its kind (`unit`, `scale`, `name`). Left out: perf's kernel MMAP and its CPU-list
+/// update for tool events, which perf's own `stat report` does not use.
+fn record_kinds(input: &Path, stream: bool) -> Vec<String> {
+    let mut cmd = Command::new("perf");
+    cmd.args(["report", "-D", "-i"]);
+    if stream {
+        cmd.arg("-").stdin(std::fs::File::open(input).unwrap());
+    } else {
+        cmd.arg(input);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut kinds: Vec<String> = Vec::new();
+    for l in text.lines() {
+        if let Some(i) = l.find("PERF_RECORD_") {
+            let name = l[i..].split([' ', ':']).next().unwrap_or_default();
+            kinds.push(name.to_string());
+        } else if let Some(k) = ["unit:", "scale:", "name:"]
+            .iter()
+            .find(|k| l.starts_with(&format!("... {k}")))
+            && kinds
+                .last()
+                .is_some_and(|x| x == "PERF_RECORD_EVENT_UPDATE")
+        {
+            kinds.last_mut().unwrap().push_str(&format!(" {k}"));
+        }
+    }
+    kinds.retain(|k| k != "PERF_RECORD_MMAP" && k != "PERF_RECORD_EVENT_UPDATE");
+    kinds
+}
+
+#[test]
+fn files_and_streams_carry_perfs_records() {
+    if !have_perf() {
+        skip("perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = perfkit_exe();
+    for stream in [false, true] {
+        let mut got = Vec::new();
+        for prog in ["perf", exe.as_str()] {
+            let file = dir.path().join(if stream { "s" } else { "f" });
+            let out = if stream {
+                Command::new(prog)
+                    .args(["stat", "record", "-o", "-"])
+                    .args(["-e", "task-clock,duration_time", "true"])
+                    .stdout(std::fs::File::create(&file).unwrap())
+                    .stderr(Stdio::null())
+                    .status()
+            } else {
+                Command::new(prog)
+                    .args(["stat", "record", "-o"])
+                    .arg(&file)
+                    .args(["-e", "task-clock,duration_time", "true"])
+                    .stderr(Stdio::null())
+                    .status()
+            };
+            assert!(out.unwrap().success(), "{prog} stat record");
+            let kinds = record_kinds(&file, stream);
+            // perf's stat stream sends no feature records (perfkit's `record` stream does).
+            assert!(
+                !kinds.iter().any(|k| k.contains("FEATURE")),
+                "{prog}: {kinds:?}"
+            );
+            // Both readers print the tool event in whole `ns`, the clock in `msec`.
+            for reader in ["perf", exe.as_str()] {
+                let mut cmd = Command::new(reader);
+                cmd.args(["stat", "report", "-i"]);
+                if stream {
+                    cmd.arg("-").stdin(std::fs::File::open(&file).unwrap());
+                } else {
+                    cmd.arg(&file);
+                }
+                let rep = cmd.output().unwrap();
+                let text = String::from_utf8_lossy(&rep.stderr);
+                let dt = text.lines().find(|l| l.contains(" ns   duration_time"));
+                let v = dt
+                    .and_then(|l| l.split_whitespace().next())
+                    .unwrap_or_default();
+                assert!(
+                    v.parse::<u64>().is_ok_and(|v| v > 0),
+                    "{prog} | {reader}: {text}"
+                );
+                assert!(
+                    text.contains(" msec task-clock"),
+                    "{prog} | {reader}: {text}"
+                );
+            }
+            got.push(kinds);
+        }
+        assert_eq!(
+            got[0], got[1],
+            "stream={stream}: perf's records (left), perfkit's (right)"
+        );
+    }
+}

@@ -124,6 +124,26 @@ pub fn kernel_build_id() -> Option<Vec<u8>> {
 /// `PERF_RECORD_MMAP` of the kernel image (`[kernel.kallsyms]_text`, pid -1, `_text` to
 /// `_etext`), from `/proc/kallsyms`. None when kernel addresses are hidden (kptr_restrict, not root).
 pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
+    let (start, end) = kernel_text()?;
+    let mut b = Vec::new();
+    w32(&mut b, u32::MAX);
+    w32(&mut b, 0);
+    w64(&mut b, start);
+    w64(&mut b, end.saturating_sub(start).max(1));
+    w64(&mut b, start);
+    b.extend_from_slice(b"[kernel.kallsyms]_text\0");
+    Some(record(
+        sys::PERF_RECORD_MMAP,
+        sys::PERF_RECORD_MISC_KERNEL,
+        &b,
+        &sample_id_trailer(attr, 0, 0, id),
+    ))
+}
+
+/// The running kernel's text, `_text` to `_etext` (else to its last core symbol), from
+/// `/proc/kallsyms`, as perf maps `[kernel.kallsyms]`. None when kernel addresses are
+/// hidden (kptr_restrict, not root).
+pub fn kernel_text() -> Option<(u64, u64)> {
     let syms = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let mut text = None;
     let mut etext = None;
@@ -148,19 +168,7 @@ pub fn kernel_mmap(attr: &perf_event_attr, id: u64) -> Option<Vec<u8>> {
     let start = text.filter(|&t| t != 0)?;
     // As perf: the map ends at `_etext` (kernel text), else at the last core symbol.
     let end = etext.filter(|&e| e > start).unwrap_or(end);
-    let mut b = Vec::new();
-    w32(&mut b, u32::MAX);
-    w32(&mut b, 0);
-    w64(&mut b, start);
-    w64(&mut b, end.saturating_sub(start).max(1));
-    w64(&mut b, start);
-    b.extend_from_slice(b"[kernel.kallsyms]_text\0");
-    Some(record(
-        sys::PERF_RECORD_MMAP,
-        sys::PERF_RECORD_MISC_KERNEL,
-        &b,
-        &sample_id_trailer(attr, 0, 0, id),
-    ))
+    Some((start, end))
 }
 
 /// The `PERF_RECORD_KSYMBOL` perf synthesizes for a function of a BPF program loaded before

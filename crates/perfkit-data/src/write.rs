@@ -291,6 +291,27 @@ impl PerfDataWriter {
         events: Vec<FileEvent>,
         opts: WriteOptions,
     ) -> io::Result<Self> {
+        Self::pipe_with(out, events, opts, false)
+    }
+
+    /// Pipe mode with the 16-byte header and the HEADER_ATTR records only: the caller
+    /// writes the rest. perf 6.1's stat stream (`perf stat record -o -`) is such: each
+    /// event's EVENT_UPDATE records (unit, scale, name) follow, and no HEADER_FEATURE
+    /// record, not even the end-of-features marker.
+    pub fn pipe_attrs_only(
+        out: Box<dyn Write>,
+        events: Vec<FileEvent>,
+        opts: WriteOptions,
+    ) -> io::Result<Self> {
+        Self::pipe_with(out, events, opts, true)
+    }
+
+    fn pipe_with(
+        out: Box<dyn Write>,
+        events: Vec<FileEvent>,
+        opts: WriteOptions,
+        attrs_only: bool,
+    ) -> io::Result<Self> {
         check_attrs(&events)?;
         let mut w = Self::new(Out::Pipe(out), events, opts)?;
         let mut h = Vec::new();
@@ -305,6 +326,9 @@ impl PerfDataWriter {
             }
             let r = record(sys::PERF_RECORD_HEADER_ATTR, 0, &body, &[]);
             w.raw_write(&r)?;
+        }
+        if attrs_only {
+            return Ok(w);
         }
         // Names: EVENT_UPDATE type 2 records (EVENT_DESC is not sent in pipe mode).
         for i in 0..w.events.len() {

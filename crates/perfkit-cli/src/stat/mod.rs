@@ -100,8 +100,18 @@ pub struct StatArgs {
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub sep: Option<String>,
     /// JSON output: one object per line, per counter and interval.
-    #[arg(short = 'j', long = "json")]
+    #[arg(short = 'j', long = "json", alias = "json-output")]
     pub json: bool,
+    /// Print nothing (perf's `--quiet`: useful with `stat record`); the exit status stays.
+    #[arg(long)]
+    pub quiet: bool,
+    /// With -I: clear the screen before each interval, and print the header again (as
+    /// perf's `--interval-clear`).
+    #[arg(long = "interval-clear")]
+    pub interval_clear: bool,
+    /// Put all -e events into one group, as if written `{a,b,...}` (perf's `-g`).
+    #[arg(short = 'g', long = "group")]
+    pub group: bool,
     /// Write the counts to FILE instead of standard error.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -127,8 +137,11 @@ pub struct StatArgs {
     #[arg(long, value_name = "CMD")]
     pub post: Option<String>,
     /// Don't scale multiplexed counts by time enabled / time running.
-    #[arg(long = "no-scale")]
+    #[arg(long = "no-scale", overrides_with = "scale")]
     pub no_scale: bool,
+    /// Scale multiplexed counts (the default; perf's `--scale`, the last of the two wins).
+    #[arg(long = "scale", overrides_with = "no_scale")]
+    pub scale: bool,
     /// Don't count the command's children.
     #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
@@ -247,26 +260,30 @@ impl StatArgs {
             );
         }
         // perf 6.1's messages: top-down needs -a, then a `cpu` PMU with topdown events;
-        // the transaction events need a `cpu` PMU with TSX.
+        // the transaction events need a `cpu` PMU with TSX. perf exits with -EINVAL
+        // (234) there.
+        let einval = |msg: String| crate::exit_error(234, anyhow::anyhow!(msg));
         if self.topdown {
             if !plan_system_wide(self) {
-                bail!("top down event configuration requires system-wide mode (-a)");
+                return Err(einval(
+                    "top down event configuration requires system-wide mode (-a)".into(),
+                ));
             }
             if !cpu_pmu_has("topdown-") {
-                bail!(
+                return Err(einval(format!(
                     "System does not support topdown (no `cpu` PMU with topdown events; \
                      PMUs here: {})",
                     pmu_names().join(" ")
-                );
+                )));
             }
             bail!("--topdown: perfkit does not compute top-down levels yet");
         }
         if self.transaction && !cpu_pmu_has("tx-start") {
-            bail!(
+            return Err(einval(format!(
                 "Cannot set up transaction events: no `cpu` PMU with TSX events (cycles-t, \
                  tx-start) here; PMUs: {}",
                 pmu_names().join(" ")
-            );
+            )));
         }
         if self.transaction {
             bail!("-T: perfkit does not count transaction events yet");
@@ -287,6 +304,15 @@ impl StatArgs {
             bail!("-r repeats a command: give one after --");
         }
         let mut events = self.event_filters.clone();
+        if self.group && !events.is_empty() {
+            if events.iter().any(|e| e.0.contains('{') || !e.1.is_empty()) {
+                bail!(
+                    "-g: the events name groups or filters already; write the group as -e '{{a,b}}'"
+                );
+            }
+            let all: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+            events = vec![(format!("{{{}}}", all.join(",")), vec![])];
+        }
         for set in &self.event_sets {
             let set = set.trim();
             if set.is_empty() {
@@ -430,7 +456,9 @@ pub fn run(args: StatArgs) -> Result<u8> {
         // perf calls sync(2) here; the `sync` program does just that.
         run_shell("sync", "-S")?;
     }
-    let mut sink: Box<dyn Write> = if let Some(fd) = args.log_fd {
+    let mut sink: Box<dyn Write> = if args.quiet {
+        Box::new(std::io::sink())
+    } else if let Some(fd) = args.log_fd {
         // The descriptor reopened through /proc, appending: a pipe or file the caller opened.
         Box::new(
             std::fs::OpenOptions::new()
@@ -485,7 +513,13 @@ pub fn run(args: StatArgs) -> Result<u8> {
             run_shell(pre, "--pre")?;
         }
         let first = run_no == 0;
-        if first && opts.interval.is_some() && args.sep.is_none() && !args.json && !args.metric_only
+        let header_each = args.interval_clear;
+        if first
+            && !header_each
+            && opts.interval.is_some()
+            && args.sep.is_none()
+            && !args.json
+            && !args.metric_only
         {
             writeln!(sink, "{}", output::interval_header(plan.aggr))?;
         }
@@ -514,6 +548,14 @@ pub fn run(args: StatArgs) -> Result<u8> {
                     let mut out = String::new();
                     metric_only::headers(&rows, plan.aggr, true, args.layout(), &mut out);
                     sink.write_all(out.as_bytes())?;
+                }
+                if header_each {
+                    // perf's CONSOLE_CLEAR, on standard output, then the header again.
+                    print!("\x1b[H\x1b[2J");
+                    std::io::stdout().flush()?;
+                    if args.sep.is_none() && !args.json && !args.metric_only {
+                        writeln!(sink, "{}", output::interval_header(plan.aggr))?;
+                    }
                 }
                 let prefix = Prefix::Interval(secs);
                 print_rows(&args, &rows, prefix, 1, &mut *sink, big_num)

@@ -45,10 +45,11 @@ pub fn record(rest: &[OsString]) -> Result<u8> {
     let plan = Plan::new(&args.config()?)?;
     let opts = args.run_options();
     let run = Runner::new().run(&plan, &opts, &mut |_| Ok(()))?;
-    let recs = stat_records(&run, plan.aggr, args.interval_ms().unwrap_or(0));
     let path = args.output.clone().unwrap_or_else(|| "perf.data".into());
-    let mut w = if path.as_os_str() == "-" {
-        PerfDataWriter::pipe(
+    let pipe = path.as_os_str() == "-";
+    let recs = stat_records(&run, plan.aggr, args.interval_ms().unwrap_or(0), pipe);
+    let mut w = if pipe {
+        PerfDataWriter::pipe_attrs_only(
             Box::new(std::io::stdout()),
             recs.events,
             WriteOptions::default(),

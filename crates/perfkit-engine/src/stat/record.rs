@@ -2,10 +2,11 @@
 //! (THREAD_MAP, CPU_MAP, STAT_CONFIG, one STAT per counter instance, STAT_ROUND) in a
 //! perf.data file or stream, and those records read back into rows.
 
-use super::metrics::compute_metrics;
+use super::metrics::{compute_metrics, is_clock};
 use super::plan::Aggr;
 use super::rows::{Row, State};
 use super::run::RunResult;
+use super::tool::Tool;
 use crate::{Error, Result};
 use perfkit::sys;
 use perfkit_data::{FileEvent, PerfData, record};
@@ -31,7 +32,7 @@ fn aggr_mode(a: Aggr) -> u64 {
 pub struct StatRecords {
     /// The events, each with one id per place it was opened on.
     pub events: Vec<FileEvent>,
-    /// THREAD_MAP, CPU_MAP, STAT_CONFIG.
+    /// The events' units, scales (and names in a stream) as EVENT_UPDATE records, THREAD_MAP, CPU_MAP, STAT_CONFIG.
     pub head: Vec<Vec<u8>>,
     /// One STAT record per counter instance that was read, then the final STAT_ROUND.
     pub counts: Vec<Vec<u8>>,
@@ -41,8 +42,10 @@ fn u64s(words: &[u64]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_ne_bytes()).collect()
 }
 
-/// The stat records of one run; `aggr` and `interval_ms` go into STAT_CONFIG.
-pub fn stat_records(run: &RunResult, aggr: Aggr, interval_ms: u64) -> StatRecords {
+/// The stat records of one run; `aggr` and `interval_ms` go into STAT_CONFIG. For a
+/// stream (`pipe`), each event's name follows its unit and scale, as perf sends them (a
+/// file names its events in its EVENT_DESC section).
+pub fn stat_records(run: &RunResult, aggr: Aggr, interval_ms: u64, pipe: bool) -> StatRecords {
     let mut cpus: Vec<i32> = Vec::new();
     let mut threads: Vec<i32> = Vec::new();
     for p in &run.places {
@@ -55,12 +58,32 @@ pub fn stat_records(run: &RunResult, aggr: Aggr, interval_ms: u64) -> StatRecord
     }
     let nplaces = run.places.len() as u64;
     let id = |ei: usize, pi: usize| ei as u64 * nplaces + pi as u64 + 1;
+    // perf 6.1 writes a tool event as a software dummy event with the flags and read
+    // format its counters got (`perf stat report` and perfkit's read it back by name).
+    use sys::attr_flags::{DISABLED, ENABLE_ON_EXEC, EXCLUDE_GUEST, INHERIT};
+    let counter = run.events.iter().find(|e| Tool::of(&e.attr).is_none());
+    let tool_attr = sys::perf_event_attr {
+        type_: sys::PERF_TYPE_SOFTWARE,
+        config: sys::PERF_COUNT_SW_DUMMY,
+        read_format: counter.map_or(
+            sys::PERF_FORMAT_TOTAL_TIME_ENABLED | sys::PERF_FORMAT_TOTAL_TIME_RUNNING,
+            |c| c.attr.read_format,
+        ),
+        flags: counter.map_or(DISABLED | EXCLUDE_GUEST, |c| {
+            c.attr.flags & (DISABLED | INHERIT | ENABLE_ON_EXEC | EXCLUDE_GUEST)
+        }),
+        ..Default::default()
+    };
     let events = run
         .events
         .iter()
         .enumerate()
         .map(|(ei, e)| {
-            let mut attr = e.attr;
+            let mut attr = if Tool::of(&e.attr).is_some() {
+                tool_attr
+            } else {
+                e.attr
+            };
             // As perf's stat attrs: IDENTIFIER, so the ids name the instances.
             attr.sample_type |= sys::PERF_SAMPLE_IDENTIFIER;
             FileEvent {
@@ -72,6 +95,32 @@ pub fn stat_records(run: &RunResult, aggr: Aggr, interval_ms: u64) -> StatRecord
         .collect();
 
     let mut head = Vec::new();
+    // As perf's `perf_event__synthesize_extra_attr`: each event's unit and its scale
+    // (where not 1), EVENT_UPDATE types 0 and 1, named by the event's first id.
+    for (ei, e) in run.events.iter().enumerate() {
+        let (unit, scale) = if is_clock(&e.attr) {
+            ("msec", 1e-6)
+        } else {
+            (e.spec.unit.as_str(), e.spec.scale)
+        };
+        if !unit.is_empty() {
+            let mut body = u64s(&[0, id(ei, 0)]);
+            body.extend_from_slice(unit.as_bytes());
+            body.resize((body.len() + 1).next_multiple_of(8), 0);
+            head.push(record(sys::PERF_RECORD_EVENT_UPDATE, 0, &body, &[]));
+        }
+        if scale != 1.0 {
+            let mut body = u64s(&[1, id(ei, 0)]);
+            body.extend_from_slice(&scale.to_ne_bytes());
+            head.push(record(sys::PERF_RECORD_EVENT_UPDATE, 0, &body, &[]));
+        }
+        if pipe {
+            let mut body = u64s(&[2, id(ei, 0)]);
+            body.extend_from_slice(e.name.as_bytes());
+            body.resize((body.len() + 1).next_multiple_of(8), 0);
+            head.push(record(sys::PERF_RECORD_EVENT_UPDATE, 0, &body, &[]));
+        }
+    }
     let mut body = u64s(&[threads.len() as u64]);
     for &t in &threads {
         body.extend_from_slice(&(t as i64).to_ne_bytes());
@@ -141,8 +190,18 @@ pub fn read_stat(data: &PerfData) -> Result<StatReport> {
     let n = data.attrs.len();
     let mut sums: Vec<Option<(u64, u64, u64)>> = vec![None; n];
     let (mut elapsed_ns, mut interval_ms, mut any) = (None, 0, false);
+    let mut units: Vec<String> = vec![String::new(); n];
     data.walk(|_, type_, _, body| {
         match type_ {
+            // EVENT_UPDATE type 0: the event's unit (`ns` for tool events).
+            sys::PERF_RECORD_EVENT_UPDATE if word(body, 0) == Some(0) => {
+                let id = word(body, 1).unwrap_or(0);
+                if let Some(i) = data.attrs.iter().position(|a| a.ids.contains(&id)) {
+                    let s = body.get(16..).unwrap_or_default();
+                    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+                    units[i] = String::from_utf8_lossy(&s[..end]).into_owned();
+                }
+            }
             sys::PERF_RECORD_STAT => {
                 any = true;
                 let id = word(body, 0).unwrap_or(0);
@@ -180,7 +239,18 @@ pub fn read_stat(data: &PerfData) -> Result<StatReport> {
         .attrs
         .iter()
         .zip(&sums)
-        .map(|(a, s)| {
+        .zip(units)
+        .map(|((a, s), unit)| {
+            // A software dummy event named as a tool event is one (perf writes them so).
+            let attr = match Tool::named(&a.name) {
+                Some(t)
+                    if a.attr.type_ == sys::PERF_TYPE_SOFTWARE
+                        && a.attr.config == sys::PERF_COUNT_SW_DUMMY =>
+                {
+                    t.attr()
+                }
+                _ => a.attr,
+            };
             let (value, enabled, running) = s.unwrap_or((0, 0, 0));
             let scaled = perfkit::scale(value, enabled, running).value().unwrap_or(0);
             Row {
@@ -188,8 +258,13 @@ pub fn read_stat(data: &PerfData) -> Result<StatReport> {
                 label_kind: "",
                 ncpus: None,
                 event: a.name.clone(),
-                attr: a.attr,
-                unit: String::new(),
+                attr,
+                // perf prints `msec` for clocks from the attr, not from this unit.
+                unit: if is_clock(&a.attr) {
+                    String::new()
+                } else {
+                    unit
+                },
                 cgroup: None,
                 state: match s {
                     Some(_) if running > 0 || enabled == 0 => State::Counted,

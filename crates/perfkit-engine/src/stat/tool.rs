@@ -33,6 +33,16 @@ impl Tool {
             .flatten()
     }
 
+    /// The tool event of a name (`duration_time`, `user_time`, `system_time`).
+    pub fn named(name: &str) -> Option<Tool> {
+        NAMES.iter().find(|n| n.0 == name).map(|n| n.1)
+    }
+
+    /// The attr that marks this tool event.
+    pub fn attr(self) -> sys::perf_event_attr {
+        self.spec("").attr
+    }
+
     fn spec(self, name: &str) -> EventSpec {
         let mut attr = sys::perf_event_attr {
             type_: TOOL_TYPE,
