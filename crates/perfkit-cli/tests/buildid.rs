@@ -197,3 +197,55 @@ fn with_hits_lists_the_objects_sampled() {
         assert_eq!(ours, theirs, "{name}");
     }
 }
+
+/// perfkit's build-id table is read by perf as its own host machine's: one entry per object
+/// with pid -1. (With a process's pid, perf took each entry for a guest machine's, and
+/// `buildid-list -H` printed the sampled objects with empty build ids.)
+#[test]
+fn perf_finds_perfkits_build_ids_on_the_host() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("perfkit.data");
+    let work = "cat /proc/self/maps > /dev/null; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done";
+    stdout_ok(
+        perfkit()
+            .args(["record", "-q", "-e", "cpu-clock:u", "-o"])
+            .arg(&file)
+            .args(["sh", "-c", work]),
+    );
+    let all = stdout_ok(Command::new("perf").args(["buildid-list", "-i"]).arg(&file));
+    let names: Vec<&str> = all
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(_, n)| n)
+        .collect();
+    let distinct: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(
+        names.len(),
+        distinct.len(),
+        "an object listed twice:\n{all}"
+    );
+    assert!(
+        distinct
+            .iter()
+            .any(|n| n.ends_with("/dash") || n.ends_with("/sh")),
+        "{all}"
+    );
+    let theirs = stdout_ok(
+        Command::new("perf")
+            .args(["buildid-list", "-H", "-i"])
+            .arg(&file),
+    );
+    assert!(!theirs.is_empty(), "perf found no sampled object");
+    for line in theirs.lines() {
+        let (id, name) = line.split_once(' ').unwrap_or(("", line));
+        assert!(
+            id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "perf found no build id for {name}:\n{theirs}"
+        );
+    }
+    let ours = stdout_ok(perfkit().args(["buildid-list", "-H", "-i"]).arg(&file));
+    assert_eq!(ours, theirs);
+}

@@ -889,9 +889,17 @@ impl PerfDataWriter {
         // A system-wide file maps the same objects in many processes: one look-up each.
         let mut ids: std::collections::HashMap<&str, Option<Vec<u8>>> =
             std::collections::HashMap::new();
-        for (pid, cpumode, name) in &self.mapped {
+        // One entry per object, with pid -1 (perf's HOST_KERNEL_ID), as perf writes its
+        // host machine's objects: perf takes an entry with any other pid for a guest
+        // machine's, and then finds no build id for the host's object of that name.
+        let objects: BTreeSet<(u16, &str)> = self
+            .mapped
+            .iter()
+            .map(|(_, cpumode, name)| (*cpumode, name.as_str()))
+            .collect();
+        for (cpumode, name) in objects {
             let id = ids
-                .entry(name.as_str())
+                .entry(name)
                 .or_insert_with(|| {
                     if name.starts_with("[kernel.kallsyms]") {
                         crate::synth::kernel_build_id()
@@ -912,10 +920,10 @@ impl PerfDataWriter {
             // misc: cpumode, plus PERF_RECORD_MISC_BUILD_ID_SIZE with the size in byte 20.
             r.extend_from_slice(&header_bytes(&RecordHeader {
                 type_: sys::PERF_RECORD_HEADER_BUILD_ID,
-                misc: *cpumode | (1 << 15),
+                misc: cpumode | (1 << 15),
                 size: size as u16,
             }));
-            w32(&mut r, *pid as u32);
+            w32(&mut r, -1i32 as u32);
             let mut idb = [0u8; 24];
             let n = id.len().min(20);
             idb[..n].copy_from_slice(&id[..n]);
