@@ -1073,10 +1073,9 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         per_event: &per_event,
         clock,
     };
-    // Side-band records without per-sample details stream too (in file order with
-    // `--show-round-events`).
-    let stream_side = want.side() && !want.details;
-    let whole = (want.any() && !stream_side) || keep_every_sample() || args.script.is_some();
+    // Side-band records, per-sample details and Python scripts stream too (in file
+    // order with `--show-round-events`).
+    let whole = keep_every_sample();
     let by_function = args.unnamed.as_deref() == Some("function");
     // (The streamed path names unnamed code after its functions as frames are made.)
     load.unnamed_functions = by_function && !whole;
@@ -1086,7 +1085,7 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         && let Some((has_cpu, has_time)) =
             perfkit_report::sample_columns::sample_columns(&file, rereadable)
     {
-        let side = stream_side.then_some(want);
+        let side = want.any().then_some(want);
         return stream_script(&args, &file, &load, &look, (has_cpu, has_time), side);
     }
     let (profile, diag, extras) = if want.any() {
@@ -1120,30 +1119,14 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
     let keep_side = |e: &script_events::SideEvent| {
         filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
     };
-    if args.script.is_none() && !args.script_args.is_empty() {
-        bail!("arguments after `--` are for a script: name it with -s FILE.py");
-    }
-    if let Some(spec) = &args.script {
-        let path = spec.strip_prefix("python:").unwrap_or(spec);
-        if !path.ends_with(".py") && !spec.starts_with("python:") {
-            bail!("-s {spec}: only Python scripts are supported (perl is not yet)");
-        }
-        if !script_python::available() {
-            bail!("-s {spec}: python3 is not installed (perfkit runs scripts with it)");
-        }
+    if let Some((spec, path)) = python_script(&args)? {
         let mut samples = profile
             .samples
             .iter()
             .enumerate()
             .filter(|(_, s)| filter.keep(&profile, s));
-        let status = script_python::run(
-            &profile,
-            &extras,
-            &mut samples,
-            Path::new(path),
-            &args.script_args,
-        )
-        .with_context(|| format!("-s {spec}"))?;
+        let status = script_python::run(&profile, &extras, &mut samples, path, &args.script_args)
+            .with_context(|| format!("-s {spec}"))?;
         if !status.success() {
             bail!("-s {spec}: the script failed ({status})");
         }
@@ -1190,6 +1173,25 @@ pub fn run_script(args: ScriptArgs) -> Result<u8> {
         w.write_all(text.as_bytes())
     })?;
     exit_code(&args.input, diag)
+}
+
+/// `-s FILE.py` (or `python:FILE`): the flag and the script's path, checked; refuses
+/// arguments after `--` without it.
+fn python_script(args: &ScriptArgs) -> Result<Option<(&str, &Path)>> {
+    let Some(spec) = &args.script else {
+        if !args.script_args.is_empty() {
+            bail!("arguments after `--` are for a script: name it with -s FILE.py");
+        }
+        return Ok(None);
+    };
+    let path = spec.strip_prefix("python:").unwrap_or(spec);
+    if !path.ends_with(".py") && !spec.starts_with("python:") {
+        bail!("-s {spec}: only Python scripts are supported (perl is not yet)");
+    }
+    if !script_python::available() {
+        bail!("-s {spec}: python3 is not installed (perfkit runs scripts with it)");
+    }
+    Ok(Some((spec, Path::new(path))))
 }
 
 /// `PERFKIT_SCRIPT_KEEP=1`: `script` keeps every sample before writing any, even where it
@@ -1312,15 +1314,19 @@ fn stream_script(
     if args.only.cpu.is_some() && !has_cpu {
         bail!("File does not contain CPU events. Remove -C option to proceed.");
     }
-    if !args.script_args.is_empty() {
-        bail!("arguments after `--` are for a script: name it with -s FILE.py");
-    }
+    let python = python_script(args)?;
     let fields = look.fields(has_cpu, has_time);
     let time = match args.only.time.as_deref() {
         Some(spec) => file_time_ranges(spec, file, args.reltime)?,
         None => Vec::new(),
     };
     let filter = look.filter(time)?;
+    // The events' formats and attrs, for the samples' own fields (details).
+    let header = script_events::Extras::for_file(file);
+    if let Some((spec, path)) = python {
+        let cols = (has_cpu, has_time);
+        return stream_python(args, file, load, &fields, &filter, cols, side, (spec, path));
+    }
     if args.per_event_dump {
         let cols = (has_cpu, has_time);
         return stream_event_dump(args, file, load, look, &fields, &filter, cols, side);
@@ -1354,6 +1360,8 @@ fn stream_script(
             std::cell::RefCell::new(std::collections::VecDeque::<script_events::SideEvent>::new());
         // In file order (`--show-round-events`): each sample's command as perf names it.
         let comms = std::cell::RefCell::new(script_events::SampleComms::default());
+        // The samples' own fields (`-F addr`, `iregs`, ...), by sample number.
+        let details = std::cell::RefCell::new(script_events::ByNumber::default());
         let keep_side = |e: &script_events::SideEvent| {
             filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c))
         };
@@ -1367,8 +1375,12 @@ fn stream_script(
                     refused = Some(no_cpu_field(p));
                     return;
                 }
-                None => sw.insert(look.writer(p, &fields, has_cpu, has_time)),
+                None => sw.insert(
+                    look.writer(p, &fields, has_cpu, has_time)
+                        .with_extras(&header),
+                ),
             };
+            let mut details = details.borrow_mut();
             for s in samples {
                 index += 1;
                 loop {
@@ -1384,7 +1396,8 @@ fn stream_script(
                         sw.side_event(p, &e, &mut text);
                     }
                 }
-                let comm = comms.borrow_mut().at(index - 1);
+                let comm = comms.borrow_mut().at(index - 1).cloned();
+                let detail = details.at(index - 1);
                 if !filter.keep(p, s) {
                     continue;
                 }
@@ -1393,7 +1406,7 @@ fn stream_script(
                     text.push('\n');
                 } else {
                     sw.comm_for_next(comm);
-                    sw.sample_at(p, index - 1, s, &mut text);
+                    sw.sample_with(p, s, detail, &mut text);
                 }
                 if text.len() >= CHUNK {
                     let next = empty_rx
@@ -1412,8 +1425,11 @@ fn stream_script(
                 file,
                 load,
                 want,
-                &mut |e| queue.borrow_mut().push_back(e),
-                &mut |i, c| comms.borrow_mut().push(i, c),
+                script_events::StreamTo {
+                    side: &mut |e| queue.borrow_mut().push_back(e),
+                    comm: &mut |i, c| comms.borrow_mut().push(i, c),
+                    detail: &mut |i, d| details.borrow_mut().push(i, d),
+                },
                 &mut sink,
             )
             .map(|(p, d, _)| (p, d))
@@ -1426,7 +1442,10 @@ fn stream_script(
             if let Ok((p, _)) = &loaded
                 && !rest.is_empty()
             {
-                let sw = sw.get_or_insert_with(|| look.writer(p, &fields, has_cpu, has_time));
+                let sw = sw.get_or_insert_with(|| {
+                    look.writer(p, &fields, has_cpu, has_time)
+                        .with_extras(&header)
+                });
                 for e in rest.iter().filter(|e| keep_side(e)) {
                     sw.side_event(p, e, &mut text);
                 }
@@ -1467,9 +1486,11 @@ fn stream_event_dump(
     let names = file.attrs.iter().map(|a| a.name.as_str());
     let mut dump = script::EventDump::create(&args.input, names)
         .with_context(|| format!("--per-event-dump next to {}", args.input.display()))?;
+    let header = script_events::Extras::for_file(file);
     let mut sw = None;
     let (mut index, mut refused, mut failed) = (0usize, None, None);
     let comms = std::cell::RefCell::new(script_events::SampleComms::default());
+    let details = std::cell::RefCell::new(script_events::ByNumber::default());
     let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
         if refused.is_some() || failed.is_some() {
             return;
@@ -1480,16 +1501,21 @@ fn stream_event_dump(
                 refused = Some(no_cpu_field(p));
                 return;
             }
-            None => sw.insert(look.writer(p, fields, has_cpu, has_time)),
+            None => sw.insert(
+                look.writer(p, fields, has_cpu, has_time)
+                    .with_extras(&header),
+            ),
         };
+        let mut details = details.borrow_mut();
         for s in samples {
             index += 1;
-            let comm = comms.borrow_mut().at(index - 1);
+            let comm = comms.borrow_mut().at(index - 1).cloned();
+            let detail = details.at(index - 1);
             if !filter.keep(p, s) {
                 continue;
             }
             sw.comm_for_next(comm);
-            if let Err(e) = dump.write(p, sw, index - 1, s) {
+            if let Err(e) = dump.write_with(p, sw, s, detail) {
                 failed = Some(e);
                 return;
             }
@@ -1501,8 +1527,11 @@ fn stream_event_dump(
             file,
             load,
             want,
-            &mut |e| side_events.push(e),
-            &mut |i, c| comms.borrow_mut().push(i, c),
+            script_events::StreamTo {
+                side: &mut |e| side_events.push(e),
+                comm: &mut |i, c| comms.borrow_mut().push(i, c),
+                detail: &mut |i, d| details.borrow_mut().push(i, d),
+            },
             &mut sink,
         )
         .map(|(p, d, _)| (p, d))
@@ -1513,7 +1542,10 @@ fn stream_event_dump(
         bail!(why);
     }
     if failed.is_none() && !side_events.is_empty() {
-        let sw = sw.get_or_insert_with(|| look.writer(&profile, fields, has_cpu, has_time));
+        let sw = sw.get_or_insert_with(|| {
+            look.writer(&profile, fields, has_cpu, has_time)
+                .with_extras(&header)
+        });
         let mut text = String::new();
         for e in &side_events {
             if filter.cpus.is_empty() || e.cpu.is_none_or(|c| filter.cpus.contains(&c)) {
@@ -1531,6 +1563,74 @@ fn stream_event_dump(
         eprintln!("perfkit: {d}");
     }
     print_dump_sizes(&written);
+    exit_code(&args.input, diag)
+}
+
+/// [`stream_script`] with `-s FILE.py`: each sample goes to the script as it is built,
+/// with its own fields (perf's `param_dict`), in the order the kept path feeds them.
+#[allow(clippy::too_many_arguments)]
+fn stream_python(
+    args: &ScriptArgs,
+    file: &perfkit_data::PerfData,
+    load: &LoadOptions,
+    fields: &[Field],
+    filter: &Filter,
+    (has_cpu, _): (bool, bool),
+    want: Option<script_events::Want>,
+    (spec, path): (&str, &Path),
+) -> Result<u8> {
+    let header = script_events::Extras::for_file(file);
+    let mut session = script_python::Session::start(path, &args.script_args)
+        .with_context(|| format!("-s {spec}"))?;
+    let mut refused = None;
+    let details = std::cell::RefCell::new(script_events::ByNumber::default());
+    let mut index = 0usize;
+    let mut sink = |p: &Profile, samples: &[perfkit_report::Sample]| {
+        if refused.is_some() {
+            return;
+        }
+        if fields.contains(&Field::Cpu) && !has_cpu && !samples.is_empty() {
+            refused = Some(no_cpu_field(p));
+            return;
+        }
+        let mut details = details.borrow_mut();
+        for s in samples {
+            index += 1;
+            let detail = details.at(index - 1);
+            if filter.keep(p, s) {
+                session.sample(p, &header, s, detail);
+            }
+        }
+    };
+    let want = want.unwrap_or_else(script_events::Want::none);
+    let loaded = script_events::stream(
+        file,
+        load,
+        want,
+        script_events::StreamTo {
+            side: &mut |_| {},
+            comm: &mut |_, _| {},
+            detail: &mut |i, d| details.borrow_mut().push(i, d),
+        },
+        &mut sink,
+    )
+    .with_context(|| format!("{}", args.input.display()));
+    let status = match &loaded {
+        Ok((p, _, _)) => session.finish(p),
+        Err(_) => session.finish(&Profile::default()),
+    }
+    .with_context(|| format!("-s {spec}"));
+    let (_, diag, _) = loaded?;
+    if let Some(why) = refused {
+        bail!(why);
+    }
+    for d in &diag.warnings {
+        eprintln!("perfkit: {d}");
+    }
+    let status = status?;
+    if !status.success() {
+        bail!("-s {spec}: the script failed ({status})");
+    }
     exit_code(&args.input, diag)
 }
 

@@ -288,7 +288,10 @@ impl Filter {
     /// Whether sample `s` passes every filter.
     pub fn keep(&self, p: &Profile, s: &Sample) -> bool {
         let t = &p.threads[s.thread as usize];
-        if !self.keep_thread(t, t.name_at(s.time)) {
+        // (The thread's name at the sample's time is looked up only for a filter.)
+        let thread_filters =
+            !self.comms.is_empty() || !self.pids.is_empty() || !self.tids.is_empty();
+        if thread_filters && !self.keep_thread(t, t.name_at(s.time)) {
             return false;
         }
         self.keep_leaf(p, s)

@@ -581,18 +581,27 @@ impl<'p> ScriptWriter<'p> {
             // Nothing beyond the profile was asked for: the plain path.
             return self.sample(p, s, out);
         }
+        let detail = self.extras.and_then(|e| e.details.get(index));
+        if let Some(c) = self.extras.and_then(|e| e.comms.get(&index)) {
+            self.comm_now = Some(c.clone());
+        }
+        self.sample_with(p, s, detail, out)
+    }
+
+    /// Append one sample to `out` with its own fields `detail` (as a streamed load gives
+    /// them: [`crate::script_events::stream`]) where they are asked for.
+    pub fn sample_with(
+        &mut self,
+        p: &Profile,
+        s: &Sample,
+        detail: Option<&SampleDetail>,
+        out: &mut String,
+    ) {
         let own = self
             .event_fields
             .get(s.event as usize)
             .and_then(Option::as_ref);
         let fields = own.unwrap_or(&self.fields);
-        let detail = self.extras.and_then(|e| e.details.get(index));
-        let given = self.comm_now.take();
-        self.comm_now = self
-            .extras
-            .and_then(|e| e.comms.get(&index))
-            .cloned()
-            .or(given);
         if let Some(d) = detail.filter(|_| fields.iter().any(|f| f.needs_details()))
             && trace_of(p, s).is_none()
         {
@@ -1023,12 +1032,29 @@ impl EventDump {
         i: usize,
         s: &Sample,
     ) -> std::io::Result<()> {
+        self.put(s, |text| sw.sample_at(p, i, s, text))
+    }
+
+    /// [`write`](Self::write) for a sample given with its own fields `detail`
+    /// ([`ScriptWriter::sample_with`]).
+    pub fn write_with(
+        &mut self,
+        p: &Profile,
+        sw: &mut ScriptWriter<'_>,
+        s: &Sample,
+        detail: Option<&SampleDetail>,
+    ) -> std::io::Result<()> {
+        self.put(s, |text| sw.sample_with(p, s, detail, text))
+    }
+
+    /// Append the text `format` makes of `s` to its event's file.
+    fn put(&mut self, s: &Sample, format: impl FnOnce(&mut String)) -> std::io::Result<()> {
         use std::io::Write as _;
         let Some((_, w, bytes, n)) = self.files.get_mut(s.event as usize) else {
             return Ok(());
         };
         self.text.clear();
-        sw.sample_at(p, i, s, &mut self.text);
+        format(&mut self.text);
         w.write_all(self.text.as_bytes())?;
         *bytes += self.text.len() as u64;
         *n += 1;

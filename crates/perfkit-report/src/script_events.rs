@@ -245,6 +245,23 @@ pub struct Extras {
     pub comms: HashMap<usize, String>,
 }
 
+impl Extras {
+    /// What `file`'s header says: its events' formats and attrs, and its architecture
+    /// (no samples' details, no side-band records yet).
+    pub fn for_file(file: &PerfData) -> Extras {
+        Extras {
+            events: formats(file),
+            arch: file.features.arch.clone().unwrap_or_default(),
+            attrs: file
+                .attrs
+                .iter()
+                .map(|a| a.attr.as_bytes()[..128].to_vec())
+                .collect(),
+            ..Extras::default()
+        }
+    }
+}
+
 /// Side-band and per-sample state kept while the records go by.
 struct Collector {
     want: Want,
@@ -266,11 +283,7 @@ impl Collector {
     fn new(file: &PerfData, loader: &Loader, want: Want) -> Self {
         Collector {
             want,
-            extras: Extras {
-                events: formats(file),
-                arch: file.features.arch.clone().unwrap_or_default(),
-                ..Extras::default()
-            },
+            extras: Extras::for_file(file),
             comms: HashMap::default(),
             maps: HashMap::default(),
             kernel_maps: ProcessMaps::new(),
@@ -819,11 +832,6 @@ pub fn load(
     file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
     let mut c = Collector::new(file, &loader, want);
-    c.extras.attrs = file
-        .attrs
-        .iter()
-        .map(|a| a.attr.as_bytes()[..128].to_vec())
-        .collect();
     if want.rounds {
         let result = in_file_order(file, &mut loader, &mut c);
         let (profile, mut diag) = loader.finish();
@@ -851,25 +859,38 @@ pub fn load(
     Ok((profile, diag, c.extras))
 }
 
-/// [`load`] for side-band records without per-sample details (`want.details` unset):
-/// the samples go to `sink` as they are built ([`crate::load::stream`], one reading
-/// thread) and each side-band record to `side` as it is read, its [`SideEvent::before`]
-/// counting the samples before it in the file, so that a writer prints it before the
-/// sample of that number, as [`load`]'s caller does. With `want.rounds` the records come
-/// in file order (perf's unordered mode) and `comm` gets, before each sample record is
-/// built, the number of the first sample it makes and the command perf names its thread
-/// with at that point ([`Extras::comms`]; see [`SampleComms`]). Memory then follows the
-/// side-band records not printed yet, not the samples. What comes back is the profile
-/// without samples and the extras without side-band records.
+/// Where [`stream`] hands what it reads, beside the samples.
+pub struct StreamTo<'a> {
+    /// Each side-band record as it is read.
+    pub side: &'a mut dyn FnMut(SideEvent),
+    /// With `want.rounds`: the number of the first sample a record makes and its command.
+    pub comm: &'a mut dyn FnMut(usize, String),
+    /// With `want.details`: a sample record's own fields, with the number of the first
+    /// sample it makes, before the record is built ([`Extras::details`]; see
+    /// [`ByNumber`]: a record of several samples gives them all the same).
+    pub detail: &'a mut dyn FnMut(usize, SampleDetail),
+}
+
+/// [`load`], the samples going to `sink` as they are built ([`crate::load::stream`], one
+/// reading thread) and each side-band record to `to.side` as it is read, its
+/// [`SideEvent::before`] counting the samples before it in the file, so that a writer
+/// prints it before the sample of that number, as [`load`]'s caller does. With
+/// `want.details` each sample record's own fields go to `to.detail` before the record is
+/// built (those of one batch of samples at most wait there). With
+/// `want.rounds` the records come in file order (perf's unordered mode) and `to.comm`
+/// gets, before each sample record is built, the number of the first sample it makes and
+/// the command perf names its thread with at that point ([`Extras::comms`]; see
+/// [`SampleComms`]). Memory then follows the side-band records and details not printed
+/// yet, not the samples. What comes back is the profile without samples and the extras
+/// without side-band records or details.
 pub fn stream(
     file: &PerfData,
     opts: &LoadOptions,
     want: Want,
-    side: &mut dyn FnMut(SideEvent),
-    comm: &mut dyn FnMut(usize, String),
+    to: StreamTo<'_>,
     sink: &mut crate::build::SampleSink<'_>,
 ) -> Result<(Profile, Diagnostics, Extras), LoadError> {
-    debug_assert!(!want.details);
+    let StreamTo { side, comm, detail } = to;
     let parser = file.parser().map_err(LoadError::Read)?;
     let mut loader = Loader::for_file(file, opts);
     loader.stream_samples();
@@ -899,20 +920,34 @@ pub fn stream(
                 if let Record::Sample(s) = &record.record {
                     comm(before, c.comm_of(s.tid.unwrap_or(-1)));
                 }
+                if want.details {
+                    c.sample(attr, &record, 1);
+                    if let Some(d) = c.extras.details.pop() {
+                        detail(before, d);
+                    }
+                }
                 loader.record_to(attr, &record, &mut counted);
             }
             Ok(())
         })
     } else {
         file.for_each(
-            |item| {
-                if let Item::Event { attr, record } = &item {
-                    c.record(*attr, record, given.get() + loader.samples_len());
+            |item| match item {
+                Item::Event { attr, record } => {
+                    let before = given.get() + loader.samples_len();
+                    c.record(attr, &record, before);
                     for e in c.extras.side.drain(..) {
                         side(e);
                     }
+                    if want.details {
+                        c.sample(attr, &record, 1);
+                        if let Some(d) = c.extras.details.pop() {
+                            detail(before, d);
+                        }
+                    }
+                    loader.record_to(attr, &record, &mut counted);
                 }
-                loader.item_to(item, &mut counted);
+                other => loader.item_to(other, &mut counted),
             },
             |_| {},
         )
@@ -923,31 +958,43 @@ pub fn stream(
     Ok((profile, diag, c.extras))
 }
 
-/// The commands [`stream`] gives for samples in file order, handed to a writer as the
-/// samples come: sample `i` takes the last command given for a number at or below `i`
-/// (a record that made no sample is passed over). Memory: the commands of samples not
-/// written yet.
-#[derive(Debug, Default)]
-pub struct SampleComms {
-    queue: std::collections::VecDeque<(usize, String)>,
-    current: Option<String>,
+/// What [`stream`] gives for samples by the number of the first sample of their record
+/// (commands, details), handed to a writer as the samples come: sample `i` takes the last
+/// value given for a number at or below `i` (a record that made no sample is passed
+/// over). Memory: the values of samples not written yet.
+#[derive(Debug)]
+pub struct ByNumber<T> {
+    queue: std::collections::VecDeque<(usize, T)>,
+    current: Option<T>,
 }
 
-impl SampleComms {
-    /// Samples from number `first` on are named `comm` (until a later number's command).
-    pub fn push(&mut self, first: usize, comm: String) {
-        self.queue.push_back((first, comm));
+impl<T> Default for ByNumber<T> {
+    fn default() -> Self {
+        ByNumber {
+            queue: Default::default(),
+            current: None,
+        }
+    }
+}
+
+impl<T> ByNumber<T> {
+    /// Samples from number `first` on take `value` (until a later number's value).
+    pub fn push(&mut self, first: usize, value: T) {
+        self.queue.push_back((first, value));
     }
 
-    /// The command of sample number `i` (numbers asked for in order); None when none was
+    /// The value of sample number `i` (numbers asked for in order); None when none was
     /// given.
-    pub fn at(&mut self, i: usize) -> Option<String> {
+    pub fn at(&mut self, i: usize) -> Option<&T> {
         while self.queue.front().is_some_and(|(first, _)| *first <= i) {
             self.current = self.queue.pop_front().map(|(_, c)| c);
         }
-        self.current.clone()
+        self.current.as_ref()
     }
 }
+
+/// The commands [`stream`] gives for samples in file order (`--show-round-events`).
+pub type SampleComms = ByNumber<String>;
 
 /// perf's line for the end of a round (`--show-round-events`), before sample `before`.
 fn round_end(before: usize, misc: u16) -> SideEvent {

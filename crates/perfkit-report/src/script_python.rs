@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde_json::{Value, json};
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 
 /// The Python side: runs the script, then dispatches each JSON line to it.
 pub const DRIVER: &str = r#"
@@ -32,11 +32,17 @@ def call(name, *args):
     if callable(f):
         return f(*args), True
     return None, False
+ATTRS = {}
 call('trace_begin')
 for line in sys.stdin:
+    # Lines of the other mode are passed over undecoded (half the driver's time).
+    if line.startswith('["table"' if not db else '["sample"'):
+        continue
     ev = json.loads(line)
     kind = ev[0]
-    if kind == 'table':
+    if kind == 'attr':
+        ATTRS[ev[1]] = bytes(ev[2])
+    elif kind == 'table':
         if db:
             call(ev[1], *ev[2])
     elif kind == 'sample':
@@ -47,7 +53,7 @@ for line in sys.stdin:
         for k in ORDER:
             if k in src:
                 d[k] = src[k]
-        d['attr'] = bytes(d['attr'])
+        d['attr'] = ATTRS.get(d['attr'], b'')
         d['raw_buf'] = bytes(d['raw_buf'])
         d['sample'] = dict((k, v) for k, v in d['sample'])
         d['sample']['values'] = [tuple(v) for v in d['sample']['values']]
@@ -96,6 +102,8 @@ struct Db {
     stack_paths: HashMap<StackId, u64>,
     next_comm_thread: u64,
     next_sample: u64,
+    /// The events whose attr the driver has (sent once, not with every sample).
+    attrs_sent: Vec<bool>,
 }
 
 /// Run `script` (with `args`) on `samples` of `profile`.
@@ -106,23 +114,90 @@ pub fn run(
     script: &Path,
     args: &[String],
 ) -> std::io::Result<ExitStatus> {
-    let mut child = Command::new("python3")
-        .arg("-c")
-        .arg(DRIVER)
-        .arg(script)
-        .args(args)
-        .stdin(Stdio::piped())
-        .spawn()?;
-    let stdin = child.stdin.take().expect("piped stdin");
-    let mut w = BufWriter::new(stdin);
-    let fed = feed(profile, extras, samples, &mut w).and_then(|()| w.flush());
-    drop(w);
-    let status = child.wait()?;
-    match fed {
-        // The script stopped reading (it failed, or exited early): its status says why.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(status),
-        Err(e) => Err(e),
-        Ok(()) => Ok(status),
+    let mut session = Session::start(script, args)?;
+    for (index, s) in samples {
+        session.sample(profile, extras, s, extras.details.get(index));
+    }
+    session.finish(profile)
+}
+
+/// A running script fed one sample at a time, as a streamed `script` reads them: memory
+/// follows perf's db-export ids (threads, comms, symbols, call paths), not the samples.
+pub struct Session {
+    child: Child,
+    w: BufWriter<ChildStdin>,
+    db: Db,
+    started: bool,
+    /// The first write that failed; nothing more is sent after it.
+    failed: Option<std::io::Error>,
+}
+
+impl Session {
+    /// Start `python3` on `script` (with `args`).
+    pub fn start(script: &Path, args: &[String]) -> std::io::Result<Session> {
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(DRIVER)
+            .arg(script)
+            .args(args)
+            .stdin(Stdio::piped())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        Ok(Session {
+            child,
+            w: BufWriter::new(stdin),
+            db: Db::default(),
+            started: false,
+            failed: None,
+        })
+    }
+
+    /// Send sample `s` of `p` (the profile as built so far), with its own fields
+    /// `detail`; `extras` gives its event's attr.
+    pub fn sample(
+        &mut self,
+        p: &Profile,
+        extras: &Extras,
+        s: &Sample,
+        detail: Option<&SampleDetail>,
+    ) {
+        if self.failed.is_some() {
+            return;
+        }
+        let sent = self
+            .begin(p)
+            .and_then(|()| feed_one(&mut self.db, p, extras, s, detail, &mut self.w));
+        if let Err(e) = sent {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The tables sent before the first sample.
+    fn begin(&mut self, p: &Profile) -> std::io::Result<()> {
+        if std::mem::replace(&mut self.started, true) {
+            return Ok(());
+        }
+        for (i, e) in p.events.iter().enumerate() {
+            table(&mut self.w, "evsel_table", json!([i + 1, e.name]))?;
+        }
+        table(&mut self.w, "machine_table", json!([1, -1, ""]))
+    }
+
+    /// Close the script's input (after the tables of `p`, if no sample was sent) and wait
+    /// for it.
+    pub fn finish(mut self, p: &Profile) -> std::io::Result<ExitStatus> {
+        let fed = match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.begin(p).and_then(|()| self.w.flush()),
+        };
+        drop(self.w);
+        let status = self.child.wait()?;
+        match fed {
+            // The script stopped reading (it failed, or exited early): its status says why.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(status),
+            Err(e) => Err(e),
+            Ok(()) => Ok(status),
+        }
     }
 }
 
@@ -135,90 +210,89 @@ fn table(w: &mut dyn Write, name: &str, args: Value) -> std::io::Result<()> {
     line(w, &json!(["table", name, args]))
 }
 
-fn feed(
+/// Send one sample, and the db-export rows it is the first to use.
+fn feed_one(
+    db: &mut Db,
     p: &Profile,
     extras: &Extras,
-    samples: &mut dyn Iterator<Item = (usize, &Sample)>,
+    s: &Sample,
+    detail: Option<&SampleDetail>,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let details = &extras.details;
-    let mut db = Db::default();
-    for (i, e) in p.events.iter().enumerate() {
-        table(w, "evsel_table", json!([i + 1, e.name]))?;
+    let t = &p.threads[s.thread as usize];
+    let thread_id = thread(db, p, s.thread, w)?;
+    let comm = t.name_at(s.time).to_string();
+    let comm_id = match db.comms.get(&(s.thread, comm.clone())) {
+        Some(&id) => id,
+        None => {
+            let id = db.comms.len() as u64 + 1;
+            db.comms.insert((s.thread, comm.clone()), id);
+            table(w, "comm_table", json!([id, comm, thread_id, s.time, false]))?;
+            db.next_comm_thread += 1;
+            table(
+                w,
+                "comm_thread_table",
+                json!([db.next_comm_thread, id, thread_id]),
+            )?;
+            id
+        }
+    };
+    let leaf = p.stack_frames(s.stack).next();
+    let (dso_id, sym_id, sym_off, ip) = match leaf {
+        Some(f) => {
+            let (d, sy) = symbol(db, p, f, w)?;
+            let fr = &p.frames[f as usize];
+            (d, sy, fr.sym_offset.unwrap_or(0), fr.addr)
+        }
+        None => (0, 0, 0, 0),
+    };
+    let call_path = match s.stack {
+        Some(st) if p.events[s.event as usize].callchain => call_path(db, p, st, w)?,
+        _ => 0,
+    };
+    db.next_sample += 1;
+    let cpu = s.cpu.map_or(-1, i64::from);
+    table(
+        w,
+        "sample_table",
+        json!([
+            db.next_sample,
+            s.event + 1,
+            1,
+            thread_id,
+            comm_id,
+            dso_id,
+            sym_id,
+            sym_off,
+            ip,
+            s.time,
+            cpu,
+            0,
+            0,
+            0,
+            0,
+            s.period,
+            0,
+            0,
+            detail.map_or(NO_DATA_SRC, |d| d.data_src),
+            0,
+            0,
+            call_path,
+            0,
+            0,
+            0
+        ]),
+    )?;
+    let event = s.event as usize;
+    if !db.attrs_sent.get(event).copied().unwrap_or(false) {
+        let attr = extras.attrs.get(event).map_or(&[][..], Vec::as_slice);
+        line(w, &json!(["attr", event, attr]))?;
+        if db.attrs_sent.len() <= event {
+            db.attrs_sent.resize(event + 1, false);
+        }
+        db.attrs_sent[event] = true;
     }
-    table(w, "machine_table", json!([1, -1, ""]))?;
-    for (index, s) in samples {
-        let t = &p.threads[s.thread as usize];
-        let thread_id = thread(&mut db, p, s.thread, w)?;
-        let comm = t.name_at(s.time).to_string();
-        let comm_id = match db.comms.get(&(s.thread, comm.clone())) {
-            Some(&id) => id,
-            None => {
-                let id = db.comms.len() as u64 + 1;
-                db.comms.insert((s.thread, comm.clone()), id);
-                table(w, "comm_table", json!([id, comm, thread_id, s.time, false]))?;
-                db.next_comm_thread += 1;
-                table(
-                    w,
-                    "comm_thread_table",
-                    json!([db.next_comm_thread, id, thread_id]),
-                )?;
-                id
-            }
-        };
-        let leaf = p.stack_frames(s.stack).next();
-        let (dso_id, sym_id, sym_off, ip) = match leaf {
-            Some(f) => {
-                let (d, sy) = symbol(&mut db, p, f, w)?;
-                let fr = &p.frames[f as usize];
-                (d, sy, fr.sym_offset.unwrap_or(0), fr.addr)
-            }
-            None => (0, 0, 0, 0),
-        };
-        let call_path = match s.stack {
-            Some(st) if p.events[s.event as usize].callchain => call_path(&mut db, p, st, w)?,
-            _ => 0,
-        };
-        db.next_sample += 1;
-        let cpu = s.cpu.map_or(-1, i64::from);
-        table(
-            w,
-            "sample_table",
-            json!([
-                db.next_sample,
-                s.event + 1,
-                1,
-                thread_id,
-                comm_id,
-                dso_id,
-                sym_id,
-                sym_off,
-                ip,
-                s.time,
-                cpu,
-                0,
-                0,
-                0,
-                0,
-                s.period,
-                0,
-                0,
-                details.get(index).map_or(NO_DATA_SRC, |d| d.data_src),
-                0,
-                0,
-                call_path,
-                0,
-                0,
-                0
-            ]),
-        )?;
-        let attr = extras
-            .attrs
-            .get(s.event as usize)
-            .map_or(&[][..], Vec::as_slice);
-        line(w, &sample_event(p, s, details.get(index), attr))?;
-    }
-    Ok(())
+    line(w, &sample_event(p, s, detail))
 }
 
 fn thread(db: &mut Db, p: &Profile, tix: u32, w: &mut dyn Write) -> std::io::Result<u64> {
@@ -320,7 +394,8 @@ fn call_path(db: &mut Db, p: &Profile, stack: StackId, w: &mut dyn Write) -> std
 
 /// A sample as perf's `process_event` gets it (`param_dict`), and for tracepoints the
 /// handler's name and fields.
-fn sample_event(p: &Profile, s: &Sample, detail: Option<&SampleDetail>, attr: &[u8]) -> Value {
+/// (Its `attr` is the event's number: the driver has the bytes from an `attr` line.)
+fn sample_event(p: &Profile, s: &Sample, detail: Option<&SampleDetail>) -> Value {
     let t = &p.threads[s.thread as usize];
     let ev = &p.events[s.event as usize];
     let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
@@ -354,7 +429,7 @@ fn sample_event(p: &Profile, s: &Sample, detail: Option<&SampleDetail>, attr: &[
     // pairs: JSON objects do not keep an order.
     let mut d = json!({
         "ev_name": ev.name,
-        "attr": attr,
+        "attr": s.event,
         "sample": sample,
         "raw_buf": [],
         "comm": t.name_at(s.time),

@@ -187,3 +187,131 @@ fn streamed_stays_flat(files: &[std::path::PathBuf], n: usize) {
     assert!(grown(|m| m.1) * 10 <= size * n, "peak bytes: {streamed:?}");
     assert!(grown(|m| m.0) * 10 <= size * n, "live bytes: {streamed:?}");
 }
+
+/// (peak bytes during the load above the start, samples handed out, details met) of
+/// streaming `file` with each sample's own fields as `script -F addr,...` reads it: the
+/// details wait by number ([`ByNumber`]) until their sample is written, and `python`
+/// (a `script -s` session) gets each sample as it comes.
+fn measure_details(file: &Path, python: Option<&Path>) -> (usize, usize, usize) {
+    use perfkit_report::script_events::{self, ByNumber, Extras, StreamTo, Want};
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut opts = LoadOptions::default();
+    opts.kallsyms = Some(file.with_extension("no-kallsyms"));
+    let data = open(file).expect("open the generated file");
+    let header = Extras::for_file(&data);
+    let mut session = python
+        .map(|py| perfkit_report::script_python::Session::start(py, &[]).expect("start python3"));
+    let mut want = Want::none();
+    want.details = true;
+    let start = LIVE.load(Ordering::Relaxed);
+    PEAK.store(start, Ordering::Relaxed);
+    let details = std::cell::RefCell::new(ByNumber::default());
+    let (mut given, mut met) = (0, 0);
+    let mut sink = |p: &perfkit_report::Profile, samples: &[perfkit_report::Sample]| {
+        let mut details = details.borrow_mut();
+        for s in samples {
+            let d = details.at(given);
+            met += usize::from(d.is_some());
+            if let Some(py) = &mut session {
+                py.sample(p, &header, s, d);
+            }
+            given += 1;
+        }
+    };
+    let (profile, _, _) = script_events::stream(
+        &data,
+        &opts,
+        want,
+        StreamTo {
+            side: &mut |_| {},
+            comm: &mut |_, _| {},
+            detail: &mut |i, d| details.borrow_mut().push(i, d),
+        },
+        &mut sink,
+    )
+    .expect("stream the file");
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(start);
+    if let Some(py) = session {
+        assert!(py.finish(&profile).expect("python3 ran").success());
+    }
+    (peak, given, met)
+}
+
+/// `script` with per-sample fields (`-F addr,iregs,...`) and `script -s FILE.py` stream:
+/// every sample handed out once with its details, and the peak memory flat as the file
+/// doubles, where keeping the details (`PERFKIT_SCRIPT_KEEP=1`'s load) grows by at least
+/// a detail per sample.
+#[test]
+fn streamed_details_and_python_stay_flat_as_the_file_doubles() {
+    use perfkit_report::script_events::{SampleDetail, Want, load};
+    let dir = tempfile::tempdir().expect("temporary directory");
+    const N: u64 = 40_000;
+    let mut files = Vec::new();
+    for n in [N, 2 * N] {
+        let path = dir.path().join(format!("gen-{n}.data"));
+        let mut a = generator::Args::new(n, path.clone());
+        a.processes = 4;
+        a.threads = 2;
+        a.paths = 20;
+        a.cpus = 4;
+        if let Err(e) = generator::run(a) {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("the generator needs shared objects with symbols: {e}");
+            }
+            eprintln!("skipped: {e}");
+            return;
+        }
+        files.push(path);
+    }
+    let n = N as usize;
+    // The kept load: a detail per sample.
+    let mut kept = Vec::new();
+    for f in &files {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut opts = LoadOptions::default();
+        opts.kallsyms = Some(f.with_extension("no-kallsyms"));
+        let mut want = Want::none();
+        want.details = true;
+        let data = open(f).expect("open the generated file");
+        let start = LIVE.load(Ordering::Relaxed);
+        let (p, _, extras) = load(&data, &opts, want).expect("load the file");
+        assert_eq!(extras.details.len(), p.samples.len());
+        kept.push(LIVE.load(Ordering::Relaxed).saturating_sub(start));
+    }
+    let per_sample =
+        std::mem::size_of::<SampleDetail>() + std::mem::size_of::<perfkit_report::Sample>();
+    assert!(
+        kept[1].saturating_sub(kept[0]) >= per_sample * n,
+        "kept: {kept:?}"
+    );
+    let streamed: Vec<_> = files.iter().map(|f| measure_details(f, None)).collect();
+    eprintln!("details streamed (peak, given, met): {streamed:?}; kept live {kept:?}");
+    assert_eq!((streamed[0].1, streamed[1].1), (n, 2 * n));
+    assert_eq!((streamed[0].2, streamed[1].2), (n, 2 * n));
+    assert!(
+        streamed[1].0.saturating_sub(streamed[0].0) * 10 <= per_sample * n,
+        "peak bytes: {streamed:?}"
+    );
+    if !perfkit_report::script_python::available() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("python3 is not installed (script -s needs it)");
+        }
+        return eprintln!("skipped the Python part: no python3");
+    }
+    let py = dir.path().join("count.py");
+    std::fs::write(
+        &py,
+        "n = 0\ndef process_event(d):\n    global n\n    n += 1\n",
+    )
+    .expect("write the script");
+    let fed: Vec<_> = files
+        .iter()
+        .map(|f| measure_details(f, Some(&py)))
+        .collect();
+    eprintln!("python streamed (peak, given, met): {fed:?}");
+    assert_eq!((fed[0].1, fed[1].1), (n, 2 * n));
+    assert!(
+        fed[1].0.saturating_sub(fed[0].0) * 10 <= per_sample * n,
+        "peak bytes with python: {fed:?}"
+    );
+}
