@@ -164,3 +164,16 @@ fn equal_garbage_callers_in_perfs_wrapping_address_order() {
         assert_eq!(unknown_rows(&callers).len(), 3);
     }
 }
+
+/// Two unnamed addresses that differ only in bit 63 (0 and 0x8000000000000000, both seen
+/// among an `-a` recording's garbage callers) are two rows, as perf compares the whole
+/// address; perfkit once keyed them with that bit set and merged them.
+#[test]
+fn addresses_apart_only_in_bit_63_are_two_rows() {
+    if !have_perf() {
+        return skip("perf is not installed");
+    }
+    let rows = unknown_rows(&[0x8000_0000_0000_0000, 0, 0]);
+    // perf prints address 0 without `0x`: only the other row matches `] 0x`.
+    assert_eq!(rows, ["0x8000000000000000"]);
+}
