@@ -1767,8 +1767,16 @@ fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
     } else {
         ranks[fr.func as usize] + 1
     };
+    // perf's `match_chain` compares an unnamed frame by its object and address: frames
+    // outside every mapping (no object) match by address, whichever privilege level the
+    // walk gave them (perfkit's [k]/[.] of such a frame is two functions).
+    let key = match (unnamed, rank) {
+        (true, 0) => (u32::MAX, fr.addr),
+        (true, _) => (fr.func, fr.addr),
+        (false, _) => (fr.func, 0),
+    };
     callgraph::Entry {
-        key: (fr.func, if unnamed { fr.addr } else { 0 }),
+        key,
         order: (rank, start),
         ip: (rank, fr.addr),
         named: !unnamed,
