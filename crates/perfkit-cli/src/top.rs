@@ -84,6 +84,11 @@ pub struct TopArgs {
     /// user stack), as `record --off-cpu` gathers it without BPF.
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
+    /// Do not watch for BPF programs loaded while top runs (perf's side-band thread: it
+    /// keeps each program's JIT code and line info, so that its `bpf_prog_*` row
+    /// annotates even after the program is gone).
+    #[arg(long = "no-bpf-event")]
+    pub no_bpf_event: bool,
     /// Ring buffer pages per CPU (a power of two).
     #[arg(short = 'm', long = "mmap-pages", default_value_t = 128)]
     pub pages: usize,
@@ -116,6 +121,8 @@ pub struct Session {
     pub status: Status,
     /// Zero the history at each refresh.
     pub zero: bool,
+    /// perf top's BPF side-band thread: the programs loaded since top started.
+    bpf: Option<perfkit_engine::bpf_watch::BpfWatcher>,
     live: top::Live,
     samples_at_refresh: u64,
     refreshed_at: Instant,
@@ -193,6 +200,18 @@ impl Session {
         views
     }
 
+    /// The code of the BPF programs loaded since top started (read as each loaded, so
+    /// also of programs unloaded since), for annotating their `bpf_prog_*` symbols.
+    pub fn bpf_code(&self) -> perfkit_report::bpf_code::BpfCode {
+        match &self.bpf {
+            Some(w) => {
+                let seen = w.seen();
+                perfkit_report::bpf_code::BpfCode::live(seen.programs, seen.btfs)
+            }
+            None => Default::default(),
+        }
+    }
+
     /// Whether the launched command has ended.
     pub fn command_done(&self) -> bool {
         self.workload.as_ref().is_some_and(|w| w.status().is_some())
@@ -240,6 +259,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             CallGraph::None
         },
         sample_cpu: true,
+        no_bpf_event: args.no_bpf_event,
         ..SamplingOptions::default()
     };
     sampling_attrs(&mut specs, &sopts);
@@ -276,6 +296,11 @@ pub fn start(args: &TopArgs) -> Result<Session> {
     };
     let opened = perfkit_engine::open(&specs, &places, &opts).require_all()?;
     let mut recorder = Recorder::new(opened, args.pages)?;
+    // perf top's BPF side-band thread (`evlist__add_bpf_sb_event`): without the rights
+    // to watch every CPU, top goes on without it, as perf does.
+    let bpf = (!args.no_bpf_event)
+        .then(perfkit_engine::bpf_watch::BpfWatcher::start)
+        .and_then(|r| r.ok());
     if args.off_cpu {
         let off = perfkit_engine::offcpu::OffCpu::open(&places, &opts, &sopts, args.pages)
             .context("--off-cpu")?;
@@ -348,6 +373,7 @@ pub fn start(args: &TopArgs) -> Result<Session> {
             ..Status::default()
         },
         zero: args.zero,
+        bpf,
         live: top::Live::default(),
         samples_at_refresh: 0,
         refreshed_at: Instant::now(),

@@ -423,6 +423,7 @@ fn annotate_selected(s: &mut Session, ui: &mut Ui) -> Result<()> {
         symbol: Some(sym.clone()),
         dsos: dso.into_iter().collect(),
         source: true,
+        bpf: s.bpf_code(),
         ..annotate::Options::default()
     };
     let (anns, skipped) = annotate::annotate(s.loader.profile(), &mut ui.symbolizer, &opts);

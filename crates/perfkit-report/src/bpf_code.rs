@@ -59,6 +59,21 @@ impl BpfCode {
         }
     }
 
+    /// Programs read from the running kernel (`top`'s side-band watcher), whose JIT
+    /// compiled for this machine's architecture.
+    pub fn live(programs: Vec<BpfProgInfo>, btfs: Vec<BpfBtf>) -> BpfCode {
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => Some(Arch::X86_64),
+            "aarch64" => Some(Arch::Aarch64),
+            _ => None,
+        };
+        BpfCode {
+            programs,
+            btfs,
+            arch,
+        }
+    }
+
     /// The function loaded at `start` whose code the recording keeps, or why there is
     /// none.
     pub fn function_at(&self, start: u64) -> Result<BpfFunction<'_>, String> {

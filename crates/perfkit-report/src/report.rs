@@ -646,7 +646,7 @@ fn event_rows<'p>(
             if let Some(off) = fr.map_offset.filter(|&o| o != fr.addr)
                 && p.func_of(f).name == "[unknown]"
             {
-                leaf_key[i] = (3 << 62) | off;
+                leaf_key[i] = ids.unnamed_id(1, off);
             }
         }
         let seq = rows.len() as u32;
@@ -1122,6 +1122,9 @@ struct Ids<'p> {
     /// Inlined functions as perf tells them apart: by name and the range of the symbol
     /// they are inlined into (function, that symbol's start in its file).
     inlined: HashMap<(FuncId, u64), u64>,
+    /// Unnamed addresses, told apart by value (0 and 0x8000000000000000 are two rows), in
+    /// two spaces: addresses they ran at (0) and file offsets (1).
+    unnamed: HashMap<(u8, u64), u64>,
     /// Trace texts (`--sort trace`), interned: index 0 is `N/A`.
     texts: Vec<String>,
     text_ids: HashMap<String, u32>,
@@ -1155,6 +1158,7 @@ impl<'p> Ids<'p> {
             dso_of_func,
             syms: HashMap::default(),
             inlined: HashMap::default(),
+            unnamed: HashMap::default(),
             srcfiles: HashMap::default(),
             srcline_of_frame: Vec::new(),
             full_source_path,
@@ -1272,6 +1276,14 @@ impl<'p> Ids<'p> {
         *self.syms.entry(key).or_insert((1 << 62) | n)
     }
 
+    /// The `sym` key of an unnamed address: perf's `sort__sym_cmp` compares the whole
+    /// address (`space` 0: where it ran; 1: its offset in its file).
+    fn unnamed_id(&mut self, space: u8, addr: u64) -> u64 {
+        let n = self.unnamed.len() as u64;
+        // (Apart from function, symbol and inline ids.)
+        *self.unnamed.entry((space, addr)).or_insert((1 << 63) | n)
+    }
+
     /// The `sym` key of a function inlined at frame `fr`: perf gives an inline frame a
     /// symbol of its own spanning the symbol it is inlined into (`new_inline_sym`) and
     /// compares two by name, then by whether their ranges overlap, then by start
@@ -1310,7 +1322,7 @@ impl<'p> Ids<'p> {
                 SortKey::Sym => match (frame, func) {
                     // Unknown symbols are told apart by address, as perf does.
                     (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
-                        (1 << 63) | p.frames[fr as usize].addr
+                        self.unnamed_id(0, p.frames[fr as usize].addr)
                     }
                     (Some(fr), Some(f)) if p.frames[fr as usize].inlined => {
                         self.inlined_id(p, fr, f)
@@ -1341,7 +1353,7 @@ impl<'p> Ids<'p> {
                 // symbol): one row per symbol, as `sym`.
                 SortKey::SymbolSize => match (frame, func) {
                     (Some(fr), Some(f)) if p.funcs[f as usize].name == "[unknown]" => {
-                        (1 << 63) | p.frames[fr as usize].addr
+                        self.unnamed_id(0, p.frames[fr as usize].addr)
                     }
                     (_, Some(f)) => u64::from(f),
                     _ => u64::MAX,
@@ -1758,8 +1770,16 @@ fn graph_entry(p: &Profile, ranks: &[u64], f: FrameId) -> callgraph::Entry {
     } else {
         ranks[fr.func as usize] + 1
     };
+    // perf's `match_chain` compares an unnamed frame by its object and address: frames
+    // outside every mapping (no object) match by address, whichever privilege level the
+    // walk gave them (perfkit's [k]/[.] of such a frame is two functions).
+    let key = match (unnamed, rank) {
+        (true, 0) => (u32::MAX, fr.addr),
+        (true, _) => (fr.func, fr.addr),
+        (false, _) => (fr.func, 0),
+    };
     callgraph::Entry {
-        key: (fr.func, if unnamed { fr.addr } else { 0 }),
+        key,
         order: (rank, start),
         ip: (rank, fr.addr),
         named: !unnamed,
