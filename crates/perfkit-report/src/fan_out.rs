@@ -76,10 +76,12 @@ pub(crate) fn fan_out(
     };
     let decoders = decoders.clamp(1, MAX_DECODERS);
     let fold = b.merging();
-    let batch_len = if fold.is_some() {
-        crate::batch::MERGED_BATCH
-    } else {
-        BATCH
+    let batch_len = match fold {
+        // Half-size batches from 4 decoders up: the batches in flight grow with the
+        // decoders, and there the builder gains less from merging than the memory costs.
+        Some(_) if decoders >= 4 => crate::batch::MERGED_BATCH / 2,
+        Some(_) => crate::batch::MERGED_BATCH,
+        None => BATCH,
     };
     let failed = AtomicBool::new(false);
     let spare_raw: Mutex<Vec<Raw>> = Mutex::new(Vec::new());
@@ -87,7 +89,7 @@ pub(crate) fn fan_out(
     let (failed, spare_raw, spare_out, parser) = (&failed, &spare_raw, &spare_out, &parser);
     let (out_tx, out_rx) = mpsc::channel::<(u64, Option<Batch>)>();
     // Batches handed out and not yet built: the reader waits for a slot.
-    let (slot_tx, slot_rx) = mpsc::sync_channel::<()>(QUEUE * decoders + 2);
+    let (slot_tx, slot_rx) = mpsc::sync_channel::<()>(decoders + 2);
     std::thread::scope(|s| {
         let mut queues = Vec::with_capacity(decoders);
         for _ in 0..decoders {
