@@ -146,7 +146,8 @@ fn raw_records_are_written_with_their_header_and_mappings_reach_build_ids() {
         .map(|b| b.filename.as_str())
         .collect();
     assert_eq!(names, [elf], "the MMAP2 of a split record reaches BUILD_ID");
-    assert_eq!(raw.features.build_ids[0].pid, 42);
+    // Written as perf writes its host machine's objects: pid -1, whatever process mapped it.
+    assert_eq!(raw.features.build_ids[0].pid, -1);
 }
 
 #[test]
