@@ -18,8 +18,6 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 /// The Python side: runs the script, then dispatches each JSON line to it.
 pub const DRIVER: &str = r#"
 import json, sys
-ORDER = ['ev_name', 'attr', 'sample', 'raw_buf', 'comm', 'dso', 'symbol', 'symoff',
-         'callchain', 'brstack', 'brstacksym', 'iregs', 'uregs']
 path = sys.argv[1]
 sys.argv = [path] + sys.argv[2:]
 g = {'__name__': '__main__', '__file__': path}
@@ -33,12 +31,14 @@ def call(name, *args):
         return f(*args), True
     return None, False
 ATTRS = {}
+# The C scanner behind json.loads, called directly: one message a line, no whitespace.
+decode = json.JSONDecoder().scan_once
 call('trace_begin')
 for line in sys.stdin:
     # Lines of the other mode are passed over undecoded (half the driver's time).
     if line.startswith('["table"' if not db else '["sample"'):
         continue
-    ev = json.loads(line)
+    ev = decode(line, 0)[0]
     kind = ev[0]
     if kind == 'attr':
         ATTRS[ev[1]] = bytes(ev[2])
@@ -48,15 +48,13 @@ for line in sys.stdin:
     elif kind == 'sample':
         if db:
             continue
-        src = ev[1]
-        d = {}
-        for k in ORDER:
-            if k in src:
-                d[k] = src[k]
+        # The dictionary arrives in perf's key order (json.loads keeps it); only the
+        # values JSON has no type for are converted here.
+        d = ev[1]
         d['attr'] = ATTRS.get(d['attr'], b'')
         d['raw_buf'] = bytes(d['raw_buf'])
-        d['sample'] = dict((k, v) for k, v in d['sample'])
-        d['sample']['values'] = [tuple(v) for v in d['sample']['values']]
+        s = d['sample']
+        s['values'] = [tuple(v) for v in s['values']]
         tp = ev[2]
         if tp is not None:
             handler = tp['handler']
@@ -95,15 +93,20 @@ pub fn available() -> bool {
 #[derive(Default)]
 struct Db {
     threads: HashMap<u32, u64>,
-    comms: HashMap<(u32, String), u64>,
+    /// Per thread, its comms' ids.
+    comms: HashMap<u32, HashMap<String, u64>>,
     dsos: HashMap<String, u64>,
-    symbols: HashMap<(String, String), u64>,
+    /// Per dso, its symbols' ids.
+    symbols: HashMap<String, HashMap<String, u64>>,
+    next_symbol: u64,
     call_paths: HashMap<(u64, u64, u64), u64>,
     stack_paths: HashMap<StackId, u64>,
     next_comm_thread: u64,
     next_sample: u64,
     /// The events whose attr the driver has (sent once, not with every sample).
     attrs_sent: Vec<bool>,
+    /// The message being written (one buffer for every sample).
+    buf: Vec<u8>,
 }
 
 /// Run `script` (with `args`) on `samples` of `profile`.
@@ -221,12 +224,14 @@ fn feed_one(
 ) -> std::io::Result<()> {
     let t = &p.threads[s.thread as usize];
     let thread_id = thread(db, p, s.thread, w)?;
-    let comm = t.name_at(s.time).to_string();
-    let comm_id = match db.comms.get(&(s.thread, comm.clone())) {
+    let comm = t.name_at(s.time);
+    let known = db.comms.get(&s.thread).and_then(|c| c.get(comm));
+    let comm_id = match known {
         Some(&id) => id,
         None => {
-            let id = db.comms.len() as u64 + 1;
-            db.comms.insert((s.thread, comm.clone()), id);
+            let id = db.next_comm_thread + 1;
+            let comms = db.comms.entry(s.thread).or_default();
+            comms.insert(comm.to_string(), id);
             table(w, "comm_table", json!([id, comm, thread_id, s.time, false]))?;
             db.next_comm_thread += 1;
             table(
@@ -252,37 +257,46 @@ fn feed_one(
     };
     db.next_sample += 1;
     let cpu = s.cpu.map_or(-1, i64::from);
-    table(
-        w,
-        "sample_table",
-        json!([
-            db.next_sample,
-            s.event + 1,
-            1,
-            thread_id,
-            comm_id,
-            dso_id,
-            sym_id,
-            sym_off,
-            ip,
-            s.time,
-            cpu,
-            0,
-            0,
-            0,
-            0,
-            s.period,
-            0,
-            0,
-            detail.map_or(NO_DATA_SRC, |d| d.data_src),
-            0,
-            0,
-            call_path,
-            0,
-            0,
-            0
-        ]),
-    )?;
+    // perf's sample_table row, written directly (one per sample).
+    let data_src = detail.map_or(NO_DATA_SRC, |d| d.data_src);
+    let b = &mut db.buf;
+    b.clear();
+    b.extend_from_slice(b"[\"table\",\"sample_table\",[");
+    let row: [i128; 25] = [
+        i128::from(db.next_sample),
+        i128::from(s.event + 1),
+        1,
+        i128::from(thread_id),
+        i128::from(comm_id),
+        i128::from(dso_id),
+        i128::from(sym_id),
+        i128::from(sym_off),
+        i128::from(ip),
+        i128::from(s.time),
+        i128::from(cpu),
+        0,
+        0,
+        0,
+        0,
+        i128::from(s.period),
+        0,
+        0,
+        i128::from(data_src),
+        0,
+        0,
+        i128::from(call_path),
+        0,
+        0,
+        0,
+    ];
+    for (n, v) in row.iter().enumerate() {
+        if n > 0 {
+            b.push(b',');
+        }
+        put(b, v)?;
+    }
+    b.extend_from_slice(b"]]\n");
+    w.write_all(b)?;
     let event = s.event as usize;
     if !db.attrs_sent.get(event).copied().unwrap_or(false) {
         let attr = extras.attrs.get(event).map_or(&[][..], Vec::as_slice);
@@ -292,7 +306,10 @@ fn feed_one(
         }
         db.attrs_sent[event] = true;
     }
-    line(w, &sample_event(p, s, detail))
+    let mut b = std::mem::take(&mut db.buf);
+    let sent = sample_event(&mut b, p, s, detail).and_then(|()| w.write_all(&b));
+    db.buf = b;
+    sent
 }
 
 fn thread(db: &mut Db, p: &Profile, tix: u32, w: &mut dyn Write) -> std::io::Result<u64> {
@@ -344,12 +361,14 @@ fn symbol(db: &mut Db, p: &Profile, f: FrameId, w: &mut dyn Write) -> std::io::R
     if func.name == "[unknown]" {
         return Ok((dso_id, 0));
     }
-    let key = (func.dso.clone(), func.name.clone());
-    let sym_id = match db.symbols.get(&key) {
+    let known = db.symbols.get(&func.dso).and_then(|s| s.get(&func.name));
+    let sym_id = match known {
         Some(&id) => id,
         None => {
-            let id = db.symbols.len() as u64 + 1;
-            db.symbols.insert(key, id);
+            db.next_symbol += 1;
+            let id = db.next_symbol;
+            let syms = db.symbols.entry(func.dso.clone()).or_default();
+            syms.insert(func.name.clone(), id);
             let start = fr.addr.saturating_sub(fr.sym_offset.unwrap_or(0));
             table(
                 w,
@@ -392,101 +411,132 @@ fn call_path(db: &mut Db, p: &Profile, stack: StackId, w: &mut dyn Write) -> std
     Ok(parent)
 }
 
-/// A sample as perf's `process_event` gets it (`param_dict`), and for tracepoints the
-/// handler's name and fields.
+/// A JSON value written straight into a message (no `serde_json::Value` per sample):
+/// serde_json writes each number and string (with its escaping) from the borrowed field.
+fn put<T: serde::Serialize + ?Sized>(b: &mut Vec<u8>, v: &T) -> std::io::Result<()> {
+    serde_json::to_writer(b, v).map_err(std::io::Error::from)
+}
+
+/// `"key":value` pairs of a JSON object, in the order written (Python's `json.loads`
+/// keeps it: the script's dictionaries have perf's key order).
+fn key<T: serde::Serialize + ?Sized>(b: &mut Vec<u8>, k: &str, v: &T) -> std::io::Result<()> {
+    if !matches!(b.last(), Some(b'{' | b'[')) {
+        b.push(b',');
+    }
+    b.push(b'"');
+    b.extend_from_slice(k.as_bytes());
+    b.extend_from_slice(b"\":");
+    put(b, v)
+}
+
+/// Write the message of a sample into `b` (cleared first): `["sample", param_dict, tp]`,
+/// `param_dict` as perf's `process_event` gets it with its keys in perf's order, and for
+/// tracepoints the handler's name and fields.
 /// (Its `attr` is the event's number: the driver has the bytes from an `attr` line.)
-fn sample_event(p: &Profile, s: &Sample, detail: Option<&SampleDetail>) -> Value {
+fn sample_event(
+    b: &mut Vec<u8>,
+    p: &Profile,
+    s: &Sample,
+    detail: Option<&SampleDetail>,
+) -> std::io::Result<()> {
+    b.clear();
     let t = &p.threads[s.thread as usize];
     let ev = &p.events[s.event as usize];
-    let frames: Vec<FrameId> = p.stack_frames(s.stack).collect();
-    let leaf_kernel = frames.first().is_some_and(|&f| p.func_of(f).kernel);
+    let leaf = p.stack_frames(s.stack).next();
+    let leaf_kernel = leaf.is_some_and(|f| p.func_of(f).kernel);
     let none = SampleDetail {
         data_src: NO_DATA_SRC,
         ..SampleDetail::default()
     };
     let d0 = detail.unwrap_or(&none);
-    let sample = json!([
-        ["pid", t.pid],
-        ["tid", t.tid],
-        // perf's (u32)-1 for a sample without a CPU.
-        ["cpu", s.cpu.unwrap_or(u32::MAX)],
-        [
-            "ip",
-            frames.first().map_or(0, |&f| p.frames[f as usize].addr)
-        ],
-        ["time", s.time],
-        ["period", s.period],
-        ["phys_addr", d0.phys_addr],
-        ["addr", d0.addr],
-        ["values", [[0, 0, 0]]],
-        ["weight", d0.weight],
-        ["transaction", 0],
-        ["datasrc", d0.data_src],
-        ["datasrc_decode", crate::data_src::describe(d0.data_src)],
-        ["cpumode", if leaf_kernel { 1 } else { 2 }],
-    ]);
-    // Keys in perf's order (a script that prints the dictionary sees perf's), sent as
-    // pairs: JSON objects do not keep an order.
-    let mut d = json!({
-        "ev_name": ev.name,
-        "attr": s.event,
-        "sample": sample,
-        "raw_buf": [],
-        "comm": t.name_at(s.time),
-        "callchain": [],
-        "brstack": [],
-        "brstacksym": [],
-        "iregs": "",
-        "uregs": "",
-    });
-    if let Some(&f) = frames.first() {
+    let raw = match ev.trace {
+        Some(_) => s.raw.and_then(|r| p.raw.get(r as usize)),
+        None => None,
+    };
+    b.extend_from_slice(b"[\"sample\",{");
+    key(b, "ev_name", &ev.name)?;
+    key(b, "attr", &s.event)?;
+    b.extend_from_slice(b",\"sample\":{");
+    key(b, "pid", &t.pid)?;
+    key(b, "tid", &t.tid)?;
+    // perf's (u32)-1 for a sample without a CPU.
+    key(b, "cpu", &s.cpu.unwrap_or(u32::MAX))?;
+    key(b, "ip", &leaf.map_or(0, |f| p.frames[f as usize].addr))?;
+    key(b, "time", &s.time)?;
+    key(b, "period", &s.period)?;
+    key(b, "phys_addr", &d0.phys_addr)?;
+    key(b, "addr", &d0.addr)?;
+    key(b, "values", &[[0u8; 3]])?;
+    key(b, "weight", &d0.weight)?;
+    key(b, "transaction", &0u8)?;
+    key(b, "datasrc", &d0.data_src)?;
+    key(b, "datasrc_decode", &crate::data_src::describe(d0.data_src))?;
+    key(b, "cpumode", &if leaf_kernel { 1u8 } else { 2 })?;
+    b.push(b'}');
+    key(b, "raw_buf", raw.unwrap_or(&[]))?;
+    key(b, "comm", t.name_at(s.time))?;
+    if let Some(f) = leaf {
         let func = p.func_of(f);
-        d["dso"] = json!(func.dso);
+        key(b, "dso", &func.dso)?;
         if func.name != "[unknown]" {
-            d["symbol"] = json!(func.name);
-            d["symoff"] = json!(p.frames[f as usize].sym_offset.unwrap_or(0));
+            key(b, "symbol", &func.name)?;
+            key(b, "symoff", &p.frames[f as usize].sym_offset.unwrap_or(0))?;
         }
     }
+    b.extend_from_slice(b",\"callchain\":[");
     if ev.callchain {
-        d["callchain"] = Value::Array(
-            frames
-                .iter()
-                .map(|&f| {
-                    let fr = &p.frames[f as usize];
-                    let func = p.func_of(f);
-                    let mut o = json!({"ip": fr.addr, "dso": func.dso});
-                    if func.name != "[unknown]" {
-                        let start = fr.addr.saturating_sub(fr.sym_offset.unwrap_or(0));
-                        o["sym"] =
-                            json!({"start": start, "end": start, "binding": 1, "name": func.name});
-                    }
-                    o
-                })
-                .collect(),
-        );
-    }
-    let mut tp = Value::Null;
-    if let (Some(te), Some(raw)) = (ev.trace.as_ref(), s.raw.and_then(|r| p.raw.get(r as usize))) {
-        d["raw_buf"] = json!(raw);
-        let mut fields = Vec::new();
-        if let Ok(values) = te.format.decode(raw, false) {
-            for (k, v) in values {
-                use perfkit_trace::tracefs::Value as V;
-                let v = match v {
-                    V::Signed(x) => json!(x),
-                    V::Unsigned(x) => json!(x),
-                    V::Str(x) => json!(x),
-                    V::Array(x) => json!(x),
-                    V::Bytes(x) => json!(x),
-                    other => json!(other),
-                };
-                fields.push(json!([k, v]));
+        for f in p.stack_frames(s.stack) {
+            let fr = &p.frames[f as usize];
+            let func = p.func_of(f);
+            // Each entry's keys in the sorted order scripts have always seen.
+            if b.last() != Some(&b'[') {
+                b.push(b',');
             }
+            b.push(b'{');
+            key(b, "dso", &func.dso)?;
+            key(b, "ip", &fr.addr)?;
+            if func.name != "[unknown]" {
+                let start = fr.addr.saturating_sub(fr.sym_offset.unwrap_or(0));
+                b.extend_from_slice(b",\"sym\":{");
+                key(b, "binding", &1u8)?;
+                key(b, "end", &start)?;
+                key(b, "name", &func.name)?;
+                key(b, "start", &start)?;
+                b.push(b'}');
+            }
+            b.push(b'}');
         }
-        tp = json!({
-            "handler": ev.name.replacen(':', "__", 1),
-            "fields": Value::Array(fields),
-        });
     }
-    json!(["sample", d, tp])
+    b.push(b']');
+    b.extend_from_slice(b",\"brstack\":[],\"brstacksym\":[],\"iregs\":\"\",\"uregs\":\"\"},");
+    match (ev.trace.as_ref(), raw) {
+        (Some(te), Some(raw)) => {
+            b.extend_from_slice(b"{\"handler\":");
+            put(b, &ev.name.replacen(':', "__", 1))?;
+            b.extend_from_slice(b",\"fields\":[");
+            if let Ok(values) = te.format.decode(raw, false) {
+                for (i, (k, v)) in values.iter().enumerate() {
+                    use perfkit_trace::tracefs::Value as V;
+                    if i > 0 {
+                        b.push(b',');
+                    }
+                    b.push(b'[');
+                    put(b, k)?;
+                    b.push(b',');
+                    match v {
+                        V::Signed(x) => put(b, x)?,
+                        V::Unsigned(x) => put(b, x)?,
+                        V::Str(x) => put(b, x)?,
+                        V::Array(x) => put(b, x)?,
+                        V::Bytes(x) => put(b, x)?,
+                        other => put(b, other)?,
+                    }
+                    b.push(b']');
+                }
+            }
+            b.extend_from_slice(b"]}]\n");
+        }
+        _ => b.extend_from_slice(b"null]\n"),
+    }
+    Ok(())
 }
