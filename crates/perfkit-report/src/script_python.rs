@@ -107,6 +107,10 @@ struct Db {
     attrs_sent: Vec<bool>,
     /// The message being written (one buffer for every sample).
     buf: Vec<u8>,
+    /// Each frame's dso and symbol ids (one lookup per sample, not two by name).
+    frame_ids: HashMap<FrameId, (u64, u64)>,
+    /// The last `datasrc_decode` text, and the `data_src` it describes.
+    data_src_text: Option<(u64, String)>,
 }
 
 /// Run `script` (with `args`) on `samples` of `profile`.
@@ -307,7 +311,8 @@ fn feed_one(
         db.attrs_sent[event] = true;
     }
     let mut b = std::mem::take(&mut db.buf);
-    let sent = sample_event(&mut b, p, s, detail).and_then(|()| w.write_all(&b));
+    let sent =
+        sample_event(&mut b, &mut db.data_src_text, p, s, detail).and_then(|()| w.write_all(&b));
     db.buf = b;
     sent
 }
@@ -339,6 +344,22 @@ fn thread(db: &mut Db, p: &Profile, tix: u32, w: &mut dyn Write) -> std::io::Res
 }
 
 fn symbol(db: &mut Db, p: &Profile, f: FrameId, w: &mut dyn Write) -> std::io::Result<(u64, u64)> {
+    if let Some(&ids) = db.frame_ids.get(&f) {
+        return Ok(ids);
+    }
+    let ids = new_symbol(db, p, f, w)?;
+    db.frame_ids.insert(f, ids);
+    Ok(ids)
+}
+
+/// [`symbol`] for a frame not met before: its dso's and symbol's ids, and their rows
+/// where they are new.
+fn new_symbol(
+    db: &mut Db,
+    p: &Profile,
+    f: FrameId,
+    w: &mut dyn Write,
+) -> std::io::Result<(u64, u64)> {
     let func = p.func_of(f);
     let fr = &p.frames[f as usize];
     let dso_id = match db.dsos.get(&func.dso) {
@@ -435,6 +456,7 @@ fn key<T: serde::Serialize + ?Sized>(b: &mut Vec<u8>, k: &str, v: &T) -> std::io
 /// (Its `attr` is the event's number: the driver has the bytes from an `attr` line.)
 fn sample_event(
     b: &mut Vec<u8>,
+    data_src_text: &mut Option<(u64, String)>,
     p: &Profile,
     s: &Sample,
     detail: Option<&SampleDetail>,
@@ -470,7 +492,14 @@ fn sample_event(
     key(b, "weight", &d0.weight)?;
     key(b, "transaction", &0u8)?;
     key(b, "datasrc", &d0.data_src)?;
-    key(b, "datasrc_decode", &crate::data_src::describe(d0.data_src))?;
+    let text = match data_src_text {
+        Some((v, text)) if *v == d0.data_src => text,
+        _ => {
+            let text = crate::data_src::describe(d0.data_src);
+            &data_src_text.insert((d0.data_src, text)).1
+        }
+    };
+    key(b, "datasrc_decode", text)?;
     key(b, "cpumode", &if leaf_kernel { 1u8 } else { 2 })?;
     b.push(b'}');
     key(b, "raw_buf", raw.unwrap_or(&[]))?;
