@@ -332,8 +332,8 @@ fn every_field_as_kept_and_as_perf() {
     }
     // perf's values: the dictionary but for the mapping's build id and range, which perfkit
     // does not pass, and each callchain entry's address, dso and symbol name (perfkit's
-    // entries lack perf's `sym_off` and a symbol's end, and name the dso `[unknown]` where
-    // perf leaves it out). perf 6.1 hands `process_event` no tracepoint sample (perfkit
+    // entries lack perf's `sym_off`, give a symbol's start as its end and binding 1, and name
+    // the dso `[unknown]` where perf leaves it out). perf 6.1 hands `process_event` no tracepoint sample (perfkit
     // does, where the script has no handler for it), so those are left out.
     std::fs::write(
         &py,
