@@ -25,26 +25,40 @@ impl ProcessMaps {
         if m.start >= m.end {
             return;
         }
+        self.cut_range(m.start, m.end);
+        let at = self.maps.partition_point(|x| x.start < m.start);
+        self.maps.insert(at, m);
+    }
+
+    /// Remove `start..end` from the mappings (what a mapping kept elsewhere, such as a
+    /// data mapping beside the code ones, takes over), keeping the parts of each outside it.
+    pub fn cut(&mut self, start: u64, end: u64) {
+        if start >= end || !self.maps.iter().any(|m| m.start < end && start < m.end) {
+            return;
+        }
+        self.generation = next_generation();
+        self.cut_range(start, end);
+    }
+
+    fn cut_range(&mut self, start: u64, end: u64) {
         let mut out = Vec::with_capacity(self.maps.len() + 2);
         for old in self.maps.drain(..) {
-            if old.end <= m.start || old.start >= m.end {
+            if old.end <= start || old.start >= end {
                 out.push(old);
                 continue;
             }
-            if old.start < m.start {
+            if old.start < start {
                 let mut left = old.clone();
-                left.end = m.start;
+                left.end = start;
                 out.push(left);
             }
-            if old.end > m.end {
+            if old.end > end {
                 let mut right = old;
-                right.pgoff += m.end - right.start;
-                right.start = m.end;
+                right.pgoff += end - right.start;
+                right.start = end;
                 out.push(right);
             }
         }
-        let at = out.partition_point(|x| x.start < m.start);
-        out.insert(at, m);
         self.maps = out;
     }
 
