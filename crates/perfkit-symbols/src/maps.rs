@@ -208,6 +208,22 @@ mod tests {
     }
 
     #[test]
+    fn cut_keeps_the_parts_outside_with_their_file_offsets() {
+        let mut maps = ProcessMaps::from_mappings([m(0x1000, 0x5000, 0x10000, "/a.so")]);
+        let before = maps.generation();
+        maps.cut(0x8000, 0x9000);
+        assert_eq!(maps.generation(), before, "nothing overlapped, nothing changed");
+        maps.cut(0x2000, 0x3000);
+        assert!(maps.generation() > before);
+        assert!(maps.find(0x2800).is_none());
+        assert_eq!(maps.find(0x1800).unwrap().file_offset(0x1800), 0x10800);
+        let right = maps.find(0x3800).unwrap();
+        assert_eq!((right.start, right.end), (0x3000, 0x5000));
+        assert_eq!(right.file_offset(0x3800), 0x12800);
+        assert_eq!(maps.len(), 2);
+    }
+
+    #[test]
     fn overlap_cuts_older() {
         let mut p = ProcessMaps::new();
         p.insert(m(0x1000, 0x5000, 0, "a"));
