@@ -46,9 +46,18 @@ pub enum Input<'a> {
         /// The unregister flag: the code went away.
         unregister: bool,
     },
-    /// `PERF_RECORD_MMAP` / `MMAP2` (executable mappings only are needed).
+    /// `PERF_RECORD_MMAP` / `MMAP2` of an executable mapping.
     Mmap {
         /// Process id (-1 for the kernel).
+        pid: i32,
+        /// The mapping.
+        mapping: Mapping,
+    },
+    /// `PERF_RECORD_MMAP` / `MMAP2` of a data (non-executable) mapping, which files
+    /// recorded with `-d` (`--data-page-size`, `--phys-data`) hold: perf keeps them in the
+    /// thread's maps too, so an address in one is named by it.
+    DataMmap {
+        /// Process id.
         pid: i32,
         /// The mapping.
         mapping: Mapping,
@@ -173,6 +182,7 @@ impl Input<'_> {
                 cgroup_ns,
             },
             Input::Mmap { pid, mapping } => Input::Mmap { pid, mapping },
+            Input::DataMmap { pid, mapping } => Input::DataMmap { pid, mapping },
             Input::Comm {
                 pid,
                 tid,
@@ -259,6 +269,10 @@ pub struct Builder {
     symbolizer: Symbolizer,
     /// Each process's maps (a forked process shares its parent's until either changes).
     maps: HashMap<i32, Arc<ProcessMaps>>,
+    /// Each process's data mappings (files recorded with `-d`; empty otherwise): with
+    /// `maps` they are perf's one map tree of the thread, the two kept apart (a new
+    /// mapping cuts what it overlaps in both) so that code lookups stay as they were.
+    data_maps: HashMap<i32, Arc<ProcessMaps>>,
     /// The function of each user symbol met, by the addresses of the symbolizer's name
     /// and object name (it hands out one of each per symbol and object) and the symbol's
     /// start in its file; a hit is checked against the function's names.
@@ -370,6 +384,7 @@ impl Builder {
             profile,
             symbolizer: Symbolizer::new(opts),
             maps: HashMap::default(),
+            data_maps: HashMap::default(),
             symbol_funcs: HashMap::default(),
             kernel_maps: ProcessMaps::new(),
             ksymbols: perfkit_symbols::Ksymbols::new(),
@@ -716,7 +731,10 @@ impl Builder {
 
     /// Feed one record (in time order).
     pub fn push(&mut self, input: Input<'_>) {
-        if matches!(input, Input::Mmap { .. } | Input::Fork { .. }) {
+        if matches!(
+            input,
+            Input::Mmap { .. } | Input::DataMmap { .. } | Input::Fork { .. }
+        ) {
             // A process's maps change: its generation is looked up again.
             self.last_generation = None;
         }
@@ -740,8 +758,22 @@ impl Builder {
                             .entry(pid)
                             .or_insert_with(|| mapping.path.clone());
                     }
+                    if let Some(d) = self.data_maps.get_mut(&pid) {
+                        Arc::make_mut(d).cut(mapping.start, mapping.end);
+                    }
                     Arc::make_mut(self.maps.entry(pid).or_default()).insert(mapping);
                 }
+            }
+            Input::DataMmap { pid, mapping } => {
+                if pid == -1 || mapping.is_kernel() {
+                    return;
+                }
+                // perf makes the object of every mapping it is told of.
+                self.note_dso(&mapping.path);
+                if let Some(m) = self.maps.get_mut(&pid) {
+                    Arc::make_mut(m).cut(mapping.start, mapping.end);
+                }
+                Arc::make_mut(self.data_maps.entry(pid).or_default()).insert(mapping);
             }
             Input::Comm {
                 pid,
@@ -778,6 +810,9 @@ impl Builder {
                     && let Some(m) = self.maps.get(&ppid).cloned()
                 {
                     self.maps.insert(pid, m);
+                    if let Some(d) = self.data_maps.get(&ppid).cloned() {
+                        self.data_maps.insert(pid, d);
+                    }
                     if let Some(exe) = self.main_exe.get(&ppid).cloned() {
                         self.main_exe.insert(pid, exe);
                     }
@@ -1151,7 +1186,7 @@ impl Builder {
             match self.last_generation {
                 Some((p, g)) if p == pid => g,
                 _ => {
-                    let g = self.maps.get(&pid).map_or(0, |m| m.generation());
+                    let g = self.maps_generation(pid);
                     self.last_generation = Some((pid, g));
                     g
                 }
@@ -1223,6 +1258,12 @@ impl Builder {
                 srcline: None,
                 inlined: false,
             });
+            self.memo.insert(key, frame);
+            return frame;
+        }
+        if !self.data_maps.is_empty()
+            && let Some(frame) = self.data_frame(pid, addr)
+        {
             self.memo.insert(key, frame);
             return frame;
         }
@@ -1373,6 +1414,80 @@ impl Builder {
         frame
     }
 
+    /// The generation of `pid`'s maps, code and data: each change makes a new one (the
+    /// generations are one counter's values, so the larger of the two is new as well).
+    fn maps_generation(&self, pid: i32) -> u64 {
+        let code = self.maps.get(&pid).map_or(0, |m| m.generation());
+        if self.data_maps.is_empty() {
+            return code;
+        }
+        code.max(self.data_maps.get(&pid).map_or(0, |m| m.generation()))
+    }
+
+    /// The frame of a user address in a data mapping and in no code mapping, as perf names
+    /// it from the one map tree it keeps: the mapping's object; the address relative to
+    /// the file (perf's `map__map_ip`), except in anonymous memory, the stack, the heap and
+    /// SysV shared memory, which perf maps one to one and gives no symbols; a symbol where
+    /// the file has one covering it.
+    fn data_frame(&mut self, pid: i32, addr: u64) -> Option<FrameId> {
+        if self.maps.get(&pid).is_some_and(|m| m.find(addr).is_some()) {
+            return None;
+        }
+        let d = self.data_maps.get(&pid)?.find(addr)?.clone();
+        let p = d.path.as_str();
+        // perf's `is_anon_memory` and `is_no_dso_memory`.
+        let identity = p == "//anon"
+            || p.starts_with("/dev/zero")
+            || p.starts_with("/anon_hugepage")
+            || p.starts_with("[stack")
+            || p.starts_with("/SYSV")
+            || p == "[heap]";
+        let (name, sym_offset, object, size, map_offset) = if identity {
+            ("[unknown]".to_string(), None, false, None, None)
+        } else {
+            let sym = self.symbolizer.symbolize_in_mapping(&d, addr);
+            match &sym.symbol {
+                Some(s) => (
+                    s.name.to_string(),
+                    Some(s.offset),
+                    s.object,
+                    Some(s.size),
+                    Some(d.file_offset(addr)),
+                ),
+                None => (
+                    "[unknown]".to_string(),
+                    None,
+                    false,
+                    None,
+                    Some(d.file_offset(addr)),
+                ),
+            }
+        };
+        let func = Func {
+            name,
+            dso: d.path.clone(),
+            kernel: false,
+        };
+        let func = match (sym_offset, map_offset) {
+            (Some(off), Some(at)) => self.profile.func_at(func, at.wrapping_sub(off)),
+            _ => self.profile.func(func),
+        };
+        if let Some(size) = size {
+            self.profile.sym_sizes.insert(func, size);
+        }
+        if object {
+            self.profile.data_objects.insert(func);
+        }
+        Some(self.profile.frame(Frame {
+            func,
+            addr,
+            map_offset,
+            sym_offset,
+            srcline: None,
+            inlined: false,
+        }))
+    }
+
     /// Push `addr`'s frame onto a leaf-first chain: the functions inlined there first
     /// (innermost first, with `--inline`), then the function it is in.
     fn push_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, kernel: bool) {
@@ -1391,7 +1506,7 @@ impl Builder {
     /// `mprotect`), the symbol's frame is still the one its sample counts for in perf's
     /// report: [`Profile::leaf_symbols`] keeps it.
     fn push_dwarf_frame(&mut self, chain: &mut Vec<FrameId>, pid: i32, addr: u64, leaf: bool) {
-        let generation = self.maps.get(&pid).map_or(0, |m| m.generation());
+        let generation = self.maps_generation(pid);
         let key = (pid, addr, generation, leaf);
         if let Some(v) = self.dwarf_frames.get(&key) {
             chain.extend_from_slice(v);

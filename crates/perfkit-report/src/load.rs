@@ -648,19 +648,18 @@ impl Decoder {
                 name: std::borrow::Cow::Borrowed(bytes_str(k.name)),
                 unregister: k.flags & sys::PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER != 0,
             })),
-            Record::Mmap(m) if !m.data => emit(Fed::Input(Input::Mmap {
-                pid: m.pid,
-                mapping: Mapping {
+            Record::Mmap(m) => {
+                let mapping = Mapping {
                     start: m.addr,
                     end: m.addr.saturating_add(m.len),
                     pgoff: m.pgoff,
                     path: String::from_utf8_lossy(m.filename).into_owned(),
                     build_id: self.file_build_ids.get(bytes_str(m.filename)).cloned(),
-                },
-            })),
-            Record::Mmap2(m) if !m.data => emit(Fed::Input(Input::Mmap {
-                pid: m.pid,
-                mapping: Mapping {
+                };
+                emit(Fed::Input(mmap_input(m.pid, m.data, mapping)))
+            }
+            Record::Mmap2(m) => {
+                let mapping = Mapping {
                     start: m.addr,
                     end: m.addr.saturating_add(m.len),
                     pgoff: m.pgoff,
@@ -669,8 +668,9 @@ impl Decoder {
                         perfkit_records::Mmap2FileId::BuildId(id) => Some(id.as_bytes().to_vec()),
                         _ => self.file_build_ids.get(bytes_str(m.filename)).cloned(),
                     },
-                },
-            })),
+                };
+                emit(Fed::Input(mmap_input(m.pid, m.data, mapping)))
+            }
             Record::Comm(c) => emit(Fed::Input(Input::Comm {
                 pid: c.pid,
                 tid: c.tid,
@@ -915,4 +915,13 @@ pub fn open(path: &Path) -> Result<PerfData, LoadError> {
 /// A file name as the HEADER_BUILD_ID keys are written (names that are not UTF-8 match none).
 fn bytes_str(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or("")
+}
+
+/// The input of a mapping record: a code mapping, or a data one (`PERF_RECORD_MISC_MMAP_DATA`).
+fn mmap_input(pid: i32, data: bool, mapping: Mapping) -> Input<'static> {
+    if data {
+        Input::DataMmap { pid, mapping }
+    } else {
+        Input::Mmap { pid, mapping }
+    }
 }

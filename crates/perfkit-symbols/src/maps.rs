@@ -25,26 +25,40 @@ impl ProcessMaps {
         if m.start >= m.end {
             return;
         }
+        self.cut_range(m.start, m.end);
+        let at = self.maps.partition_point(|x| x.start < m.start);
+        self.maps.insert(at, m);
+    }
+
+    /// Remove `start..end` from the mappings (what a mapping kept elsewhere, such as a
+    /// data mapping beside the code ones, takes over), keeping the parts of each outside it.
+    pub fn cut(&mut self, start: u64, end: u64) {
+        if start >= end || !self.maps.iter().any(|m| m.start < end && start < m.end) {
+            return;
+        }
+        self.generation = next_generation();
+        self.cut_range(start, end);
+    }
+
+    fn cut_range(&mut self, start: u64, end: u64) {
         let mut out = Vec::with_capacity(self.maps.len() + 2);
         for old in self.maps.drain(..) {
-            if old.end <= m.start || old.start >= m.end {
+            if old.end <= start || old.start >= end {
                 out.push(old);
                 continue;
             }
-            if old.start < m.start {
+            if old.start < start {
                 let mut left = old.clone();
-                left.end = m.start;
+                left.end = start;
                 out.push(left);
             }
-            if old.end > m.end {
+            if old.end > end {
                 let mut right = old;
-                right.pgoff += m.end - right.start;
-                right.start = m.end;
+                right.pgoff += end - right.start;
+                right.start = end;
                 out.push(right);
             }
         }
-        let at = out.partition_point(|x| x.start < m.start);
-        out.insert(at, m);
         self.maps = out;
     }
 
@@ -191,6 +205,22 @@ mod tests {
             path: path.into(),
             build_id: None,
         }
+    }
+
+    #[test]
+    fn cut_keeps_the_parts_outside_with_their_file_offsets() {
+        let mut maps = ProcessMaps::from_mappings([m(0x1000, 0x5000, 0x10000, "/a.so")]);
+        let before = maps.generation();
+        maps.cut(0x8000, 0x9000);
+        assert_eq!(maps.generation(), before, "nothing overlapped, nothing changed");
+        maps.cut(0x2000, 0x3000);
+        assert!(maps.generation() > before);
+        assert!(maps.find(0x2800).is_none());
+        assert_eq!(maps.find(0x1800).unwrap().file_offset(0x1800), 0x10800);
+        let right = maps.find(0x3800).unwrap();
+        assert_eq!((right.start, right.end), (0x3000, 0x5000));
+        assert_eq!(right.file_offset(0x3800), 0x12800);
+        assert_eq!(maps.len(), 2);
     }
 
     #[test]
