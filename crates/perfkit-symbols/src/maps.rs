@@ -212,7 +212,11 @@ mod tests {
         let mut maps = ProcessMaps::from_mappings([m(0x1000, 0x5000, 0x10000, "/a.so")]);
         let before = maps.generation();
         maps.cut(0x8000, 0x9000);
-        assert_eq!(maps.generation(), before, "nothing overlapped, nothing changed");
+        assert_eq!(
+            maps.generation(),
+            before,
+            "nothing overlapped, nothing changed"
+        );
         maps.cut(0x2000, 0x3000);
         assert!(maps.generation() > before);
         assert!(maps.find(0x2800).is_none());
