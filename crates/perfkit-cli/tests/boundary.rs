@@ -99,11 +99,21 @@ fn a_closed_output_pipe_stops_the_command_and_exits_141() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut out = child.stdout.take().unwrap();
     let mut first = [0u8; 100];
-    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    out.read_exact(&mut first).unwrap();
     assert_eq!(&first[..8], b"PERFILE2", "pipe-mode header");
+    // Keep the pipe open until the command runs: closed during the preamble, it would end
+    // perfkit before the command starts (the pipe buffer holds the whole preamble, so
+    // perfkit is not blocked meanwhile).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&pidfile).is_ok_and(|p| p.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // The reader is gone (stdout dropped): perfkit must notice, end the command, and exit
     // as perf does when its pipe closes.
+    drop(out);
     let status = child.wait().unwrap();
     let mut err = String::new();
     child
