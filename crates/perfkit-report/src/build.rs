@@ -1434,15 +1434,7 @@ impl Builder {
             return None;
         }
         let d = self.data_maps.get(&pid)?.find(addr)?.clone();
-        let p = d.path.as_str();
-        // perf's `is_anon_memory` and `is_no_dso_memory`.
-        let identity = p == "//anon"
-            || p.starts_with("/dev/zero")
-            || p.starts_with("/anon_hugepage")
-            || p.starts_with("[stack")
-            || p.starts_with("/SYSV")
-            || p == "[heap]";
-        let (name, sym_offset, object, size, map_offset) = if identity {
+        let (name, sym_offset, object, size, map_offset) = if d.is_identity_mapped() {
             ("[unknown]".to_string(), None, false, None, None)
         } else {
             let sym = self.symbolizer.symbolize_in_mapping(&d, addr);

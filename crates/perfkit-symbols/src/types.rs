@@ -42,6 +42,19 @@ impl Mapping {
             || p.starts_with("[stack")
     }
 
+    /// Does perf map addresses in it one to one, with no file offset or symbols (its
+    /// `is_anon_memory` and `is_no_dso_memory`): anonymous memory, `/dev/zero`, huge pages,
+    /// the stack, SysV shared memory and the heap.
+    pub fn is_identity_mapped(&self) -> bool {
+        let p = self.path.as_str();
+        p == "//anon"
+            || p.starts_with("/dev/zero")
+            || p.starts_with("/anon_hugepage")
+            || p.starts_with("[stack")
+            || p.starts_with("/SYSV")
+            || p == "[heap]"
+    }
+
     /// Is this the kernel image (`[kernel.kallsyms]`, perf's name for the kernel mapping,
     /// synthesized with pid -1) or a kernel module path?
     pub fn is_kernel(&self) -> bool {
